@@ -1,0 +1,77 @@
+// Domain types shared by every stage of a sweep. Pure data: no I/O, no client types.
+
+export const PULL_CLASSES = ['permanent', 'auth', 'transient', 'unknown'] as const;
+export type PullClass = (typeof PULL_CLASSES)[number];
+
+export const ACTIONS = ['fail', 'report', 'ignore'] as const;
+export type Action = (typeof ACTIONS)[number];
+
+export const OUTCOMES = ['failed', 'reported', 'skipped', 'deferred', 'error'] as const;
+export type Outcome = (typeof OUTCOMES)[number];
+
+/** Waiting reasons that mean "this container is stuck on its image". */
+export const STUCK_REASONS = [
+  'ErrImagePull',
+  'ImagePullBackOff',
+  'InvalidImageName',
+  'ErrImageNeverPull',
+  'RegistryUnavailable',
+  'SignatureValidationFailed',
+  'ImageInspectError',
+] as const;
+export type StuckReason = (typeof STUCK_REASONS)[number];
+
+export type ContainerKind = 'init' | 'sidecar' | 'regular';
+
+export interface OwnerRef {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  uid: string;
+  controller: boolean;
+}
+
+/** One container of one pod that waits on its image. Output of the classify stage. */
+export interface StuckContainer {
+  namespace: string;
+  pod: string;
+  podUid: string;
+  container: string;
+  containerKind: ContainerKind;
+  image: string;
+  reason: StuckReason;
+  message: string;
+  pullClass: PullClass;
+  /** When the container could first start pulling (from pod status, never from sweeper memory). */
+  stuckSince: Date;
+  /** The pod's controller owner reference, if any. */
+  controller: OwnerRef | undefined;
+}
+
+/** The parts of a Job the judge needs. Built by the attribute stage from a V1Job. */
+export interface JobView {
+  namespace: string;
+  name: string;
+  uid: string;
+  resourceVersion: string;
+  annotations: Record<string, string>;
+  /** Complete or Failed condition is True (or the Job has a completionTime). */
+  finished: boolean;
+  /** metadata.deletionTimestamp is set. */
+  deleting: boolean;
+  /** spec.managedBy, when set. */
+  managedBy: string | undefined;
+  /** spec.suspend is true. */
+  suspended: boolean;
+  /** The pod condition type of the first `FailJob` rule in spec.podFailurePolicy that matches on a pod condition. */
+  failJobConditionType: string | undefined;
+  /** The CronJob that owns this Job, if any. */
+  cronJob: string | undefined;
+  /** status.startTime, used to compute an already-passed activeDeadlineSeconds. */
+  startTime: Date | undefined;
+}
+
+export interface NamespaceView {
+  name: string;
+  labels: Record<string, string>;
+}

@@ -1,0 +1,74 @@
+import type { Action, PullClass } from '../model.ts';
+
+/** Seconds per pull class. */
+export type GraceSeconds = Record<PullClass, number>;
+
+export interface JobOverrides {
+  allowed: boolean;
+  maxGraceSeconds: number;
+}
+
+export interface LabelSelectorRequirement {
+  key: string;
+  operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
+  values?: string[];
+}
+
+export interface LabelSelector {
+  matchLabels?: Record<string, string>;
+  matchExpressions?: LabelSelectorRequirement[];
+}
+
+export interface Rule {
+  name: string;
+  /** Globs over namespace names (`*`, `?`, `[abc]`). Unset: any namespace. */
+  namespaces?: string[];
+  namespaceSelector?: LabelSelector;
+  action?: Action;
+  grace?: Partial<GraceSeconds>;
+  jobOverrides?: Partial<JobOverrides>;
+}
+
+export interface Limits {
+  maxJobsPerSweep: number;
+  maxJobsPerNamespace: number;
+  outage: { minStuckPods: number; minImages: number; transientFraction: number };
+}
+
+export interface Policy {
+  defaults: { action: Action; grace: GraceSeconds; jobOverrides: JobOverrides };
+  rules: Rule[];
+  limits: Limits;
+}
+
+/** Where a policy came from, for logs and `policy explain`. */
+export type PolicySource =
+  | { kind: 'builtin' }
+  | { kind: 'configmap'; namespace: string; name: string }
+  | { kind: 'file'; path: string };
+
+export interface PolicyProblem {
+  line: number; // 1-based
+  column: number; // 1-based
+  path: string; // e.g. "rules[0].grace.permanent" ("" for the document root)
+  message: string;
+}
+
+/** The policy in force for one namespace (and optionally one Job). */
+export interface EffectivePolicy {
+  /** Name of the first rule that matched, or "defaults". */
+  rule: string;
+  action: Action;
+  grace: GraceSeconds;
+  jobOverrides: JobOverrides;
+  /** For each field, where its value came from: a rule name or "defaults". */
+  sources: { action: string; grace: Record<PullClass, string>; jobOverrides: string };
+}
+
+export interface JobGrace {
+  grace: GraceSeconds;
+  /** Set when the Job's imagepull-sweeper/grace annotation changed the grace. */
+  override: { requested: number; applied: number; clamped: boolean } | undefined;
+  /** e.g. annotation present but overrides not allowed, or unparseable. */
+  warnings: string[];
+}
