@@ -1,0 +1,139 @@
+// Classifies an image-pull failure (waiting reason + message) into a grace class.
+//
+// Precedence, first hit wins:
+//   1. Reasons that settle the class alone: InvalidImageName, ErrImageNeverPull -> permanent;
+//      RegistryUnavailable -> transient.
+//   2. Message cues, transient before auth before permanent. When cues conflict, the class with the
+//      longer default grace wins, so ambiguity never fails a Job sooner. It also follows how the
+//      errors arise: a 5xx, a timeout or a DNS failure while fetching an auth token says nothing
+//      about credentials, and a registry that hides private repositories ("denied ... repository
+//      does not exist") cannot tell us the image is missing.
+//   3. The reason's default: SignatureValidationFailed -> permanent (policy rejected the image;
+//      a retry will not change that), everything else (incl. ImageInspectError) -> unknown.
+//
+// Cues are matched case-insensitively on the cause only: the v1.32+ `Back-off pulling image "x":
+// ErrImagePull: ` prefix is unwrapped, and image references, URLs and quoted names are removed first.
+
+import type { PullClass, StuckReason } from '../model.ts';
+import { stripImageReferences, unwrapBackOff } from './message.ts';
+
+export interface PullClassRule {
+  pullClass: PullClass;
+  /** Human-readable cue for docs and audit output. */
+  cue: string;
+  pattern: RegExp;
+}
+
+export interface ReasonClass {
+  pullClass: PullClass;
+  /** True: the reason settles the class before any message cue is looked at. */
+  decisive: boolean;
+}
+
+export const REASON_CLASSES: Readonly<Record<StuckReason, ReasonClass>> = {
+  InvalidImageName: { pullClass: 'permanent', decisive: true },
+  ErrImageNeverPull: { pullClass: 'permanent', decisive: true },
+  RegistryUnavailable: { pullClass: 'transient', decisive: true },
+  SignatureValidationFailed: { pullClass: 'permanent', decisive: false },
+  ImageInspectError: { pullClass: 'unknown', decisive: false },
+  ErrImagePull: { pullClass: 'unknown', decisive: false },
+  ImagePullBackOff: { pullClass: 'unknown', decisive: false },
+};
+
+/** An HTTP status code in a "status 503" / "status code: 401" / "HTTP 429" shape (not a bare number). */
+function statusCode(codes: string): string {
+  return String.raw`(?:status|code|\bhttp)\b\W{0,12}(?:${codes})\b`;
+}
+
+function rule(pullClass: PullClass, cue: string, pattern: string): PullClassRule {
+  return { pullClass, cue, pattern: new RegExp(pattern, 'i') };
+}
+
+/** Message rules in precedence order. */
+export const PULL_CLASS_RULES: readonly PullClassRule[] = [
+  rule('transient', 'registry unavailable', String.raw`registry ?unavailable|registry is unavailable`),
+  rule('transient', '429 / toomanyrequests / Too Many Requests / rate limit',
+    String.raw`too ?many ?requests|rate ?limit|${statusCode('429')}`),
+  rule('transient', 'pull QPS exceeded', String.raw`pull qps exceeded`),
+  rule('transient', '5xx (500 Internal Server Error, 502 Bad Gateway, 503 Service Unavailable, 504 Gateway Timeout)',
+    String.raw`internal server error|bad gateway|service unavailable|gateway time-?out|${statusCode(String.raw`5\d\d`)}`),
+  rule('transient', 'DNS: no such host, temporary failure in name resolution, server misbehaving',
+    String.raw`no such host|temporary failure in name resolution|server misbehaving`),
+  rule('transient', 'dial tcp, connection refused/reset, broken pipe, network/host unreachable',
+    String.raw`dial tcp|connection refused|connection reset|broken pipe|network is unreachable|no route to host`),
+  rule('transient', 'timeouts: i/o timeout, TLS handshake timeout, timed out, context deadline exceeded',
+    String.raw`\btime-?out\b|timed out|deadline exceeded`),
+  rule('transient', 'TLS/certificate errors: tls:, x509:', String.raw`\btls:|\bx509:|\bcertificate (?:signed by unknown|has expired|is not valid)`),
+  rule('transient', 'request canceled, context canceled', String.raw`request cancell?ed|context cancell?ed`),
+  rule('transient', 'EOF / unexpected EOF', String.raw`\beof\b`),
+
+  rule('auth', 'unauthorized, not authorized', String.raw`unauthori[sz]ed|not authori[sz]ed`),
+  rule('auth', 'authentication required', String.raw`authentication required`),
+  rule('auth', 'denied (pull access denied, requested access to the resource is denied; not "permission denied")',
+    String.raw`(?<!permission )\bdenied\b`),
+  rule('auth', 'insufficient_scope', String.raw`insufficient[_ ]scope`),
+  rule('auth', 'no basic auth credentials, invalid credentials, incorrect username or password',
+    String.raw`no basic auth credentials|(?:invalid|bad|missing|no) credentials|(?:invalid|incorrect) username`),
+  rule('auth', 'authorization failed, failed to authorize, expired token',
+    String.raw`authori[sz]ation failed|failed to authori[sz]e|token has expired|expired token`),
+  rule('auth', '401, 403 Forbidden', String.raw`\bforbidden\b|${statusCode('401|403')}`),
+
+  rule('permanent', 'manifest unknown, name unknown, blob unknown', String.raw`\b(?:manifest|name|blob)[ _]unknown\b`),
+  rule('permanent', 'not found (incl. failed to resolve reference ...: not found, 404 Not Found)',
+    String.raw`not found|${statusCode('404')}`),
+  rule('permanent', 'repository does not exist', String.raw`\b(?:repository|repo|image|tag|manifest) (?:does not|doesn't) exist`),
+  rule('permanent', 'invalid reference format, repository name must be lowercase',
+    String.raw`invalid reference format|repository name must be lowercase|couldn't parse image (?:name|reference)`),
+  rule('permanent', 'no matching platform in the manifest list',
+    String.raw`no match for platform|no image found in manifest list`),
+];
+
+export interface PullClassification {
+  pullClass: PullClass;
+  /** What decided it: `reason X`, a rule's cue, or `default for X`. */
+  decidedBy: string;
+  /** The reason whose rules applied (the embedded one for a v1.32+ back-off message). */
+  reason: StuckReason;
+}
+
+/** Like `classifyPullFailure`, and says which rule decided. */
+export function explainPullFailure(reason: StuckReason, message: string, image?: string): PullClassification {
+  const unwrapped = unwrapBackOff(reason, message);
+  const effective = REASON_CLASSES[unwrapped.reason];
+  if (effective.decisive) {
+    return { pullClass: effective.pullClass, decidedBy: `reason ${unwrapped.reason}`, reason: unwrapped.reason };
+  }
+  const text = stripImageReferences(unwrapped.cause, image);
+  const hit = PULL_CLASS_RULES.find((r) => r.pattern.test(text));
+  if (hit) return { pullClass: hit.pullClass, decidedBy: hit.cue, reason: unwrapped.reason };
+  return { pullClass: effective.pullClass, decidedBy: `default for ${unwrapped.reason}`, reason: unwrapped.reason };
+}
+
+/**
+ * The grace class of a pull failure. `image`, when given, is also stripped from the message so
+ * an unquoted image name cannot look like a cue.
+ */
+export function classifyPullFailure(reason: StuckReason, message: string, image?: string): PullClass {
+  return explainPullFailure(reason, message, image).pullClass;
+}
+
+export interface ClassificationRow {
+  step: 'reason' | 'message' | 'default';
+  pullClass: PullClass;
+  cues: string[];
+}
+
+/** The rule table in evaluation order, grouped for the README. */
+export function describeClassification(): ClassificationRow[] {
+  const rows: ClassificationRow[] = [];
+  const reasons = Object.entries(REASON_CLASSES) as [StuckReason, ReasonClass][];
+  const push = (step: ClassificationRow['step'], pullClass: PullClass, cue: string): void => {
+    const last = rows.at(-1);
+    if (last?.step === step && last.pullClass === pullClass) last.cues.push(cue);
+    else rows.push({ step, pullClass, cues: [cue] });
+  };
+  for (const [reason, c] of reasons) if (c.decisive) push('reason', c.pullClass, `reason ${reason}`);
+  for (const r of PULL_CLASS_RULES) push('message', r.pullClass, r.cue);
+  for (const [reason, c] of reasons) if (!c.decisive) push('default', c.pullClass, `reason ${reason}`);
+  return rows;
+}

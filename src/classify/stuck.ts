@@ -1,0 +1,151 @@
+// Finds the containers of a pod that wait on their image, and since when they could have pulled it.
+
+import type { V1Container, V1ContainerStatus, V1OwnerReference, V1Pod, V1PodCondition } from '@kubernetes/client-node';
+import { STUCK_REASONS, type ContainerKind, type OwnerRef, type StuckContainer, type StuckReason } from '../model.ts';
+import { classifyPullFailure } from './pull-class.ts';
+
+/** client-node gives `Date`s; raw JSON gives RFC 3339 strings. Accept both. */
+export type Timestamp = Date | string | null | undefined;
+
+export function toDate(value: Timestamp): Date | undefined {
+  if (value === null || value === undefined || value === '') return undefined;
+  const ms = value instanceof Date ? value.getTime() : Date.parse(value);
+  return Number.isNaN(ms) ? undefined : new Date(ms);
+}
+
+function latest(...dates: (Date | undefined)[]): Date | undefined {
+  let out: Date | undefined;
+  for (const d of dates) if (d && (!out || d.getTime() > out.getTime())) out = d;
+  return out;
+}
+
+function isStuckReason(value: string | undefined): value is StuckReason {
+  return value !== undefined && (STUCK_REASONS as readonly string[]).includes(value);
+}
+
+/** Not being deleted and not finished. */
+export function isActivePod(pod: V1Pod): boolean {
+  if (pod.metadata?.deletionTimestamp) return false;
+  const phase = pod.status?.phase;
+  return phase !== 'Succeeded' && phase !== 'Failed';
+}
+
+export function controllerOf(pod: V1Pod): OwnerRef | undefined {
+  const ref: V1OwnerReference | undefined = pod.metadata?.ownerReferences?.find((o) => o.controller === true);
+  if (!ref) return undefined;
+  return { apiVersion: ref.apiVersion, kind: ref.kind, name: ref.name, uid: ref.uid, controller: true };
+}
+
+function trueSince(pod: V1Pod, type: string): Date | undefined {
+  const c: V1PodCondition | undefined = pod.status?.conditions?.find((x) => x.type === type);
+  return c?.status === 'True' ? toDate(c.lastTransitionTime) : undefined;
+}
+
+function podFallback(pod: V1Pod): Date | undefined {
+  return toDate(pod.status?.startTime) ?? toDate(pod.metadata?.creationTimestamp);
+}
+
+/** When the sidecar or init container before this one let it start, if the status still shows it. */
+function predecessorDone(kind: ContainerKind | undefined, status: V1ContainerStatus | undefined): Date | undefined {
+  if (!kind || !status) return undefined;
+  if (kind === 'sidecar') {
+    // After a restart `startedAt` is the latest start, later than when the next one could begin.
+    return status.restartCount === 0 ? toDate(status.state?.running?.startedAt) : undefined;
+  }
+  return toDate(status.state?.terminated?.finishedAt);
+}
+
+interface Slot {
+  status: V1ContainerStatus;
+  spec: V1Container | undefined;
+  kind: ContainerKind;
+  /** The init container before this one (init and sidecar only). */
+  previous?: { kind: ContainerKind | undefined; status: V1ContainerStatus | undefined };
+}
+
+function initKind(spec: V1Container | undefined): ContainerKind {
+  return spec?.restartPolicy === 'Always' ? 'sidecar' : 'init';
+}
+
+function slotsOf(pod: V1Pod): Slot[] {
+  const initSpecs = pod.spec?.initContainers ?? [];
+  const initStatuses = pod.status?.initContainerStatuses ?? [];
+  const statusByName = new Map(initStatuses.map((s) => [s.name, s]));
+  const specByName = new Map(initSpecs.map((c) => [c.name, c]));
+  // Spec order decides who comes before whom; status order is the fallback.
+  const order = initSpecs.length > 0 ? initSpecs.map((c) => c.name) : initStatuses.map((s) => s.name);
+
+  const slots: Slot[] = initStatuses.map((status) => {
+    const spec = specByName.get(status.name);
+    const i = order.indexOf(status.name);
+    const prevName = i > 0 ? order[i - 1] : undefined;
+    const previous =
+      prevName === undefined
+        ? undefined
+        : {
+            kind: specByName.has(prevName) ? initKind(specByName.get(prevName)) : 'init',
+            status: statusByName.get(prevName),
+          };
+    return { status, spec, kind: initKind(spec), ...(previous ? { previous } : {}) };
+  });
+  const specs = new Map((pod.spec?.containers ?? []).map((c) => [c.name, c]));
+  for (const status of pod.status?.containerStatuses ?? []) {
+    slots.push({ status, spec: specs.get(status.name), kind: 'regular' });
+  }
+  return slots;
+}
+
+/**
+ * The earliest time this container could have started pulling, from pod status only:
+ * - regular: the later of `Initialized` and `PodReadyToStartContainers` turning True (both are
+ *   needed before it starts), else `status.startTime`, else `creationTimestamp`;
+ * - init/sidecar: the previous init container's `finishedAt` (sidecar: `startedAt`), else
+ *   `PodReadyToStartContainers`, else `status.startTime`, else `creationTimestamp`;
+ * - and never before the container's own last termination (a restart pulls again).
+ */
+function pullStartedAt(pod: V1Pod, slot: Slot): Date | undefined {
+  let base: Date | undefined;
+  if (slot.kind === 'regular') {
+    base = latest(trueSince(pod, 'Initialized'), trueSince(pod, 'PodReadyToStartContainers'));
+  } else {
+    base = predecessorDone(slot.previous?.kind, slot.previous?.status) ?? trueSince(pod, 'PodReadyToStartContainers');
+  }
+  base ??= podFallback(pod);
+  if (!base) return undefined;
+  return latest(base, toDate(slot.status.lastState?.terminated?.finishedAt));
+}
+
+/**
+ * Every init, sidecar and regular container of an active pod whose waiting reason is a stuck
+ * reason. Ephemeral containers are ignored. A container with no determinable start time (no
+ * condition, startTime or creationTimestamp — never the case for a pod read from the API server)
+ * is left out rather than guessed.
+ */
+export function findStuckContainers(pod: V1Pod): StuckContainer[] {
+  if (!isActivePod(pod)) return [];
+  const controller = controllerOf(pod);
+  const out: StuckContainer[] = [];
+  for (const slot of slotsOf(pod)) {
+    const waiting = slot.status.state?.waiting;
+    const reason = waiting?.reason;
+    if (!isStuckReason(reason)) continue;
+    const stuckSince = pullStartedAt(pod, slot);
+    if (!stuckSince) continue;
+    const image = slot.status.image || slot.spec?.image || '';
+    const message = waiting?.message ?? '';
+    out.push({
+      namespace: pod.metadata?.namespace ?? '',
+      pod: pod.metadata?.name ?? '',
+      podUid: pod.metadata?.uid ?? '',
+      container: slot.status.name,
+      containerKind: slot.kind,
+      image,
+      reason,
+      message,
+      pullClass: classifyPullFailure(reason, message, image),
+      stuckSince,
+      controller: controller ? { ...controller } : undefined,
+    });
+  }
+  return out;
+}

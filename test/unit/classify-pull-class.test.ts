@@ -1,0 +1,527 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import {
+  classifyPullFailure,
+  describeClassification,
+  explainPullFailure,
+  imageReferenceNames,
+  PULL_CLASS_RULES,
+  stripImageReferences,
+  unwrapBackOff,
+} from '../../src/classify/index.ts';
+import { PULL_CLASSES, STUCK_REASONS, type PullClass, type StuckReason } from '../../src/model.ts';
+
+interface Case {
+  name: string;
+  reason: StuckReason;
+  message: string;
+  image?: string;
+  expected: PullClass;
+}
+
+const CTRD = 'rpc error: code = Unknown desc = failed to pull and unpack image';
+const CTRD_NOT_FOUND =
+  'rpc error: code = NotFound desc = failed to pull and unpack image "docker.io/library/nope:1": ' +
+  'failed to resolve reference "docker.io/library/nope:1": docker.io/library/nope:1: not found';
+const CTRD_DENIED =
+  `${CTRD} "docker.io/acme/private:1": failed to resolve reference "docker.io/acme/private:1": ` +
+  'pull access denied, repository does not exist or may require authorization: server message: ' +
+  'insufficient_scope: authorization failed';
+const CTRD_401 =
+  `${CTRD} "registry.example.com/acme/app:1": failed to resolve reference "registry.example.com/acme/app:1": ` +
+  'unexpected status from HEAD request to https://registry.example.com/v2/acme/app/manifests/1: 401 Unauthorized';
+const CTRD_429 =
+  `${CTRD} "docker.io/library/nginx:1.27": failed to copy: httpReadSeeker: failed open: unexpected status code ` +
+  'https://registry-1.docker.io/v2/library/nginx/manifests/sha256:0d17b565c37bcbd895e9d92315a05c1c3c9a29f762b011a10c54a66cd53c9b31: ' +
+  '429 Too Many Requests - Server message: toomanyrequests: You have reached your pull rate limit. ' +
+  'You may increase the limit by authenticating and upgrading: https://www.docker.com/increase-rate-limit';
+const CTRD_503 =
+  `${CTRD} "quay.io/acme/app:1": failed to resolve reference "quay.io/acme/app:1": ` +
+  'unexpected status from HEAD request to https://quay.io/v2/acme/app/manifests/1: 503 Service Unavailable';
+const CTRD_DNS =
+  `${CTRD} "registry.example/app:1": failed to resolve reference "registry.example/app:1": failed to do request: ` +
+  'Head "https://registry.example/v2/app/manifests/1": dial tcp: lookup registry.example on 10.96.0.10:53: no such host';
+const CTRD_TIMEOUT =
+  `${CTRD} "10.0.0.1/app:1": failed to resolve reference "10.0.0.1/app:1": failed to do request: ` +
+  'Head "https://10.0.0.1/v2/app/manifests/1": dial tcp 10.0.0.1:443: i/o timeout';
+const CTRD_X509 =
+  `${CTRD} "registry.internal/app:1": failed to resolve reference "registry.internal/app:1": failed to do request: ` +
+  'Head "https://registry.internal/v2/app/manifests/1": tls: failed to verify certificate: x509: certificate signed by unknown authority';
+const CRIO_MANIFEST_UNKNOWN =
+  'initializing source docker://busybox:nope: reading manifest nope in docker.io/library/busybox: manifest unknown';
+const CRIO_DENIED =
+  'initializing source docker://acme/private:1: reading manifest 1 in docker.io/acme/private: requested access to the resource is denied';
+const CRIO_UNAUTHORIZED =
+  'initializing source docker://acr.azurecr.io/app:1: reading manifest 1 in acr.azurecr.io/app: unauthorized: ' +
+  'authentication required, visit https://aka.ms/acr/authorization for more information.';
+
+const backOff = (image: string, cause: string, reason = 'ErrImagePull'): string =>
+  `Back-off pulling image "${image}": ${reason}: ${cause}`;
+
+const CASES: Case[] = [
+  // permanent
+  { name: 'containerd: tag not found', reason: 'ErrImagePull', message: CTRD_NOT_FOUND, expected: 'permanent' },
+  {
+    name: 'containerd: ghcr tag not found',
+    reason: 'ErrImagePull',
+    message:
+      'rpc error: code = NotFound desc = failed to pull and unpack image "ghcr.io/acme/app:v9": failed to resolve reference ' +
+      '"ghcr.io/acme/app:v9": ghcr.io/acme/app:v9: not found',
+    expected: 'permanent',
+  },
+  { name: 'CRI-O: manifest unknown', reason: 'ErrImagePull', message: CRIO_MANIFEST_UNKNOWN, image: 'busybox:nope', expected: 'permanent' },
+  {
+    name: 'CRI-O: name unknown',
+    reason: 'ErrImagePull',
+    message:
+      'initializing source docker://registry.example.com/acme/nope:1: reading manifest 1 in registry.example.com/acme/nope: ' +
+      'name unknown: repository name not known to registry',
+    expected: 'permanent',
+  },
+  {
+    name: 'docker: manifest for x not found',
+    reason: 'ErrImagePull',
+    message: 'Error response from daemon: manifest for acme/app:v2 not found: manifest unknown: manifest unknown',
+    expected: 'permanent',
+  },
+  {
+    name: 'containerd: no match for platform',
+    reason: 'ErrImagePull',
+    message:
+      'rpc error: code = NotFound desc = failed to pull and unpack image "docker.io/acme/amd64only:1": no match for platform in manifest: not found',
+    expected: 'permanent',
+  },
+  {
+    name: 'CRI-O: no image for architecture',
+    reason: 'ErrImagePull',
+    message:
+      'initializing source docker://acme/amd64only:1: choosing image instance: no image found in manifest list for architecture arm64, variant "v8", OS linux',
+    expected: 'permanent',
+  },
+  {
+    name: 'CRI-O: 404 Not Found',
+    reason: 'ErrImagePull',
+    message: 'reading manifest 1 in registry.example.com/acme/app: received unexpected HTTP status: 404 Not Found',
+    expected: 'permanent',
+  },
+  {
+    name: 'containerd: invalid reference format',
+    reason: 'ErrImagePull',
+    message: `${CTRD} "docker.io/Acme/App:1": failed to resolve reference "docker.io/Acme/App:1": invalid reference format: repository name must be lowercase`,
+    expected: 'permanent',
+  },
+  {
+    name: 'InvalidImageName',
+    reason: 'InvalidImageName',
+    message: 'Failed to apply default image tag "Bad_Name": couldn\'t parse image name "Bad_Name": invalid reference format: repository name must be lowercase',
+    expected: 'permanent',
+  },
+  {
+    name: 'InvalidImageName is decisive whatever the message',
+    reason: 'InvalidImageName',
+    message: 'Failed to apply default image tag "x": dial tcp: i/o timeout',
+    expected: 'permanent',
+  },
+  {
+    name: 'ErrImageNeverPull',
+    reason: 'ErrImageNeverPull',
+    message: 'Container image "acme/app:1" is not present with pull policy of Never',
+    expected: 'permanent',
+  },
+  {
+    name: 'ErrImageNeverPull with a cue-like image name',
+    reason: 'ErrImageNeverPull',
+    message: 'Container image "acme/timeout-unauthorized:1" is not present with pull policy of Never',
+    expected: 'permanent',
+  },
+  {
+    name: 'SignatureValidationFailed defaults to permanent',
+    reason: 'SignatureValidationFailed',
+    message:
+      'image pull failed for quay.io/acme/app:1 because the signature validation failed: Source image rejected: A signature was required, but no signature exists',
+    expected: 'permanent',
+  },
+  { name: 'back-off: not found', reason: 'ImagePullBackOff', message: backOff('docker.io/library/nope:1', CTRD_NOT_FOUND), expected: 'permanent' },
+  { name: 'back-off: CRI-O manifest unknown', reason: 'ImagePullBackOff', message: backOff('busybox:nope', CRIO_MANIFEST_UNKNOWN), expected: 'permanent' },
+
+  // auth
+  { name: 'containerd: Docker Hub pull access denied + insufficient_scope', reason: 'ErrImagePull', message: CTRD_DENIED, expected: 'auth' },
+  {
+    name: "docker: pull access denied ... may require 'docker login'",
+    reason: 'ErrImagePull',
+    message:
+      "Error response from daemon: pull access denied for acme/private, repository does not exist or may require 'docker login': " +
+      'denied: requested access to the resource is denied',
+    expected: 'auth',
+  },
+  { name: 'containerd: HEAD 401 Unauthorized', reason: 'ErrImagePull', message: CTRD_401, expected: 'auth' },
+  {
+    name: 'containerd: oauth token 403 Forbidden',
+    reason: 'ErrImagePull',
+    message:
+      `${CTRD} "europe-docker.pkg.dev/p/r/app:1": failed to resolve reference "europe-docker.pkg.dev/p/r/app:1": failed to authorize: ` +
+      'failed to fetch oauth token: unexpected status from GET request to ' +
+      'https://europe-docker.pkg.dev/v2/token?scope=repository%3Ap%2Fr%2Fapp%3Apull&service=europe-docker.pkg.dev: 403 Forbidden',
+    expected: 'auth',
+  },
+  {
+    name: 'ECR: no basic auth credentials',
+    reason: 'ErrImagePull',
+    message:
+      'rpc error: code = Unknown desc = Error response from daemon: Get https://123456789012.dkr.ecr.us-east-1.amazonaws.com/v2/app/manifests/1: no basic auth credentials',
+    expected: 'auth',
+  },
+  {
+    name: 'ECR: expired token',
+    reason: 'ErrImagePull',
+    message: `${CTRD} "123456789012.dkr.ecr.us-east-1.amazonaws.com/app:1": Your authorization token has expired. Reauthenticate and try again.`,
+    expected: 'auth',
+  },
+  {
+    name: 'CRI-O: quay not authorized',
+    reason: 'ErrImagePull',
+    message:
+      'initializing source docker://quay.io/acme/private:1: reading manifest 1 in quay.io/acme/private: unauthorized: access to the requested resource is not authorized',
+    expected: 'auth',
+  },
+  { name: 'CRI-O: Docker Hub requested access denied', reason: 'ErrImagePull', message: CRIO_DENIED, expected: 'auth' },
+  { name: 'CRI-O: ACR authentication required', reason: 'ErrImagePull', message: CRIO_UNAUTHORIZED, expected: 'auth' },
+  {
+    name: 'registry JSON body with status code 401',
+    reason: 'ErrImagePull',
+    message: 'unexpected status code 401: {"errors":[{"code":"UNAUTHORIZED","message":"authentication required","detail":null}]}',
+    expected: 'auth',
+  },
+  {
+    name: 'upper-case registry error code survives quote stripping',
+    reason: 'ErrImagePull',
+    message: 'reading manifest 1 in registry.example.com/acme/app: errors: {"code":"DENIED"}',
+    expected: 'auth',
+  },
+  { name: 'back-off: Docker Hub denied', reason: 'ImagePullBackOff', message: backOff('acme/private:1', CTRD_DENIED), expected: 'auth' },
+  { name: 'back-off: CRI-O unauthorized', reason: 'ImagePullBackOff', message: backOff('acr.azurecr.io/app:1', CRIO_UNAUTHORIZED), expected: 'auth' },
+
+  // transient
+  { name: 'containerd: 429 toomanyrequests', reason: 'ErrImagePull', message: CTRD_429, expected: 'transient' },
+  { name: 'kubelet: pull QPS exceeded', reason: 'ErrImagePull', message: 'pull QPS exceeded', expected: 'transient' },
+  { name: 'containerd: 503 Service Unavailable', reason: 'ErrImagePull', message: CTRD_503, expected: 'transient' },
+  {
+    name: 'CRI-O: 502 Bad Gateway',
+    reason: 'ErrImagePull',
+    message: 'reading manifest 1 in registry.example.com/acme/app: received unexpected HTTP status: 502 Bad Gateway',
+    expected: 'transient',
+  },
+  {
+    name: 'containerd: 500 Internal Server Error',
+    reason: 'ErrImagePull',
+    message: `${CTRD} "quay.io/acme/app:1": failed to copy: httpReadSeeker: failed open: unexpected status code https://quay.io/v2/acme/app/blobs/sha256:1: 500 Internal Server Error`,
+    expected: 'transient',
+  },
+  {
+    name: 'containerd: 504 Gateway Timeout',
+    reason: 'ErrImagePull',
+    message: `${CTRD} "quay.io/acme/app:1": unexpected status from HEAD request to https://quay.io/v2/acme/app/manifests/1: 504 Gateway Timeout`,
+    expected: 'transient',
+  },
+  { name: 'containerd: DNS no such host', reason: 'ErrImagePull', message: CTRD_DNS, expected: 'transient' },
+  { name: 'bare dial tcp DNS error', reason: 'ErrImagePull', message: 'dial tcp: lookup registry.example on 10.96.0.10:53: no such host', expected: 'transient' },
+  { name: 'containerd: i/o timeout', reason: 'ErrImagePull', message: CTRD_TIMEOUT, expected: 'transient' },
+  { name: 'containerd: x509 unknown authority (SPEC: TLS is transient)', reason: 'ErrImagePull', message: CTRD_X509, expected: 'transient' },
+  {
+    name: 'connection refused',
+    reason: 'ErrImagePull',
+    message: `${CTRD} "10.0.0.1:5000/app:1": failed to do request: Head "https://10.0.0.1:5000/v2/app/manifests/1": dial tcp 10.0.0.1:5000: connect: connection refused`,
+    expected: 'transient',
+  },
+  {
+    name: 'connection reset by peer',
+    reason: 'ErrImagePull',
+    message: `${CTRD} "docker.io/library/nginx:1": failed to copy: read tcp 10.244.1.5:51234->104.18.121.25:443: read: connection reset by peer`,
+    expected: 'transient',
+  },
+  {
+    name: 'TLS handshake timeout',
+    reason: 'ErrImagePull',
+    message: `${CTRD} "docker.io/library/nginx:1": failed to do request: Head "https://registry-1.docker.io/v2/library/nginx/manifests/1": net/http: TLS handshake timeout`,
+    expected: 'transient',
+  },
+  { name: 'context deadline exceeded', reason: 'ErrImagePull', message: 'rpc error: code = DeadlineExceeded desc = context deadline exceeded', expected: 'transient' },
+  {
+    name: 'net/http: request canceled',
+    reason: 'ErrImagePull',
+    message:
+      'Error response from daemon: Get "https://registry.example.com/v2/": net/http: request canceled while waiting for connection (Client.Timeout exceeded while awaiting headers)',
+    expected: 'transient',
+  },
+  {
+    name: 'context canceled (containerd pull progress timeout)',
+    reason: 'ErrImagePull',
+    message: `rpc error: code = Canceled desc = failed to pull and unpack image "docker.io/acme/big:1": failed to copy: httpReadSeeker: failed open: context canceled`,
+    expected: 'transient',
+  },
+  {
+    name: 'EOF',
+    reason: 'ErrImagePull',
+    message: `${CTRD} "docker.io/library/nginx:1": failed to copy: httpReadSeeker: failed open: failed to do request: Get "https://registry-1.docker.io/v2/": EOF`,
+    expected: 'transient',
+  },
+  {
+    name: 'CRI-O: no route to host',
+    reason: 'ErrImagePull',
+    message: 'pinging container registry registry.example.com: Get "https://registry.example.com/v2/": dial tcp 10.0.0.2:443: connect: no route to host',
+    expected: 'transient',
+  },
+  {
+    name: 'RegistryUnavailable reason',
+    reason: 'RegistryUnavailable',
+    message: 'image pull failed for registry.example.com/app:1 because the registry is unavailable: mirror down',
+    expected: 'transient',
+  },
+  {
+    name: 'precedence: 5xx inside an auth token fetch is transient',
+    reason: 'ErrImagePull',
+    message:
+      `${CTRD} "docker.io/acme/app:1": failed to resolve reference "docker.io/acme/app:1": failed to authorize: failed to fetch oauth token: ` +
+      'unexpected status from POST request to https://auth.docker.io/token: 503 Service Unavailable',
+    expected: 'transient',
+  },
+  {
+    name: 'precedence: DNS failure fetching an anonymous token is transient',
+    reason: 'ErrImagePull',
+    message:
+      'failed to authorize: failed to fetch anonymous token: Get "https://auth.docker.io/token?scope=repository%3Aacme%2Fapp%3Apull": ' +
+      'dial tcp: lookup auth.docker.io: no such host',
+    expected: 'transient',
+  },
+  { name: 'back-off: 429', reason: 'ImagePullBackOff', message: backOff('docker.io/library/nginx:1.27', CTRD_429), expected: 'transient' },
+  { name: 'back-off: pull QPS exceeded', reason: 'ImagePullBackOff', message: backOff('nginx', 'pull QPS exceeded'), expected: 'transient' },
+  { name: 'back-off: 503', reason: 'ImagePullBackOff', message: backOff('quay.io/acme/app:1', CTRD_503), expected: 'transient' },
+  { name: 'back-off: DNS', reason: 'ImagePullBackOff', message: backOff('registry.example/app:1', CTRD_DNS), expected: 'transient' },
+  { name: 'back-off: x509', reason: 'ImagePullBackOff', message: backOff('registry.internal/app:1', CTRD_X509), expected: 'transient' },
+  {
+    name: 'back-off: embedded RegistryUnavailable',
+    reason: 'ImagePullBackOff',
+    message: backOff('registry.example.com/app:1', 'image pull failed for registry.example.com/app:1 because the registry is unavailable', 'RegistryUnavailable'),
+    expected: 'transient',
+  },
+
+  // unknown
+  { name: 'bare older back-off', reason: 'ImagePullBackOff', message: 'Back-off pulling image "docker.io/library/nope:1"', expected: 'unknown' },
+  { name: 'bare back-off with cue-like image name', reason: 'ImagePullBackOff', message: 'Back-off pulling image "acme/denied-429-timeout:1"', expected: 'unknown' },
+  { name: 'empty message', reason: 'ErrImagePull', message: '', expected: 'unknown' },
+  {
+    name: 'ImageInspectError',
+    reason: 'ImageInspectError',
+    message: 'Failed to inspect image "acme/app:1": rpc error: code = Unknown desc = layer does not exist in storage',
+    expected: 'unknown',
+  },
+  {
+    name: 'node-local permission denied is not auth',
+    reason: 'ErrImagePull',
+    message:
+      `${CTRD} "docker.io/library/nginx:1": failed to extract layer sha256:8d7e: mount callback failed on /var/lib/containerd/tmpmounts/containerd-mount1: permission denied`,
+    expected: 'unknown',
+  },
+  { name: 'no space left on device', reason: 'ErrImagePull', message: `${CTRD} "docker.io/library/nginx:1": failed to copy: write /var/lib/containerd/ingest/1/data: no space left on device`, expected: 'unknown' },
+  {
+    name: 'plain-HTTP registry misconfiguration',
+    reason: 'ErrImagePull',
+    message: `${CTRD} "registry.local:5000/app:1": failed to do request: Head "https://registry.local:5000/v2/app/manifests/1": http: server gave HTTP response to HTTPS client`,
+    expected: 'unknown',
+  },
+
+  // image names must not drive the class
+  {
+    name: 'quoted image name containing denied/404',
+    reason: 'ErrImagePull',
+    message:
+      'rpc error: code = NotFound desc = failed to pull and unpack image "docker.io/acme/denied-404:1": failed to resolve reference ' +
+      '"docker.io/acme/denied-404:1": docker.io/acme/denied-404:1: not found',
+    expected: 'permanent',
+  },
+  {
+    name: 'unquoted CRI-O image name containing timeout',
+    reason: 'ErrImagePull',
+    message: 'initializing source docker://quay.io/acme/timeout-svc:1: reading manifest 1 in quay.io/acme/timeout-svc: manifest unknown',
+    expected: 'permanent',
+  },
+  {
+    name: 'unquoted Docker Hub short name containing unauthorized',
+    reason: 'ErrImagePull',
+    message: 'reading manifest 1 in docker.io/library/unauthorized-app: manifest unknown',
+    image: 'unauthorized-app:1',
+    expected: 'permanent',
+  },
+  {
+    name: 'single-word image named like a cue',
+    reason: 'ErrImagePull',
+    message: 'initializing source docker://denied:latest: reading manifest latest in docker.io/library/denied: manifest unknown',
+    image: 'denied',
+    expected: 'permanent',
+  },
+  {
+    name: 'repository path in a URL containing eof',
+    reason: 'ErrImagePull',
+    message:
+      `${CTRD} "registry.example.com/acme/eof-tools:1": unexpected status from HEAD request to ` +
+      'https://registry.example.com/v2/acme/eof-tools/manifests/1: 401 Unauthorized',
+    expected: 'auth',
+  },
+  {
+    name: 'image pull failed for <unquoted image> because ...',
+    reason: 'SignatureValidationFailed',
+    message: 'image pull failed for acme/eof:1 because the signature validation failed: Source image rejected: no signature exists',
+    image: 'acme/eof:1',
+    expected: 'permanent',
+  },
+];
+
+describe('classifyPullFailure: real kubelet / containerd / CRI-O messages', () => {
+  for (const c of CASES) {
+    it(`${c.expected}: ${c.name}`, () => {
+      const got = explainPullFailure(c.reason, c.message, c.image);
+      assert.equal(got.pullClass, c.expected, `decided by: ${got.decidedBy}`);
+      assert.equal(classifyPullFailure(c.reason, c.message, c.image), c.expected);
+    });
+  }
+
+  it('has a real-message case for every class', () => {
+    for (const cls of PULL_CLASSES) assert.ok(CASES.some((c) => c.expected === cls), cls);
+    assert.ok(CASES.length >= 35);
+  });
+
+  it('matches case-insensitively', () => {
+    assert.equal(classifyPullFailure('ErrImagePull', 'TOOMANYREQUESTS: slow down'), 'transient');
+    assert.equal(classifyPullFailure('ErrImagePull', 'Unauthorized: Authentication Required'), 'auth');
+    assert.equal(classifyPullFailure('ErrImagePull', 'MANIFEST UNKNOWN'), 'permanent');
+    assert.equal(classifyPullFailure('ErrImagePull', 'MANIFEST_UNKNOWN: manifest unknown'), 'permanent');
+  });
+
+  it('does not read bare numbers as HTTP statuses', () => {
+    assert.equal(classifyPullFailure('ErrImagePull', 'failed to copy: short read: expected 5000 bytes but got 503'), 'unknown');
+    assert.equal(classifyPullFailure('ErrImagePull', 'unexpected status code 503'), 'transient');
+    assert.equal(classifyPullFailure('ErrImagePull', 'StatusCode: 404'), 'permanent');
+    assert.equal(classifyPullFailure('ErrImagePull', 'HTTP 429'), 'transient');
+    assert.equal(classifyPullFailure('ErrImagePull', 'status: 403'), 'auth');
+  });
+
+  it('an image passed in is stripped even when unquoted and without a registry', () => {
+    const message = 'reading manifest v1 in acme/unauthorized: manifest unknown';
+    assert.equal(classifyPullFailure('ErrImagePull', message, 'acme/unauthorized:v1'), 'permanent');
+  });
+
+  it('every message rule is reachable (real messages plus a few single-cue ones)', () => {
+    const used = new Set(CASES.map((c) => explainPullFailure(c.reason, c.message, c.image).decidedBy));
+    const extra = [
+      'image pull failed because the registry is unavailable',
+      'authentication required',
+      'insufficient_scope: authorization failed',
+      'status: 403',
+      'repository does not exist',
+    ];
+    for (const m of extra) used.add(explainPullFailure('ErrImagePull', m).decidedBy);
+    const missing = PULL_CLASS_RULES.filter((r) => !used.has(r.cue)).map((r) => r.cue);
+    assert.deepEqual(missing, []);
+  });
+
+  it('explain names the deciding rule and the effective reason', () => {
+    assert.deepEqual(explainPullFailure('InvalidImageName', 'x'), {
+      pullClass: 'permanent',
+      decidedBy: 'reason InvalidImageName',
+      reason: 'InvalidImageName',
+    });
+    const embedded = explainPullFailure('ImagePullBackOff', backOff('x', 'boom', 'RegistryUnavailable'));
+    assert.equal(embedded.reason, 'RegistryUnavailable');
+    assert.equal(embedded.decidedBy, 'reason RegistryUnavailable');
+    assert.equal(explainPullFailure('ImagePullBackOff', 'Back-off pulling image "x"').decidedBy, 'default for ImagePullBackOff');
+    assert.equal(explainPullFailure('SignatureValidationFailed', 'rejected').decidedBy, 'default for SignatureValidationFailed');
+  });
+
+  it('a signature failure with a network cause is transient', () => {
+    const message =
+      'image pull failed for quay.io/acme/app:1 because the signature validation failed: reading signature from https://quay.io/sigs/1: dial tcp 1.2.3.4:443: i/o timeout';
+    assert.equal(classifyPullFailure('SignatureValidationFailed', message), 'transient');
+  });
+});
+
+describe('unwrapBackOff', () => {
+  it('splits the v1.32+ form into embedded reason and cause', () => {
+    assert.deepEqual(unwrapBackOff('ImagePullBackOff', 'Back-off pulling image "nginx:1": ErrImagePull: pull QPS exceeded'), {
+      reason: 'ErrImagePull',
+      cause: 'pull QPS exceeded',
+    });
+  });
+  it('keeps the reason when the cause has no embedded reason', () => {
+    assert.deepEqual(unwrapBackOff('ImagePullBackOff', 'Back-off pulling image "nginx:1": something odd'), {
+      reason: 'ImagePullBackOff',
+      cause: 'something odd',
+    });
+  });
+  it('a bare older back-off has an empty cause', () => {
+    assert.deepEqual(unwrapBackOff('ImagePullBackOff', 'Back-off pulling image "nginx:1"'), { reason: 'ImagePullBackOff', cause: '' });
+  });
+  it('handles a cause that itself contains quotes and colons', () => {
+    assert.deepEqual(unwrapBackOff('ImagePullBackOff', backOff('docker.io/library/nope:1', CTRD_NOT_FOUND)), {
+      reason: 'ErrImagePull',
+      cause: CTRD_NOT_FOUND,
+    });
+  });
+  it('leaves other messages alone', () => {
+    assert.deepEqual(unwrapBackOff('ErrImagePull', CTRD_401), { reason: 'ErrImagePull', cause: CTRD_401 });
+  });
+});
+
+describe('stripImageReferences', () => {
+  it('removes quoted references, URLs and registry references', () => {
+    const out = stripImageReferences(CTRD_401);
+    assert.doesNotMatch(out, /registry\.example\.com|acme|https/);
+    assert.match(out, /401 Unauthorized/);
+  });
+  it('keeps quoted phrases with spaces and upper-case error codes', () => {
+    const out = stripImageReferences('{"code":"DENIED","message":"requested access to the resource is denied"}');
+    assert.match(out, /"DENIED"/);
+    assert.match(out, /requested access to the resource is denied/);
+  });
+  it('keeps cues that contain slashes', () => {
+    assert.match(stripImageReferences('dial tcp 10.0.0.1:443: i/o timeout'), /i\/o timeout/);
+    assert.match(stripImageReferences('net/http: request canceled'), /net\/http: request canceled/);
+  });
+  it('removes the image in its docker.io-normalised forms', () => {
+    const out = stripImageReferences('in docker.io/library/denied: denied', 'denied');
+    assert.doesNotMatch(out, /library/);
+    assert.match(out, /: denied$/);
+  });
+});
+
+describe('imageReferenceNames', () => {
+  it('normalises Docker Hub short names and drops tags and digests', () => {
+    assert.deepEqual(imageReferenceNames('nginx:1.27'), ['index.docker.io/library/nginx', 'docker.io/library/nginx', 'library/nginx']);
+    assert.deepEqual(imageReferenceNames('acme/app@sha256:abcd'), ['index.docker.io/acme/app', 'docker.io/acme/app', 'acme/app']);
+  });
+  it('keeps a registry host with a port', () => {
+    assert.deepEqual(imageReferenceNames('localhost:5000/app:1'), ['localhost:5000/app']);
+    assert.deepEqual(imageReferenceNames('registry.example.com:5000/team/app'), ['registry.example.com:5000/team/app']);
+  });
+  it('is empty for an empty image', () => {
+    assert.deepEqual(imageReferenceNames(''), []);
+  });
+});
+
+describe('describeClassification', () => {
+  const rows = describeClassification();
+  it('covers every class and every reason', () => {
+    for (const cls of PULL_CLASSES) assert.ok(rows.some((r) => r.pullClass === cls), cls);
+    const text = rows.flatMap((r) => r.cues).join('\n');
+    for (const reason of STUCK_REASONS) assert.match(text, new RegExp(`reason ${reason}\\b`), reason);
+  });
+  it('lists steps in evaluation order: reason, message (transient, auth, permanent), default', () => {
+    assert.deepEqual(
+      rows.map((r) => `${r.step}:${r.pullClass}`),
+      ['reason:permanent', 'reason:transient', 'message:transient', 'message:auth', 'message:permanent', 'default:permanent', 'default:unknown'],
+    );
+  });
+  it('lists every message rule cue', () => {
+    const cues = rows.filter((r) => r.step === 'message').flatMap((r) => r.cues);
+    assert.deepEqual(cues, PULL_CLASS_RULES.map((r) => r.cue));
+  });
+});

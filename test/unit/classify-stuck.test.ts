@@ -1,0 +1,392 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { V1Container, V1ContainerStatus, V1Pod, V1PodCondition } from '@kubernetes/client-node';
+import { controllerOf, findStuckContainers, isActivePod, toDate } from '../../src/classify/index.ts';
+
+const T = (minute: number): Date => new Date(Date.UTC(2025, 0, 1, 12, minute, 0));
+
+const NOT_FOUND =
+  'rpc error: code = NotFound desc = failed to pull and unpack image "docker.io/library/nope:1": ' +
+  'failed to resolve reference "docker.io/library/nope:1": docker.io/library/nope:1: not found';
+
+function waiting(name: string, reason: string, extra: Partial<V1ContainerStatus> = {}, message?: string): V1ContainerStatus {
+  return {
+    name,
+    image: `docker.io/library/${name}:1`,
+    imageID: '',
+    ready: false,
+    restartCount: 0,
+    state: { waiting: { reason, ...(message === undefined ? {} : { message }) } },
+    ...extra,
+  };
+}
+
+function terminated(name: string, finishedAt: Date | undefined): V1ContainerStatus {
+  return {
+    name,
+    image: `docker.io/library/${name}:1`,
+    imageID: 'sha256:1',
+    ready: false,
+    restartCount: 0,
+    state: { terminated: { exitCode: 0, reason: 'Completed', ...(finishedAt ? { finishedAt, startedAt: finishedAt } : {}) } },
+  };
+}
+
+function running(name: string, startedAt: Date, restartCount = 0): V1ContainerStatus {
+  return { name, image: `docker.io/library/${name}:1`, imageID: 'sha256:1', ready: true, restartCount, started: true, state: { running: { startedAt } } };
+}
+
+function cond(type: string, at: Date, status = 'True'): V1PodCondition {
+  return { type, status, lastTransitionTime: at };
+}
+
+interface PodOpts {
+  containers?: V1Container[];
+  initContainers?: V1Container[];
+  statuses?: V1ContainerStatus[];
+  initStatuses?: V1ContainerStatus[];
+  conditions?: V1PodCondition[];
+  startTime?: Date;
+  creationTimestamp?: Date;
+  phase?: string;
+  deletionTimestamp?: Date;
+}
+
+function pod(o: PodOpts = {}): V1Pod {
+  return {
+    metadata: {
+      name: 'job-a-x7k2p',
+      namespace: 'ci-1',
+      uid: 'pod-uid-1',
+      creationTimestamp: 'creationTimestamp' in o ? o.creationTimestamp : T(0),
+      ...(o.deletionTimestamp ? { deletionTimestamp: o.deletionTimestamp } : {}),
+      ownerReferences: [{ apiVersion: 'batch/v1', kind: 'Job', name: 'job-a', uid: 'job-uid-1', controller: true, blockOwnerDeletion: true }],
+    },
+    spec: {
+      containers: o.containers ?? [{ name: 'main', image: 'docker.io/library/nope:1' }],
+      ...(o.initContainers ? { initContainers: o.initContainers } : {}),
+    },
+    status: {
+      phase: o.phase ?? 'Pending',
+      ...('startTime' in o ? { startTime: o.startTime } : { startTime: T(1) }),
+      conditions: o.conditions ?? [],
+      containerStatuses: o.statuses ?? [waiting('main', 'ErrImagePull', {}, NOT_FOUND)],
+      ...(o.initStatuses ? { initContainerStatuses: o.initStatuses } : {}),
+    },
+  };
+}
+
+describe('findStuckContainers: what is stuck', () => {
+  it('reports a regular container in ErrImagePull with every field', () => {
+    const [s, ...rest] = findStuckContainers(pod({ conditions: [cond('Initialized', T(2))] }));
+    assert.equal(rest.length, 0);
+    assert.deepEqual(s, {
+      namespace: 'ci-1',
+      pod: 'job-a-x7k2p',
+      podUid: 'pod-uid-1',
+      container: 'main',
+      containerKind: 'regular',
+      image: 'docker.io/library/main:1',
+      reason: 'ErrImagePull',
+      message: NOT_FOUND,
+      pullClass: 'permanent',
+      stuckSince: T(2),
+      controller: { apiVersion: 'batch/v1', kind: 'Job', name: 'job-a', uid: 'job-uid-1', controller: true },
+    });
+  });
+
+  for (const reason of ['ErrImagePull', 'ImagePullBackOff', 'InvalidImageName', 'ErrImageNeverPull', 'RegistryUnavailable', 'SignatureValidationFailed', 'ImageInspectError']) {
+    it(`counts ${reason} as stuck`, () => {
+      const found = findStuckContainers(pod({ statuses: [waiting('main', reason)] }));
+      assert.equal(found.length, 1);
+      assert.equal(found[0]?.reason, reason);
+    });
+  }
+
+  for (const reason of ['ContainerCreating', 'CrashLoopBackOff', 'PodInitializing', 'CreateContainerConfigError', 'CreateContainerError', '']) {
+    it(`ignores waiting reason ${JSON.stringify(reason)}`, () => {
+      assert.deepEqual(findStuckContainers(pod({ statuses: [waiting('main', reason)] })), []);
+    });
+  }
+
+  it('ignores running and terminated containers and missing state', () => {
+    const noState: V1ContainerStatus = { name: 'c', image: 'c', imageID: '', ready: false, restartCount: 0 };
+    const statuses = [running('a', T(1)), terminated('b', T(2)), noState];
+    assert.deepEqual(findStuckContainers(pod({ statuses })), []);
+  });
+
+  it('skips a terminating pod', () => {
+    assert.deepEqual(findStuckContainers(pod({ deletionTimestamp: T(5) })), []);
+  });
+
+  for (const phase of ['Succeeded', 'Failed']) {
+    it(`skips a ${phase} pod`, () => {
+      assert.deepEqual(findStuckContainers(pod({ phase })), []);
+    });
+  }
+
+  it('counts a Running pod whose restarted container cannot pull', () => {
+    const status = waiting('main', 'ImagePullBackOff', { restartCount: 1, lastState: { terminated: { exitCode: 1, finishedAt: T(30) } } });
+    const found = findStuckContainers(pod({ phase: 'Running', statuses: [status], conditions: [cond('Initialized', T(2))] }));
+    assert.equal(found.length, 1);
+    assert.deepEqual(found[0]?.stuckSince, T(30), 'measured from its own last termination');
+  });
+
+  it('ignores ephemeral containers', () => {
+    const p = pod({ statuses: [running('main', T(1))] });
+    p.status!.ephemeralContainerStatuses = [waiting('debugger', 'ErrImagePull')];
+    assert.deepEqual(findStuckContainers(p), []);
+  });
+
+  it('reports several stuck containers of one pod, init ones first', () => {
+    const p = pod({
+      initContainers: [{ name: 'setup', image: 'setup:1' }],
+      containers: [
+        { name: 'a', image: 'a:1' },
+        { name: 'b', image: 'b:1' },
+        { name: 'c', image: 'c:1' },
+      ],
+      initStatuses: [terminated('setup', T(3))],
+      statuses: [waiting('a', 'ErrImagePull'), running('b', T(4)), waiting('c', 'ImagePullBackOff')],
+      conditions: [cond('Initialized', T(3))],
+    });
+    assert.deepEqual(
+      findStuckContainers(p).map((s) => [s.container, s.containerKind, s.reason]),
+      [
+        ['a', 'regular', 'ErrImagePull'],
+        ['c', 'regular', 'ImagePullBackOff'],
+      ],
+    );
+
+    const q = pod({
+      initContainers: [{ name: 'setup', image: 'setup:1' }],
+      initStatuses: [waiting('setup', 'ErrImagePull')],
+      statuses: [waiting('main', 'PodInitializing')],
+    });
+    assert.deepEqual(findStuckContainers(q).map((s) => [s.container, s.containerKind]), [['setup', 'init']]);
+  });
+
+  it('falls back to the spec image when the status has none', () => {
+    const found = findStuckContainers(pod({ containers: [{ name: 'main', image: 'registry.example.com/app:2' }], statuses: [waiting('main', 'ErrImagePull', { image: '' })] }));
+    assert.equal(found[0]?.image, 'registry.example.com/app:2');
+    const none = findStuckContainers(pod({ containers: [{ name: 'other' }], statuses: [waiting('main', 'ErrImagePull', { image: '' })] }));
+    assert.equal(none[0]?.image, '');
+  });
+
+  it('classifies with the image stripped from an unquoted message', () => {
+    const message = 'initializing source docker://acme/denied-app:1: reading manifest 1 in docker.io/acme/denied-app: manifest unknown';
+    const found = findStuckContainers(pod({ statuses: [waiting('main', 'ErrImagePull', { image: 'acme/denied-app:1' }, message)] }));
+    assert.equal(found[0]?.pullClass, 'permanent');
+  });
+
+  it('a missing message is empty and classified from the reason', () => {
+    const found = findStuckContainers(pod({ statuses: [waiting('main', 'ErrImageNeverPull')] }));
+    assert.equal(found[0]?.message, '');
+    assert.equal(found[0]?.pullClass, 'permanent');
+    assert.equal(findStuckContainers(pod({ statuses: [waiting('main', 'ImagePullBackOff')] }))[0]?.pullClass, 'unknown');
+  });
+});
+
+describe('findStuckContainers: container kinds', () => {
+  it('an init container with restartPolicy Always is a sidecar', () => {
+    const p = pod({
+      initContainers: [
+        { name: 'proxy', image: 'proxy:1', restartPolicy: 'Always' },
+        { name: 'setup', image: 'setup:1' },
+      ],
+      initStatuses: [waiting('proxy', 'ImagePullBackOff'), waiting('setup', 'PodInitializing')],
+      statuses: [waiting('main', 'PodInitializing')],
+    });
+    assert.deepEqual(findStuckContainers(p).map((s) => [s.container, s.containerKind]), [['proxy', 'sidecar']]);
+  });
+
+  it('an init container with restartPolicy Never or unset is init', () => {
+    const p = pod({
+      initContainers: [{ name: 'setup', image: 'setup:1', restartPolicy: 'Never' }],
+      initStatuses: [waiting('setup', 'ErrImagePull')],
+    });
+    assert.equal(findStuckContainers(p)[0]?.containerKind, 'init');
+  });
+});
+
+describe('findStuckContainers: stuckSince for a regular container', () => {
+  const since = (o: PodOpts): Date | undefined => findStuckContainers(pod(o))[0]?.stuckSince;
+
+  it('uses Initialized True', () => {
+    assert.deepEqual(since({ conditions: [cond('PodScheduled', T(0)), cond('Initialized', T(2))] }), T(2));
+  });
+  it('uses the later of Initialized and PodReadyToStartContainers when both are True', () => {
+    assert.deepEqual(since({ conditions: [cond('Initialized', T(2)), cond('PodReadyToStartContainers', T(3))] }), T(3));
+    assert.deepEqual(since({ conditions: [cond('PodReadyToStartContainers', T(2)), cond('Initialized', T(4))] }), T(4));
+  });
+  it('falls back to PodReadyToStartContainers when Initialized is not True', () => {
+    assert.deepEqual(since({ conditions: [cond('Initialized', T(9), 'False'), cond('PodReadyToStartContainers', T(3))] }), T(3));
+  });
+  it('falls back to status.startTime without usable conditions', () => {
+    assert.deepEqual(since({ conditions: [cond('Initialized', T(9), 'False')], startTime: T(1) }), T(1));
+  });
+  it('falls back to creationTimestamp without startTime', () => {
+    assert.deepEqual(since({ startTime: undefined }), T(0));
+  });
+  it('leaves the container out when no time at all is known', () => {
+    assert.deepEqual(findStuckContainers(pod({ startTime: undefined, creationTimestamp: undefined })), []);
+  });
+  it('accepts ISO strings as well as Dates', () => {
+    const p = pod({ startTime: undefined });
+    p.status!.conditions = [{ type: 'Initialized', status: 'True', lastTransitionTime: '2025-01-01T12:07:00Z' as unknown as Date }];
+    assert.deepEqual(findStuckContainers(p)[0]?.stuckSince, T(7));
+  });
+  it('skips an unparseable timestamp to the next level', () => {
+    const p = pod({ startTime: T(1) });
+    p.status!.conditions = [{ type: 'Initialized', status: 'True', lastTransitionTime: 'not a time' as unknown as Date }];
+    assert.deepEqual(findStuckContainers(p)[0]?.stuckSince, T(1));
+  });
+  it('is never before its own last termination', () => {
+    const status = waiting('main', 'ErrImagePull', { lastState: { terminated: { exitCode: 1, finishedAt: T(20) } } });
+    assert.deepEqual(since({ statuses: [status], conditions: [cond('Initialized', T(2))] }), T(20));
+    const older = waiting('main', 'ErrImagePull', { lastState: { terminated: { exitCode: 1, finishedAt: T(1) } } });
+    assert.deepEqual(since({ statuses: [older], conditions: [cond('Initialized', T(2))] }), T(2));
+  });
+  it('returns a copy, not the pod status Date', () => {
+    const at = T(2);
+    const found = findStuckContainers(pod({ conditions: [cond('Initialized', at)] }));
+    assert.notEqual(found[0]?.stuckSince, at);
+  });
+});
+
+describe('findStuckContainers: stuckSince for init and sidecar containers', () => {
+  const initPod = (o: PodOpts): V1Pod =>
+    pod({
+      initContainers: [
+        { name: 'first', image: 'first:1' },
+        { name: 'second', image: 'second:1' },
+      ],
+      statuses: [waiting('main', 'PodInitializing')],
+      ...o,
+    });
+  const sinceOf = (p: V1Pod, name: string): Date | undefined => findStuckContainers(p).find((s) => s.container === name)?.stuckSince;
+
+  it('the first init container starts at PodReadyToStartContainers', () => {
+    const p = initPod({
+      initStatuses: [waiting('first', 'ErrImagePull'), waiting('second', 'PodInitializing')],
+      conditions: [cond('Initialized', T(9), 'False'), cond('PodReadyToStartContainers', T(2))],
+    });
+    assert.deepEqual(sinceOf(p, 'first'), T(2));
+  });
+  it('the first init container falls back to startTime, then creationTimestamp', () => {
+    const initStatuses = [waiting('first', 'ErrImagePull'), waiting('second', 'PodInitializing')];
+    assert.deepEqual(sinceOf(initPod({ initStatuses, startTime: T(1) }), 'first'), T(1));
+    assert.deepEqual(sinceOf(initPod({ initStatuses, startTime: undefined }), 'first'), T(0));
+  });
+  it('a later init container starts when the previous one finished', () => {
+    const p = initPod({
+      initStatuses: [terminated('first', T(6)), waiting('second', 'ImagePullBackOff')],
+      conditions: [cond('PodReadyToStartContainers', T(2))],
+    });
+    assert.deepEqual(sinceOf(p, 'second'), T(6));
+  });
+  it('a later init container falls back when the previous one has no finishedAt', () => {
+    const p = initPod({
+      initStatuses: [terminated('first', undefined), waiting('second', 'ErrImagePull')],
+      conditions: [cond('PodReadyToStartContainers', T(2))],
+    });
+    assert.deepEqual(sinceOf(p, 'second'), T(2));
+    const q = initPod({ initStatuses: [terminated('first', undefined), waiting('second', 'ErrImagePull')], startTime: T(1) });
+    assert.deepEqual(sinceOf(q, 'second'), T(1));
+  });
+  it('uses spec order, not status order, to find the previous init container', () => {
+    const p = initPod({
+      initStatuses: [waiting('second', 'ErrImagePull'), terminated('first', T(7))],
+      conditions: [cond('PodReadyToStartContainers', T(2))],
+    });
+    assert.deepEqual(sinceOf(p, 'second'), T(7));
+  });
+  it('after a sidecar: the sidecar startedAt', () => {
+    const p = pod({
+      initContainers: [
+        { name: 'proxy', image: 'proxy:1', restartPolicy: 'Always' },
+        { name: 'setup', image: 'setup:1' },
+      ],
+      initStatuses: [running('proxy', T(4)), waiting('setup', 'ErrImagePull')],
+      statuses: [waiting('main', 'PodInitializing')],
+      conditions: [cond('PodReadyToStartContainers', T(2))],
+    });
+    assert.deepEqual(findStuckContainers(p).map((s) => [s.container, s.containerKind, s.stuckSince]), [['setup', 'init', T(4)]]);
+  });
+  it('after a restarted sidecar: falls back, its startedAt is too late', () => {
+    const p = pod({
+      initContainers: [
+        { name: 'proxy', image: 'proxy:1', restartPolicy: 'Always' },
+        { name: 'setup', image: 'setup:1' },
+      ],
+      initStatuses: [running('proxy', T(40), 3), waiting('setup', 'ErrImagePull')],
+      statuses: [waiting('main', 'PodInitializing')],
+      conditions: [cond('PodReadyToStartContainers', T(2))],
+    });
+    assert.deepEqual(findStuckContainers(p)[0]?.stuckSince, T(2));
+  });
+  it('a sidecar after an init container starts when that one finished', () => {
+    const p = pod({
+      initContainers: [
+        { name: 'setup', image: 'setup:1' },
+        { name: 'proxy', image: 'proxy:1', restartPolicy: 'Always' },
+      ],
+      initStatuses: [terminated('setup', T(5)), waiting('proxy', 'ImagePullBackOff')],
+      statuses: [waiting('main', 'PodInitializing')],
+      conditions: [cond('PodReadyToStartContainers', T(2))],
+    });
+    assert.deepEqual(findStuckContainers(p).map((s) => [s.container, s.containerKind, s.stuckSince]), [['proxy', 'sidecar', T(5)]]);
+  });
+  it('without init specs, status order decides the predecessor', () => {
+    const p = pod({
+      initStatuses: [terminated('first', T(8)), waiting('second', 'ErrImagePull')],
+      statuses: [waiting('main', 'PodInitializing')],
+      conditions: [cond('PodReadyToStartContainers', T(2))],
+    });
+    assert.deepEqual(findStuckContainers(p).map((s) => [s.container, s.containerKind, s.stuckSince]), [['second', 'init', T(8)]]);
+  });
+});
+
+describe('controllerOf', () => {
+  it('takes the owner reference with controller=true', () => {
+    const p = pod();
+    p.metadata!.ownerReferences = [
+      { apiVersion: 'v1', kind: 'ConfigMap', name: 'cm', uid: 'u0' },
+      { apiVersion: 'batch/v1', kind: 'Job', name: 'job-b', uid: 'u1', controller: true },
+    ];
+    assert.deepEqual(controllerOf(p), { apiVersion: 'batch/v1', kind: 'Job', name: 'job-b', uid: 'u1', controller: true });
+  });
+  it('is undefined without a controller owner', () => {
+    const p = pod();
+    p.metadata!.ownerReferences = [{ apiVersion: 'batch/v1', kind: 'Job', name: 'job-b', uid: 'u1', controller: false }];
+    assert.equal(controllerOf(p), undefined);
+    delete p.metadata!.ownerReferences;
+    assert.equal(controllerOf(p), undefined);
+    assert.equal(findStuckContainers(p)[0]?.controller, undefined, 'a bare pod is still reported');
+  });
+  it('reports a non-Job controller as is', () => {
+    const p = pod();
+    p.metadata!.ownerReferences = [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'rs', uid: 'u2', controller: true }];
+    assert.equal(findStuckContainers(p)[0]?.controller?.kind, 'ReplicaSet');
+  });
+});
+
+describe('isActivePod and toDate', () => {
+  it('isActivePod', () => {
+    assert.equal(isActivePod(pod()), true);
+    assert.equal(isActivePod(pod({ phase: 'Running' })), true);
+    assert.equal(isActivePod(pod({ phase: 'Unknown' })), true);
+    assert.equal(isActivePod(pod({ phase: 'Succeeded' })), false);
+    assert.equal(isActivePod(pod({ deletionTimestamp: T(1) })), false);
+    assert.equal(isActivePod({}), true);
+  });
+  it('toDate', () => {
+    assert.deepEqual(toDate(T(3)), T(3));
+    assert.deepEqual(toDate('2025-01-01T12:03:00Z'), T(3));
+    assert.equal(toDate(''), undefined);
+    assert.equal(toDate('garbage'), undefined);
+    assert.equal(toDate(new Date(NaN)), undefined);
+    assert.equal(toDate(null), undefined);
+    assert.equal(toDate(undefined), undefined);
+  });
+});
