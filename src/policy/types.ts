@@ -62,7 +62,14 @@ export interface EffectivePolicy {
   grace: GraceSeconds;
   jobOverrides: JobOverrides;
   /** For each field, where its value came from: a rule name or "defaults". */
-  sources: { action: string; grace: Record<PullClass, string>; jobOverrides: string };
+  sources: {
+    action: string;
+    grace: Record<PullClass, string>;
+    /** The rule name if the rule set either jobOverrides field, else "defaults". */
+    jobOverrides: string;
+    /** Per jobOverrides field (a rule may set one and inherit the other). */
+    jobOverridesDetail?: { allowed: string; maxGraceSeconds: string };
+  };
 }
 
 export interface JobGrace {

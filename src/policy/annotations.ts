@@ -1,0 +1,29 @@
+// Annotation names from the product contract, and the per-Job ignore switch.
+
+export const ANNOTATION_PREFIX = 'imagepull-sweeper/';
+
+export const ANNOTATIONS = {
+  ignore: `${ANNOTATION_PREFIX}ignore`,
+  grace: `${ANNOTATION_PREFIX}grace`,
+  failedAt: `${ANNOTATION_PREFIX}failed-at`,
+  reason: `${ANNOTATION_PREFIX}reason`,
+  message: `${ANNOTATION_PREFIX}message`,
+  /** Set when a report-only Event was emitted, so later sweeps do not repeat it. */
+  reportedAt: `${ANNOTATION_PREFIX}reported-at`,
+} as const;
+
+/**
+ * `imagepull-sweeper/ignore`. Fails safe: any value other than "false" (case-insensitive)
+ * ignores the Job; values other than "true"/"false" also produce a warning.
+ */
+export function ignoredByAnnotation(annotations: Record<string, string>): { ignored: boolean; warning: string | undefined } {
+  if (!Object.hasOwn(annotations, ANNOTATIONS.ignore)) return { ignored: false, warning: undefined };
+  const raw = annotations[ANNOTATIONS.ignore]!;
+  const value = raw.trim().toLowerCase();
+  if (value === 'true') return { ignored: true, warning: undefined };
+  if (value === 'false') return { ignored: false, warning: undefined };
+  return {
+    ignored: true,
+    warning: `annotation ${ANNOTATIONS.ignore}=${JSON.stringify(raw)} is not "true" or "false"; the Job is ignored to be safe`,
+  };
+}

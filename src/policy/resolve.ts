@@ -1,0 +1,106 @@
+// The policy in force for a namespace, and for one Job in it.
+import { PULL_CLASSES } from '../model.ts';
+import type { PullClass } from '../model.ts';
+import { ANNOTATIONS } from './annotations.ts';
+import { formatDuration, tryParseGoDuration } from './duration.ts';
+import { matchesAnyNamespaceGlob } from './glob.ts';
+import { matchesSelector } from './selector.ts';
+import type { EffectivePolicy, GraceSeconds, JobGrace, Policy, Rule } from './types.ts';
+
+export const DEFAULTS_SOURCE = 'defaults';
+
+export interface NamespaceInput {
+  name: string;
+  /** Needed only when a rule has a namespaceSelector; missing labels count as none. */
+  labels?: Record<string, string>;
+}
+
+export interface RuleMatch {
+  rule: string;
+  matched: boolean;
+  /** undefined when the rule has no such matcher. */
+  namespaces: boolean | undefined;
+  namespaceSelector: boolean | undefined;
+}
+
+/** How one rule fares against a namespace. */
+export function matchRule(rule: Rule, ns: NamespaceInput): RuleMatch {
+  const namespaces = rule.namespaces ? matchesAnyNamespaceGlob(rule.namespaces, ns.name) : undefined;
+  const namespaceSelector = rule.namespaceSelector ? matchesSelector(rule.namespaceSelector, ns.labels ?? {}) : undefined;
+  return { rule: rule.name, matched: namespaces !== false && namespaceSelector !== false, namespaces, namespaceSelector };
+}
+
+export function ruleMatches(rule: Rule, ns: NamespaceInput): boolean {
+  return matchRule(rule, ns).matched;
+}
+
+/** Every rule in order, with whether it matched (for `policy explain`). */
+export function explainRules(policy: Policy, ns: NamespaceInput): RuleMatch[] {
+  return policy.rules.map((rule) => matchRule(rule, ns));
+}
+
+/** First matching rule wins; what it leaves unset (field by field, grace class by class) comes from defaults. */
+export function resolveForNamespace(policy: Policy, ns: NamespaceInput): EffectivePolicy {
+  const rule = policy.rules.find((r) => ruleMatches(r, ns));
+  const { defaults } = policy;
+  const from = (set: boolean) => (set && rule ? rule.name : DEFAULTS_SOURCE);
+
+  const grace = {} as GraceSeconds;
+  const graceSources = {} as Record<PullClass, string>;
+  for (const cls of PULL_CLASSES) {
+    const own = rule?.grace?.[cls];
+    grace[cls] = own ?? defaults.grace[cls];
+    graceSources[cls] = from(own !== undefined);
+  }
+  const allowed = rule?.jobOverrides?.allowed;
+  const maxGraceSeconds = rule?.jobOverrides?.maxGraceSeconds;
+  return {
+    rule: rule?.name ?? DEFAULTS_SOURCE,
+    action: rule?.action ?? defaults.action,
+    grace,
+    jobOverrides: {
+      allowed: allowed ?? defaults.jobOverrides.allowed,
+      maxGraceSeconds: maxGraceSeconds ?? defaults.jobOverrides.maxGraceSeconds,
+    },
+    sources: {
+      action: from(rule?.action !== undefined),
+      grace: graceSources,
+      jobOverrides: from(allowed !== undefined || maxGraceSeconds !== undefined),
+      jobOverridesDetail: { allowed: from(allowed !== undefined), maxGraceSeconds: from(maxGraceSeconds !== undefined) },
+    },
+  };
+}
+
+/** True when resolving needs namespace labels (some rule has a namespaceSelector). */
+export function policyNeedsNamespaceLabels(policy: Policy): boolean {
+  return policy.rules.some((rule) => rule.namespaceSelector !== undefined);
+}
+
+function where(effective: EffectivePolicy, field: 'allowed' | 'maxGraceSeconds'): string {
+  const source = effective.sources.jobOverridesDetail?.[field] ?? effective.sources.jobOverrides;
+  return source === DEFAULTS_SOURCE ? 'defaults' : `rule ${JSON.stringify(source)}`;
+}
+
+/** Applies the Job's `imagepull-sweeper/grace` annotation within the rule's jobOverrides. */
+export function graceForJob(effective: EffectivePolicy, annotations: Record<string, string>): JobGrace {
+  const base: JobGrace = { grace: { ...effective.grace }, override: undefined, warnings: [] };
+  if (!Object.hasOwn(annotations, ANNOTATIONS.grace)) return base;
+  const raw = annotations[ANNOTATIONS.grace]!;
+  const shown = `${ANNOTATIONS.grace}=${JSON.stringify(raw)}`;
+  if (!effective.jobOverrides.allowed) {
+    return {
+      ...base,
+      warnings: [`annotation ${shown} ignored: per-Job grace is not allowed (jobOverrides.allowed is false in ${where(effective, 'allowed')})`],
+    };
+  }
+  const parsed = tryParseGoDuration(raw.trim());
+  if (!parsed.ok) return { ...base, warnings: [`annotation ${shown} ignored: ${parsed.error}`] };
+  const max = effective.jobOverrides.maxGraceSeconds;
+  const clamped = parsed.seconds > max;
+  const applied = clamped ? max : parsed.seconds;
+  const grace = Object.fromEntries(PULL_CLASSES.map((cls) => [cls, applied])) as GraceSeconds;
+  const warnings = clamped
+    ? [`annotation ${shown} clamped to ${formatDuration(max)} (jobOverrides.maxGrace in ${where(effective, 'maxGraceSeconds')})`]
+    : [];
+  return { grace, override: { requested: parsed.seconds, applied, clamped }, warnings };
+}

@@ -1,0 +1,437 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { BUILTIN_POLICY, DEFAULTS, formatPath, parsePolicyYaml } from '../../src/policy/parse.ts';
+import type { Policy, PolicyProblem } from '../../src/policy/types.ts';
+
+/** The policy example of SPEC.md, verbatim. */
+const SPEC_EXAMPLE = `defaults:
+  action: fail            # fail | report | ignore
+  grace:                  # how long a container may wait on its image before its Job is failed
+    permanent: 2m         # image or tag not found, manifest unknown, invalid name, ErrImageNeverPull
+    auth: 10m             # unauthorized, denied, insufficient_scope, no credentials
+    transient: 1h         # 429/toomanyrequests, pull QPS exceeded, 5xx, dial/DNS/TLS/timeouts
+    unknown: 15m          # anything else
+  jobOverrides: { allowed: true, maxGrace: 1h }
+rules:                    # first match wins; a rule's matchers must all match; unset fields
+                          # (and unset grace classes) fall back to defaults
+  - name: ci
+    namespaces: ["ci-*", "tenant-*"]          # globs
+    namespaceSelector: { matchLabels: { team: batch } }
+    grace: { permanent: 30s, unknown: 5m }
+  - name: system
+    namespaces: ["kube-system"]
+    action: ignore
+limits:
+  maxJobsPerSweep: 100
+  maxJobsPerNamespace: 20
+  outage: { minStuckPods: 20, minImages: 5, transientFraction: 0.6 }
+`;
+
+const BUILTIN_DEFAULTS: Policy['defaults'] = {
+  action: 'fail',
+  grace: { permanent: 120, auth: 600, transient: 3600, unknown: 900 },
+  jobOverrides: { allowed: true, maxGraceSeconds: 3600 },
+};
+const BUILTIN_LIMITS: Policy['limits'] = {
+  maxJobsPerSweep: 100,
+  maxJobsPerNamespace: 20,
+  outage: { minStuckPods: 20, minImages: 5, transientFraction: 0.6 },
+};
+
+function valid(text: string): Policy {
+  const result = parsePolicyYaml(text);
+  if (!result.ok) assert.fail(`expected a valid policy, got ${JSON.stringify(result.problems, null, 2)}`);
+  return result.policy;
+}
+
+function problems(text: string): PolicyProblem[] {
+  const result = parsePolicyYaml(text);
+  if (result.ok) assert.fail('expected problems, got a valid policy');
+  return result.problems;
+}
+
+/** `line:column path` of each problem, in order. */
+function where(list: PolicyProblem[]): string[] {
+  return list.map((p) => `${p.line}:${p.column} ${p.path}`);
+}
+
+function only(text: string): PolicyProblem {
+  const list = problems(text);
+  assert.equal(list.length, 1, JSON.stringify(list, null, 2));
+  return list[0]!;
+}
+
+describe('parsePolicyYaml: valid policies', () => {
+  it('parses the SPEC example verbatim', () => {
+    assert.deepEqual(valid(SPEC_EXAMPLE), {
+      defaults: BUILTIN_DEFAULTS,
+      rules: [
+        {
+          name: 'ci',
+          namespaces: ['ci-*', 'tenant-*'],
+          namespaceSelector: { matchLabels: { team: 'batch' } },
+          grace: { permanent: 30, unknown: 300 },
+        },
+        { name: 'system', namespaces: ['kube-system'], action: 'ignore' },
+      ],
+      limits: BUILTIN_LIMITS,
+    });
+  });
+
+  it('the SPEC example defaults are the built-in defaults', () => {
+    const spec = valid(SPEC_EXAMPLE);
+    assert.deepEqual(spec.defaults, DEFAULTS.defaults);
+    assert.deepEqual(spec.limits, DEFAULTS.limits);
+  });
+
+  for (const [name, text] of [
+    ['an empty document', ''],
+    ['only comments', '# nothing yet\n'],
+    ['an explicit null document', '---\n~\n'],
+    ['empty sections', 'defaults: {}\nrules: []\nlimits: {}\n'],
+  ] as const) {
+    it(`gives all defaults for ${name}`, () => {
+      assert.deepEqual(valid(text), { defaults: BUILTIN_DEFAULTS, rules: [], limits: BUILTIN_LIMITS });
+    });
+  }
+
+  it('fills unset grace classes and limits from the built-in defaults', () => {
+    const policy = valid('defaults:\n  grace:\n    auth: 1m\n  jobOverrides: { maxGrace: 2h }\nlimits:\n  maxJobsPerSweep: 7\n  outage: { minImages: 2 }\n');
+    assert.deepEqual(policy.defaults.grace, { permanent: 120, auth: 60, transient: 3600, unknown: 900 });
+    assert.deepEqual(policy.defaults.jobOverrides, { allowed: true, maxGraceSeconds: 7200 });
+    assert.deepEqual(policy.limits, {
+      maxJobsPerSweep: 7,
+      maxJobsPerNamespace: 20,
+      outage: { minStuckPods: 20, minImages: 2, transientFraction: 0.6 },
+    });
+  });
+
+  it('keeps rule fields unset when the file leaves them out', () => {
+    const policy = valid('rules:\n  - name: r\n    grace: { auth: 90s }\n    jobOverrides: { allowed: false }\n');
+    assert.deepEqual(policy.rules, [{ name: 'r', grace: { auth: 90 }, jobOverrides: { allowed: false } }]);
+  });
+
+  it('reads full selectors, every action and fractional limits', () => {
+    const policy = valid(`rules:
+  - name: a
+    action: report
+    namespaceSelector:
+      matchLabels: { "app.kubernetes.io/part-of": ci }
+      matchExpressions:
+        - { key: env, operator: NotIn, values: [prod, staging] }
+        - { key: legacy, operator: DoesNotExist }
+  - name: b
+    action: fail
+  - name: c
+    action: ignore
+limits:
+  outage: { transientFraction: 1 }
+`);
+    assert.deepEqual(policy.rules[0], {
+      name: 'a',
+      action: 'report',
+      namespaceSelector: {
+        matchLabels: { 'app.kubernetes.io/part-of': 'ci' },
+        matchExpressions: [
+          { key: 'env', operator: 'NotIn', values: ['prod', 'staging'] },
+          { key: 'legacy', operator: 'DoesNotExist' },
+        ],
+      },
+    });
+    assert.equal(policy.limits.outage.transientFraction, 1);
+  });
+
+  it('resolves YAML anchors and aliases', () => {
+    const policy = valid('defaults:\n  grace: &g { permanent: 1m }\nrules:\n  - name: r\n    grace: *g\n');
+    assert.deepEqual(policy.rules[0]!.grace, { permanent: 60 });
+  });
+
+  it('warns about rules after a catch-all rule', () => {
+    const result = parsePolicyYaml('rules:\n  - name: everything\n    action: report\n  - name: ci\n    namespaces: ["ci-*"]\n');
+    assert.ok(result.ok);
+    assert.deepEqual(result.warnings, [
+      { line: 4, column: 5, path: 'rules[1]', message: 'rule "ci" can never match: rule "everything" before it matches every namespace' },
+    ]);
+  });
+
+  it('treats namespaces "*" with no selector as a catch-all, but not with a selector', () => {
+    const shadowed = parsePolicyYaml('rules:\n  - name: a\n    namespaces: ["*"]\n  - name: b\n');
+    assert.ok(shadowed.ok);
+    assert.equal(shadowed.warnings.length, 1);
+    const fine = parsePolicyYaml('rules:\n  - name: a\n    namespaces: ["*"]\n    namespaceSelector: { matchLabels: { a: b } }\n  - name: b\n');
+    assert.ok(fine.ok);
+    assert.deepEqual(fine.warnings, []);
+  });
+});
+
+describe('parsePolicyYaml: problems with exact positions', () => {
+  it('unknown key at the top level', () => {
+    assert.deepEqual(only('defaults: {}\nrule:\n  - name: x\n'), {
+      line: 2,
+      column: 1,
+      path: 'rule',
+      message: 'unknown key "rule"; did you mean "rules"?',
+    });
+  });
+
+  it('unknown key with no close match lists the allowed keys', () => {
+    assert.deepEqual(only('banana: 1\n'), {
+      line: 1,
+      column: 1,
+      path: 'banana',
+      message: 'unknown key "banana"; allowed keys: defaults, rules, limits',
+    });
+  });
+
+  it('unknown keys nested in defaults, rules and flow maps', () => {
+    const list = problems(`defaults:
+  grace:
+    permanant: 1m
+rules:
+  - name: x
+    graceful: {}
+limits:
+  outage: { minStuckPods: 3, minImagez: 2 }
+`);
+    assert.deepEqual(where(list), ['3:5 defaults.grace.permanant', '6:5 rules[0].graceful', '8:30 limits.outage.minImagez']);
+    assert.equal(list[0]!.message, 'unknown key "permanant"; did you mean "permanent"?');
+    assert.equal(list[1]!.message, 'unknown key "graceful"; did you mean "grace"?');
+    assert.equal(list[2]!.message, 'unknown key "minImagez"; did you mean "minImages"?');
+  });
+
+  it('bad durations point at the value', () => {
+    const list = problems('defaults:\n  grace:\n    permanent: 1d\n    auth: 30\n    unknown: -5m\n  jobOverrides: { maxGrace: 1 hour }\n');
+    assert.deepEqual(where(list), [
+      '3:16 defaults.grace.permanent',
+      '4:11 defaults.grace.auth',
+      '5:14 defaults.grace.unknown',
+      '6:29 defaults.jobOverrides.maxGrace',
+    ]);
+    assert.match(list[0]!.message, /unknown unit "d" in duration "1d"/);
+    assert.equal(list[1]!.message, 'expected a duration string such as "30s" or "1h30m", got number 30');
+    assert.equal(list[2]!.message, 'duration "-5m" is negative');
+    assert.match(list[3]!.message, /unknown unit " hour" in duration "1 hour"/);
+  });
+
+  it('bad globs point at the glob', () => {
+    const list = problems('rules:\n  - name: x\n    namespaces: ["ci-*", "ci-[a", "Team"]\n');
+    assert.deepEqual(where(list), ['3:26 rules[0].namespaces[1]', '3:35 rules[0].namespaces[2]']);
+    assert.equal(list[0]!.message, 'glob "ci-[a" has an unclosed "[" (at position 4)');
+    assert.match(list[1]!.message, /namespace names are lowercase/);
+  });
+
+  it('an empty namespaces list is an error', () => {
+    assert.deepEqual(only('rules:\n  - name: x\n    namespaces: []\n'), {
+      line: 3,
+      column: 17,
+      path: 'rules[0].namespaces',
+      message: 'list at least one glob, or leave "namespaces" out to match every namespace',
+    });
+  });
+
+  it('bad selectors: operator, values, label key and value', () => {
+    const list = problems(`rules:
+  - name: x
+    namespaceSelector:
+      matchLabels:
+        "bad key": v
+        team: "no spaces allowed"
+        enabled: true
+      matchExpressions:
+        - key: env
+          operator: in
+          values: [a]
+        - key: env
+          operator: In
+        - { key: env, operator: Exists, values: [x] }
+        - { key: "a/b/c", operator: Exists }
+        - { key: env, operator: In, values: [a], extra: 1 }
+`);
+    assert.deepEqual(where(list), [
+      '5:9 rules[0].namespaceSelector.matchLabels["bad key"]',
+      '6:15 rules[0].namespaceSelector.matchLabels.team',
+      '7:18 rules[0].namespaceSelector.matchLabels.enabled',
+      '10:21 rules[0].namespaceSelector.matchExpressions[0].operator',
+      '12:11 rules[0].namespaceSelector.matchExpressions[1]',
+      '14:49 rules[0].namespaceSelector.matchExpressions[2].values',
+      '15:18 rules[0].namespaceSelector.matchExpressions[3].key',
+      '16:50 rules[0].namespaceSelector.matchExpressions[4].extra',
+    ]);
+    const messages = list.map((p) => p.message);
+    assert.match(messages[0]!, /^invalid label key "bad key"/);
+    assert.match(messages[1]!, /^invalid label value "no spaces allowed"/);
+    assert.equal(messages[2], 'expected a string, got boolean true (quote it: "true")');
+    assert.equal(messages[3], 'expected one of "In", "NotIn", "Exists", "DoesNotExist", got "in"');
+    assert.equal(messages[4], 'operator In needs a non-empty "values" list');
+    assert.equal(messages[5], 'operator Exists takes no "values"');
+    assert.match(messages[6]!, /at most one "\/"/);
+    assert.match(messages[7]!, /^unknown key "extra"/);
+  });
+
+  it('duplicate rule names point at the second name', () => {
+    assert.deepEqual(only('rules:\n  - name: ci\n  - name: other\n  - name: ci\n    action: report\n'), {
+      line: 4,
+      column: 11,
+      path: 'rules[2].name',
+      message: 'duplicate rule name "ci" (first used by rules[0])',
+    });
+  });
+
+  it('duplicate names are found even when other rules have type errors', () => {
+    const list = problems('rules:\n  - name: a\n    action: 3\n  - name: a\n');
+    assert.deepEqual(where(list), ['3:13 rules[0].action', '4:11 rules[1].name']);
+  });
+
+  it('a missing rule name points at the rule mapping', () => {
+    assert.deepEqual(only('rules:\n  - namespaces: ["a"]\n    action: ignore\n'), {
+      line: 2,
+      column: 5,
+      path: 'rules[0].name',
+      message: 'missing required key "name"',
+    });
+  });
+
+  it('bad rule names', () => {
+    assert.match(only('rules:\n  - name: defaults\n').message, /"defaults" is reserved/);
+    assert.match(only('rules:\n  - name: "my rule"\n').message, /must consist of alphanumerics/);
+    assert.match(only('rules:\n  - name: ""\n').message, /must not be empty/);
+    assert.match(only(`rules:\n  - name: ${'r'.repeat(64)}\n`).message, /longer than 63/);
+  });
+
+  it('wrong types', () => {
+    const list = problems(`defaults:
+  action: Fail
+  jobOverrides: { allowed: "yes" }
+rules:
+  - name: x
+    grace: 5m
+  - 42
+limits:
+  maxJobsPerSweep: 0
+  maxJobsPerNamespace: 2.5
+  outage:
+    minStuckPods: "20"
+    transientFraction: 1.5
+`);
+    assert.deepEqual(where(list), [
+      '2:11 defaults.action',
+      '3:28 defaults.jobOverrides.allowed',
+      '6:12 rules[0].grace',
+      '7:5 rules[1]',
+      '9:20 limits.maxJobsPerSweep',
+      '10:24 limits.maxJobsPerNamespace',
+      '12:19 limits.outage.minStuckPods',
+      '13:24 limits.outage.transientFraction',
+    ]);
+    assert.deepEqual(
+      list.map((p) => p.message),
+      [
+        'expected one of "fail", "report", "ignore", got "Fail"',
+        'expected true or false, got "yes"',
+        'expected a mapping, got "5m"',
+        'expected a mapping, got number 42',
+        'expected a positive integer, got number 0',
+        'expected a positive integer, got number 2.5',
+        'expected a positive integer, got "20"',
+        'expected a fraction greater than 0 and at most 1, got number 1.5',
+      ],
+    );
+  });
+
+  it('an empty value is an error at its key', () => {
+    assert.deepEqual(only('defaults:\n  action:\nrules: []\n'), {
+      line: 2,
+      column: 3,
+      path: 'defaults.action',
+      message: 'expected one of "fail", "report", "ignore", got an empty value',
+    });
+    assert.deepEqual(where(problems('rules:\n')), ['1:1 rules']);
+  });
+
+  it('a zero transientFraction is rejected', () => {
+    assert.equal(only('limits: { outage: { transientFraction: 0 } }\n').message, 'expected a fraction greater than 0 and at most 1, got number 0');
+  });
+
+  it('YAML syntax errors carry their position', () => {
+    const problem = only('defaults:\n  action: fail\n rules: x\n');
+    assert.equal(problem.path, '');
+    assert.equal(problem.line, 3);
+    assert.match(problem.message, /^YAML syntax error: /);
+  });
+
+  it('duplicate YAML keys are syntax errors at the second key', () => {
+    const problem = only('defaults: {}\ndefaults: {}\n');
+    assert.deepEqual([problem.line, problem.column], [2, 1]);
+    assert.match(problem.message, /unique/);
+  });
+
+  it('several YAML documents are an error', () => {
+    assert.match(only('defaults: {}\n---\nrules: []\n').message, /multiple documents/);
+  });
+
+  it('a non-mapping root is a problem', () => {
+    assert.deepEqual(only('- name: x\n'), {
+      line: 1,
+      column: 1,
+      path: '',
+      message: 'the policy must be a mapping (with keys defaults, rules, limits), got a list',
+    });
+    assert.match(only('just a string\n').message, /must be a mapping.*got "just a string"/);
+  });
+
+  it('reports every problem at once, in document order', () => {
+    const list = problems(`defaults:
+  actoin: fail
+  grace: { permanent: 2x }
+rules:
+  - name: a
+    namespaces: ["[z-a]"]
+  - name: a
+    namespaceSelector: { matchExpressions: [{ key: k, operator: Has }] }
+limits:
+  maxJobsPerSweep: -1
+bogus: true
+`);
+    assert.deepEqual(where(list), [
+      '2:3 defaults.actoin',
+      '3:23 defaults.grace.permanent',
+      '6:18 rules[0].namespaces[0]',
+      '7:11 rules[1].name',
+      '8:65 rules[1].namespaceSelector.matchExpressions[0].operator',
+      '10:20 limits.maxJobsPerSweep',
+      '11:1 bogus',
+    ]);
+  });
+});
+
+describe('built-in policies', () => {
+  it('DEFAULTS has no rules', () => {
+    assert.deepEqual(DEFAULTS, { defaults: BUILTIN_DEFAULTS, rules: [], limits: BUILTIN_LIMITS });
+  });
+
+  it('BUILTIN_POLICY adds one rule that ignores the system namespaces', () => {
+    assert.deepEqual(BUILTIN_POLICY.defaults, BUILTIN_DEFAULTS);
+    assert.deepEqual(BUILTIN_POLICY.limits, BUILTIN_LIMITS);
+    assert.deepEqual(BUILTIN_POLICY.rules, [
+      { name: 'builtin-system-namespaces', namespaces: ['kube-system', 'kube-public', 'kube-node-lease'], action: 'ignore' },
+    ]);
+  });
+
+  it('built-in policies cannot be changed by accident', () => {
+    assert.throws(() => {
+      (BUILTIN_POLICY.rules as unknown[]).push({ name: 'x' });
+    }, TypeError);
+    assert.throws(() => {
+      (DEFAULTS.defaults.grace as { permanent: number }).permanent = 1;
+    }, TypeError);
+  });
+});
+
+describe('formatPath', () => {
+  it('formats keys, indices and unusual keys', () => {
+    assert.equal(formatPath([]), '');
+    assert.equal(formatPath(['rules', 0, 'grace', 'permanent']), 'rules[0].grace.permanent');
+    assert.equal(formatPath(['matchLabels', 'app.kubernetes.io/name']), 'matchLabels["app.kubernetes.io/name"]');
+    assert.equal(formatPath(['data', 'policy.yaml']), 'data["policy.yaml"]');
+  });
+});
