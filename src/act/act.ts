@@ -1,0 +1,158 @@
+import type { JobView, Outcome } from '../model.ts';
+import type { Decision } from '../judge/types.ts';
+import { describeApiError } from '../kube/errors.ts';
+import type { KubeGateway } from '../kube/gateway.ts';
+import { DEFAULT_RETRY, mapBounded, withRetry, type RetryOptions } from '../kube/retry.ts';
+import { toJobView } from '../attribute/job-view.ts';
+import { ANNOTATIONS } from '../policy/annotations.ts';
+import { describeStuck, stuckJobEvent, truncate } from './events.ts';
+
+export interface ActOptions {
+  dryRun: boolean;
+  concurrency: number;
+  now: Date;
+  instance: string;
+  retry?: RetryOptions;
+  /** Judges one Job again from a fresh read, after a write conflicted. */
+  rejudge: (decision: Decision, fresh: JobView) => Decision;
+  /** How many times a conflicting Job is re-read and re-judged. */
+  maxConflicts?: number;
+}
+
+export interface ActResult {
+  decision: Decision;
+  outcome: Outcome;
+  /** What went wrong, when an action (or part of one) failed. */
+  error: string | undefined;
+}
+
+const OUTCOME_OF_PLAN: Record<Decision['plan'], Outcome> = {
+  fail: 'failed',
+  report: 'reported',
+  skip: 'skipped',
+  defer: 'deferred',
+  error: 'error',
+};
+
+/** Carries out the plan with bounded concurrency; one failing Job never stops the others. */
+export async function act(gateway: KubeGateway, decisions: readonly Decision[], options: ActOptions): Promise<ActResult[]> {
+  return mapBounded(decisions, options.concurrency, (decision) => actOne(gateway, decision, options));
+}
+
+async function actOne(gateway: KubeGateway, first: Decision, options: ActOptions): Promise<ActResult> {
+  let decision = first;
+  const maxConflicts = options.maxConflicts ?? 3;
+  for (let conflicts = 0; ; conflicts += 1) {
+    const planned: ActResult = { decision, outcome: OUTCOME_OF_PLAN[decision.plan], error: undefined };
+    if (options.dryRun || (decision.plan !== 'fail' && decision.plan !== 'report')) return planned;
+    try {
+      if (decision.plan === 'fail') await failJob(gateway, decision, options);
+      else await reportJob(gateway, decision, options);
+      return planned;
+    } catch (error) {
+      if (error instanceof EventFailedError) return { ...planned, error: error.message };
+      const failure = describeApiError(error);
+      if (failure.status === 404) {
+        return { decision: { ...decision, plan: 'skip', detail: 'Job or pod no longer exists' }, outcome: 'skipped', error: undefined };
+      }
+      if (failure.status === 409 && conflicts < maxConflicts) {
+        const fresh = await readJobQuietly(gateway, decision, options);
+        if (fresh === 'gone') {
+          return { decision: { ...decision, plan: 'skip', detail: 'Job no longer exists' }, outcome: 'skipped', error: undefined };
+        }
+        if (fresh) {
+          decision = options.rejudge(decision, fresh);
+          continue;
+        }
+      }
+      return { decision, outcome: 'error', error: `${failure.reason}: ${failure.message}` };
+    }
+  }
+}
+
+async function readJobQuietly(gateway: KubeGateway, d: Decision, options: ActOptions): Promise<JobView | 'gone' | undefined> {
+  try {
+    return toJobView(await withRetry(() => gateway.readJob(d.namespace, d.job!), options.retry ?? DEFAULT_RETRY));
+  } catch (error) {
+    return describeApiError(error).status === 404 ? 'gone' : undefined;
+  }
+}
+
+function failureAnnotations(d: Decision, now: Date): Record<string, string> {
+  return {
+    [ANNOTATIONS.failedAt]: now.toISOString().replace(/\.\d{3}Z$/, 'Z'),
+    [ANNOTATIONS.reason]: d.reason,
+    [ANNOTATIONS.message]: truncate(describeStuck(d), 4096),
+  };
+}
+
+async function failJob(gateway: KubeGateway, d: Decision, options: ActOptions): Promise<void> {
+  const job = d.jobView!;
+  const retry = options.retry ?? DEFAULT_RETRY;
+  const annotations = failureAnnotations(d, options.now);
+  if (d.mechanism === 'podFailurePolicy') {
+    // Claim the Job first (resourceVersion makes it a compare-and-swap), so a concurrent sweeper backs off.
+    await withRetry(
+      () => gateway.mergePatchJob(job.namespace, job.name, { metadata: { resourceVersion: job.resourceVersion, annotations } }),
+      retry,
+    );
+    const condition = {
+      type: job.failJobConditionType!,
+      status: 'True',
+      reason: d.reason,
+      message: truncate(describeStuck(d), 32_768),
+      lastTransitionTime: options.now.toISOString(),
+      lastProbeTime: null,
+    };
+    try {
+      await withRetry(() => gateway.patchPodStatus(d.namespace, d.pod, { status: { conditions: [condition] } }), retry);
+      await withRetry(() => gateway.deletePod(d.namespace, d.pod, d.podUid), retry);
+    } catch (error) {
+      // Release the claim so the next sweep tries again instead of seeing the Job as handled.
+      const release = Object.fromEntries(Object.keys(annotations).map((k) => [k, null]));
+      await withRetry(() => gateway.mergePatchJob(job.namespace, job.name, { metadata: { annotations: release } }), retry).catch(
+        () => undefined,
+      );
+      throw error;
+    }
+  } else {
+    await withRetry(
+      () =>
+        gateway.mergePatchJob(job.namespace, job.name, {
+          metadata: { resourceVersion: job.resourceVersion, annotations },
+          spec: { activeDeadlineSeconds: passedDeadlineSeconds(job, options.now) },
+        }),
+      retry,
+    );
+  }
+  await withRetry(() => gateway.createEvent(job.namespace, stuckJobEvent(d, 'FailJob', { instance: options.instance, now: options.now })), retry).catch(
+    (error: unknown) => {
+      throw new EventFailedError(error);
+    },
+  );
+}
+
+async function reportJob(gateway: KubeGateway, d: Decision, options: ActOptions): Promise<void> {
+  const job = d.jobView!;
+  if (job.annotations[ANNOTATIONS.reportedAt] !== undefined) return;
+  const retry = options.retry ?? DEFAULT_RETRY;
+  await withRetry(() => gateway.createEvent(job.namespace, stuckJobEvent(d, 'Report', { instance: options.instance, now: options.now })), retry);
+  const reportedAt = options.now.toISOString().replace(/\.\d{3}Z$/, 'Z');
+  await withRetry(
+    () => gateway.mergePatchJob(job.namespace, job.name, { metadata: { annotations: { [ANNOTATIONS.reportedAt]: reportedAt } } }),
+    retry,
+  );
+}
+
+/** An activeDeadlineSeconds that has already run out, counted from the Job's start. */
+export function passedDeadlineSeconds(job: JobView, now: Date): number {
+  if (!job.startTime) return 1;
+  return Math.max(1, Math.floor((now.getTime() - job.startTime.getTime()) / 1000));
+}
+
+/** The Job was failed but its Event could not be written: still an action failure (exit 1). */
+export class EventFailedError extends Error {
+  constructor(readonly causeError: unknown) {
+    super(`Event not written: ${describeApiError(causeError).message}`);
+  }
+}

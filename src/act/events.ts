@@ -1,0 +1,77 @@
+import { randomBytes } from 'node:crypto';
+import { V1MicroTime, type EventsV1Event } from '@kubernetes/client-node';
+import type { Decision } from '../judge/types.ts';
+import { formatDuration } from '../policy/duration.ts';
+
+export const REPORTING_CONTROLLER = 'imagepull-sweeper';
+export const EVENT_REASON_STUCK = 'ImagePullStuck';
+export const EVENT_REASON_INVALID_POLICY = 'InvalidPolicy';
+const NOTE_LIMIT = 1024;
+
+export interface Reporter {
+  /** Identifies this sweeper process (pod name or host name). */
+  instance: string;
+  now: Date;
+}
+
+/** The text of the `imagepull-sweeper/message` annotation and of the Event note. */
+export function describeStuck(d: Decision): string {
+  const grace = d.graceSeconds === undefined ? '' : `, grace ${formatDuration(d.graceSeconds)}`;
+  const pods = d.stuckPods > 1 ? ` (${d.stuckPods} pods stuck)` : '';
+  return (
+    `${d.containerKind} container ${d.container} of pod ${d.pod}${pods} waited ${formatDuration(d.stuckSeconds)} ` +
+    `on image ${d.image} (class ${d.pullClass}, rule ${d.rule}${grace}): ${d.reason}: ${d.message}`
+  );
+}
+
+export function stuckJobEvent(d: Decision, action: 'FailJob' | 'Report', reporter: Reporter): EventsV1Event {
+  const job = d.jobView!;
+  const verb = action === 'FailJob' ? 'Failing Job' : 'Job stuck (report only)';
+  return {
+    apiVersion: 'events.k8s.io/v1',
+    kind: 'Event',
+    metadata: { name: eventName(job.name), namespace: job.namespace },
+    eventTime: new V1MicroTime(reporter.now.getTime()),
+    type: 'Warning',
+    reason: EVENT_REASON_STUCK,
+    action,
+    note: truncate(`${verb}: ${describeStuck(d)}`, NOTE_LIMIT),
+    regarding: { apiVersion: 'batch/v1', kind: 'Job', name: job.name, namespace: job.namespace, uid: job.uid },
+    related: { apiVersion: 'v1', kind: 'Pod', name: d.pod, namespace: d.namespace, uid: d.podUid },
+    reportingController: REPORTING_CONTROLLER,
+    reportingInstance: truncate(reporter.instance, 128),
+  };
+}
+
+export function invalidPolicyEvent(
+  configMap: { namespace: string; name: string; uid: string | undefined },
+  problems: string[],
+  reporter: Reporter,
+): EventsV1Event {
+  const summary = `Policy is invalid, so the sweeper took no action (${problems.length} problem${problems.length === 1 ? '' : 's'}): `;
+  return {
+    apiVersion: 'events.k8s.io/v1',
+    kind: 'Event',
+    metadata: { name: eventName(configMap.name), namespace: configMap.namespace },
+    eventTime: new V1MicroTime(reporter.now.getTime()),
+    type: 'Warning',
+    reason: EVENT_REASON_INVALID_POLICY,
+    action: 'ValidatePolicy',
+    note: truncate(summary + problems.join('; '), NOTE_LIMIT),
+    regarding: { apiVersion: 'v1', kind: 'ConfigMap', name: configMap.name, namespace: configMap.namespace, uid: configMap.uid },
+    reportingController: REPORTING_CONTROLLER,
+    reportingInstance: truncate(reporter.instance, 128),
+  };
+}
+
+function eventName(objectName: string): string {
+  return `${objectName.slice(0, 230)}.${randomBytes(8).toString('hex')}`;
+}
+
+/** Cuts text to at most `limit` UTF-8 bytes (the API server counts bytes), marking the cut. */
+export function truncate(text: string, limit: number): string {
+  if (Buffer.byteLength(text) <= limit) return text;
+  let cut = text.slice(0, limit - 3);
+  while (Buffer.byteLength(cut) > limit - 3) cut = cut.slice(0, -1);
+  return `${cut}...`;
+}

@@ -1,0 +1,102 @@
+import type { V1Job } from '@kubernetes/client-node';
+import type { PodOwner } from '../judge/types.ts';
+import type { JobView, StuckContainer } from '../model.ts';
+import { describeApiError } from '../kube/errors.ts';
+import type { KubeGateway } from '../kube/gateway.ts';
+import { DEFAULT_RETRY, mapBounded, withRetry, type RetryOptions } from '../kube/retry.ts';
+import { jobOwner, toJobView } from './job-view.ts';
+
+export interface AttributeOptions {
+  concurrency: number;
+  /** At or above this many Jobs wanted in one namespace, one paged LIST replaces the GETs. */
+  listThreshold: number;
+  retry?: RetryOptions;
+}
+
+export interface Attribution {
+  ownerOf: (podUid: string) => PodOwner;
+  jobsFetched: number;
+  /** Lookups that failed for reasons other than the Job being gone. */
+  errors: { namespace: string; job: string; message: string }[];
+}
+
+/** Maps each stuck pod to its Job (uid checked), fetching every Job at most once. */
+export async function attributeToJobs(
+  gateway: KubeGateway,
+  stuck: readonly StuckContainer[],
+  options: AttributeOptions,
+): Promise<Attribution> {
+  const wanted = new Map<string, Set<string>>(); // namespace → job names
+  for (const c of stuck) {
+    const owner = jobOwner(c.controller);
+    if (!owner) continue;
+    const names = wanted.get(c.namespace) ?? new Set<string>();
+    names.add(owner.name);
+    wanted.set(c.namespace, names);
+  }
+
+  const found = new Map<string, JobView>(); // namespace/name → Job
+  const errors: Attribution['errors'] = [];
+  const retry = options.retry ?? DEFAULT_RETRY;
+  const gets: { namespace: string; name: string }[] = [];
+  for (const [namespace, names] of wanted) {
+    if (names.size >= options.listThreshold) {
+      try {
+        for (const job of await listAllJobs(gateway, namespace, retry)) {
+          if (names.has(job.metadata?.name ?? '')) found.set(`${namespace}/${job.metadata!.name}`, toJobView(job));
+        }
+      } catch (error) {
+        const { message } = describeApiError(error);
+        for (const name of names) errors.push({ namespace, job: name, message });
+      }
+    } else {
+      for (const name of names) gets.push({ namespace, name });
+    }
+  }
+  await mapBounded(gets, options.concurrency, async ({ namespace, name }) => {
+    try {
+      found.set(`${namespace}/${name}`, toJobView(await withRetry(() => gateway.readJob(namespace, name), retry)));
+    } catch (error) {
+      const failure = describeApiError(error);
+      if (failure.status !== 404) errors.push({ namespace, job: name, message: failure.message });
+    }
+  });
+
+  const failedLookups = new Set(errors.map((e) => `${e.namespace}/${e.job}`));
+  const byPod = new Map<string, PodOwner>();
+  for (const c of stuck) {
+    if (byPod.has(c.podUid)) continue;
+    const owner = jobOwner(c.controller);
+    if (!owner) {
+      byPod.set(c.podUid, { kind: 'not-a-job', owner: c.controller });
+      continue;
+    }
+    const key = `${c.namespace}/${owner.name}`;
+    const job = found.get(key);
+    if (job && job.uid === owner.uid) byPod.set(c.podUid, { kind: 'job', job });
+    else if (failedLookups.has(key)) byPod.set(c.podUid, { kind: 'unreadable', owner, detail: `could not read Job ${owner.name}` });
+    else
+      byPod.set(c.podUid, {
+        kind: 'job-gone',
+        owner,
+        detail: job ? `Job ${owner.name} was replaced (uid differs): pod is orphaned` : `Job ${owner.name} no longer exists`,
+      });
+  }
+  return {
+    ownerOf: (podUid) => byPod.get(podUid) ?? { kind: 'not-a-job', owner: undefined },
+    jobsFetched: found.size,
+    errors,
+  };
+}
+
+async function listAllJobs(gateway: KubeGateway, namespace: string, retry: RetryOptions): Promise<V1Job[]> {
+  const jobs: V1Job[] = [];
+  let continueToken: string | undefined;
+  do {
+    const token = continueToken;
+    const page = await withRetry(() => gateway.listJobs({ namespace, limit: 500, continueToken: token }), retry);
+    jobs.push(...page.jobs);
+    continueToken = page.continueToken;
+  } while (continueToken);
+  return jobs;
+}

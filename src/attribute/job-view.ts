@@ -1,0 +1,51 @@
+import type { V1Job, V1PodFailurePolicy } from '@kubernetes/client-node';
+import type { JobView, OwnerRef } from '../model.ts';
+
+/** Conditions that mean the Job has ended or is on its way to an end it cannot leave. */
+const TERMINAL_CONDITIONS = new Set(['Complete', 'Failed', 'FailureTarget', 'SuccessCriteriaMet']);
+
+/** Pure: the parts of a V1Job the judge needs. */
+export function toJobView(job: V1Job): JobView {
+  const meta = job.metadata ?? {};
+  const finished =
+    job.status?.completionTime !== undefined ||
+    (job.status?.conditions ?? []).some((c) => TERMINAL_CONDITIONS.has(c.type) && c.status === 'True');
+  const cronJob = (meta.ownerReferences ?? []).find((o) => o.controller && o.kind === 'CronJob');
+  return {
+    namespace: meta.namespace ?? '',
+    name: meta.name ?? '',
+    uid: meta.uid ?? '',
+    resourceVersion: meta.resourceVersion ?? '',
+    annotations: { ...(meta.annotations ?? {}) },
+    finished,
+    deleting: meta.deletionTimestamp !== undefined && meta.deletionTimestamp !== null,
+    managedBy: job.spec?.managedBy ?? undefined,
+    suspended: job.spec?.suspend === true,
+    failJobConditionType: failJobConditionType(job.spec?.podFailurePolicy),
+    cronJob: cronJob?.name,
+    startTime: job.status?.startTime ? new Date(job.status.startTime) : undefined,
+  };
+}
+
+/**
+ * The pod condition type that makes the Job controller fail the Job: the first FailJob rule
+ * matching a condition (status True) whose type no earlier rule already claims.
+ */
+export function failJobConditionType(policy: V1PodFailurePolicy | undefined): string | undefined {
+  const claimed = new Set<string>();
+  for (const rule of policy?.rules ?? []) {
+    for (const pattern of rule.onPodConditions ?? []) {
+      if ((pattern.status ?? 'True') !== 'True' || claimed.has(pattern.type)) continue;
+      if (rule.action === 'FailJob') return pattern.type;
+      claimed.add(pattern.type);
+    }
+  }
+  return undefined;
+}
+
+/** The pod's owner reference when it points at a batch/v1 Job. */
+export function jobOwner(controller: OwnerRef | undefined): OwnerRef | undefined {
+  if (!controller) return undefined;
+  const group = controller.apiVersion.split('/')[0];
+  return controller.kind === 'Job' && group === 'batch' ? controller : undefined;
+}

@@ -1,0 +1,87 @@
+import { describeApiError } from '../kube/errors.ts';
+import type { KubeGateway } from '../kube/gateway.ts';
+import { PULL_CLASSES } from '../model.ts';
+import type { LoadedPolicy } from '../observe/policy.ts';
+import { formatDuration } from '../policy/duration.ts';
+import { graceForJob, policyNeedsNamespaceLabels, resolveForNamespace } from '../policy/resolve.ts';
+import type { OutputFormat } from '../report/logger.ts';
+import { EXIT } from '../sweep.ts';
+
+/** `policy explain`: the effective policy for one namespace (and Job), with where each value came from. */
+export async function explainPolicy(
+  out: NodeJS.WritableStream,
+  gateway: KubeGateway | undefined,
+  loaded: Extract<LoadedPolicy, { ok: true }>,
+  namespace: string,
+  jobName: string | undefined,
+  format: OutputFormat,
+): Promise<number> {
+  const notes: string[] = [];
+  let labels: Record<string, string> | undefined;
+  if (gateway) {
+    try {
+      labels = { ...((await gateway.readNamespace(namespace)).metadata?.labels ?? {}) };
+    } catch (error) {
+      const f = describeApiError(error);
+      notes.push(`could not read Namespace ${namespace} (${f.reason}: ${f.message}); label selectors see no labels`);
+    }
+  } else if (policyNeedsNamespaceLabels(loaded.policy)) {
+    notes.push('no cluster connection: rules with namespaceSelector see no labels');
+  }
+  const effective = resolveForNamespace(loaded.policy, { name: namespace, labels: labels ?? {} });
+
+  let job: { name: string; annotations: Record<string, string> } | undefined;
+  if (jobName) {
+    if (!gateway) return fail(out, `--job needs a cluster connection`);
+    try {
+      const live = await gateway.readJob(namespace, jobName);
+      job = { name: jobName, annotations: { ...(live.metadata?.annotations ?? {}) } };
+    } catch (error) {
+      const f = describeApiError(error);
+      if (f.status === 404) return fail(out, `Job ${namespace}/${jobName} not found`, EXIT.invalid);
+      return fail(out, `reading Job ${namespace}/${jobName}: ${f.reason}: ${f.message}`);
+    }
+  }
+  const jobGrace = job ? graceForJob(effective, job.annotations) : undefined;
+  const ignored = job?.annotations['imagepull-sweeper/ignore'] === 'true';
+
+  if (format === 'json') {
+    out.write(
+      `${JSON.stringify({ policy: loaded.description, namespace, labels: labels ?? null, ...effective, job: job ? { name: job.name, ignored, grace: jobGrace } : null, notes })}\n`,
+    );
+    return EXIT.ok;
+  }
+  const lines = [
+    `Policy:      ${loaded.description}`,
+    `Namespace:   ${namespace}${labels ? `  labels: ${formatLabels(labels)}` : ''}`,
+    `Rule:        ${effective.rule}`,
+    `Action:      ${effective.action}  (from ${effective.sources.action})`,
+    'Grace:',
+    ...PULL_CLASSES.map((c) => `  ${c.padEnd(10)} ${formatDuration(effective.grace[c]).padEnd(8)} (from ${effective.sources.grace[c]})`),
+    `Job overrides: ${effective.jobOverrides.allowed ? 'allowed' : 'not allowed'}, maxGrace ${formatDuration(effective.jobOverrides.maxGraceSeconds)}  (from ${effective.sources.jobOverrides})`,
+  ];
+  if (job && jobGrace) {
+    lines.push(`Job:         ${job.name}${ignored ? '  (annotation imagepull-sweeper/ignore=true: never touched)' : ''}`);
+    if (jobGrace.override) {
+      lines.push(
+        `  grace annotation ${formatDuration(jobGrace.override.requested)} → ${formatDuration(jobGrace.override.applied)} for every class${jobGrace.override.clamped ? ' (clamped to maxGrace)' : ''}`,
+      );
+    } else {
+      lines.push('  no grace annotation in effect');
+    }
+    for (const w of jobGrace.warnings) lines.push(`  warning: ${w}`);
+  }
+  for (const n of notes) lines.push(`Note: ${n}`);
+  out.write(`${lines.join('\n')}\n`);
+  return EXIT.ok;
+}
+
+function formatLabels(labels: Record<string, string>): string {
+  const entries = Object.entries(labels);
+  return entries.length === 0 ? '(none)' : entries.map(([k, v]) => `${k}=${v}`).join(',');
+}
+
+function fail(out: NodeJS.WritableStream, message: string, code: number = EXIT.unreachable): number {
+  out.write(`imagepull-sweeper: ${message}\n`);
+  return code;
+}

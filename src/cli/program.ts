@@ -1,0 +1,219 @@
+import { readFile } from 'node:fs/promises';
+import type { Writable } from 'node:stream';
+import { Command, CommanderError, Option } from 'commander';
+import type winston from 'winston';
+import { createGateway } from '../kube/gateway.ts';
+import { loadPolicy } from '../observe/policy.ts';
+import { policyJsonSchema } from '../policy/json-schema.ts';
+import { parsePolicyDocument } from '../policy/parse.ts';
+import { createLogger, type OutputFormat } from '../report/logger.ts';
+import { SweepMetrics, parseListenAddress, serveMetrics } from '../schedule/metrics.ts';
+import { abortableSleep, parseSchedule, runOnSchedule } from '../schedule/scheduler.ts';
+import { EXIT, sweep, type SweepOptions } from '../sweep.ts';
+import { UsageError } from './errors.ts';
+import { explainPolicy } from './explain.ts';
+import { instanceName, loadKubeConfig, policyLocation } from './kube.ts';
+import { formatProblem } from '../observe/policy.ts';
+
+export interface CliIo {
+  stdout: Writable & { isTTY?: boolean };
+  stderr: Writable;
+  readStdin: () => Promise<string>;
+  /** For `run`: resolves when SIGTERM/SIGINT arrives. */
+  onStopSignal: (stop: () => void) => void;
+}
+
+interface SweepFlags {
+  dryRun?: boolean;
+  policyConfigmap?: string;
+  policyFile?: string;
+  namespace?: string[];
+  output?: OutputFormat;
+  kubeconfig?: string;
+  context?: string;
+}
+
+const SWEEP_EXAMPLES = `
+Examples:
+  $ imagepull-sweeper sweep --dry-run
+  $ imagepull-sweeper sweep --namespace ci-runners --namespace tenant-a --output json
+  $ imagepull-sweeper sweep --policy-file ./policy.yaml --context staging`;
+
+const RUN_EXAMPLES = `
+Examples:
+  $ imagepull-sweeper run --schedule "*/2 * * * *"
+  $ imagepull-sweeper run --schedule "0 */5 * * * *" --timezone Europe/Berlin --listen :9090`;
+
+/** Builds the command tree; `setExitCode` receives the status (SPEC: 0, 1, 2, 3). */
+export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Command {
+  const program = new Command('imagepull-sweeper')
+    .description('Fails Kubernetes Jobs whose pods are stuck pulling their image, by namespace policy, with an audit trail.')
+    .version(process.env.npm_package_version ?? '0.1.0')
+    .showHelpAfterError('(run with --help for usage)')
+    .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) })
+    .exitOverride();
+
+  const withSweepOptions = (cmd: Command): Command =>
+    cmd
+      .option('--dry-run', 'decide everything, write nothing (no patch, delete, Event or annotation)')
+      .option('--policy-configmap <ns/name>', 'policy ConfigMap (default: imagepull-sweeper-policy in the sweeper\'s namespace)')
+      .option('--policy-file <file>', 'read the policy from a file instead of a ConfigMap')
+      .option('--namespace <ns>', 'sweep only this namespace (repeatable; default: all)', collect)
+      .addOption(new Option('--output <format>', 'text or json (default: text on a terminal, else json)').choices(['text', 'json']))
+      .option('--kubeconfig <file>', 'kubeconfig file (default: KUBECONFIG, ~/.kube/config, or in-cluster)')
+      .option('--context <name>', 'kubeconfig context to use');
+
+  withSweepOptions(program.command('sweep').description('run one sweep and exit'))
+    .addHelpText('after', SWEEP_EXAMPLES)
+    .action(async (flags: SweepFlags) => {
+      const { deps, options } = prepareSweep(flags, io);
+      setExitCode((await sweep(deps, options)).exitCode);
+    });
+
+  withSweepOptions(program.command('run').description('sweep on a cron schedule until SIGTERM/SIGINT'))
+    .requiredOption('--schedule <cron>', 'cron expression: 5 fields, or 6 with seconds first')
+    .option('--timezone <tz>', 'IANA time zone for the schedule (default: UTC)', 'UTC')
+    .option('--listen <addr>', 'serve /healthz and /metrics on HOST:PORT (e.g. :9090)')
+    .addHelpText('after', RUN_EXAMPLES)
+    .action(async (flags: SweepFlags & { schedule: string; timezone: string; listen?: string }) => {
+      const schedule = parseSchedule(flags.schedule, flags.timezone);
+      const address = flags.listen ? parseListenAddress(flags.listen) : undefined;
+      const { deps, options } = prepareSweep(flags, io);
+      const metrics = new SweepMetrics();
+      const server = address ? await serveMetrics(metrics, address) : undefined;
+      if (server) deps.logger.info('serving /healthz and /metrics', { listen: flags.listen });
+      const stop = new AbortController();
+      io.onStopSignal(() => {
+        if (!stop.signal.aborted) deps.logger.info('stop requested: finishing the sweep in flight, if any');
+        stop.abort();
+      });
+      await runOnSchedule(
+        schedule,
+        {
+          clock: deps.clock,
+          logger: deps.logger,
+          sleep: abortableSleep,
+          sweepOnce: () => sweep(deps, options),
+          onSweep: (result, seconds, at) => metrics.record(result, seconds, at),
+        },
+        stop.signal,
+      );
+      await new Promise((resolve) => (server ? server.close(resolve) : resolve(undefined)));
+      setExitCode(EXIT.ok);
+    });
+
+  const policy = program.command('policy').description('check, explain and describe the policy');
+
+  policy
+    .command('validate')
+    .description('check a policy file (raw policy.yaml or a whole ConfigMap manifest); "-" reads stdin')
+    .argument('<file>', 'policy file, or - for stdin')
+    .addHelpText('after', '\nExamples:\n  $ imagepull-sweeper policy validate policy.yaml\n  $ kubectl get cm imagepull-sweeper-policy -n imagepull-sweeper -o yaml | imagepull-sweeper policy validate -')
+    .action(async (file: string) => {
+      const text = file === '-' ? await io.readStdin() : await readFile(file, 'utf8').catch((e: Error) => {
+        throw new UsageError(`${file}: ${e.message}`);
+      });
+      const parsed = parsePolicyDocument(text);
+      const name = file === '-' ? '<stdin>' : file;
+      if (!parsed.ok) {
+        for (const p of parsed.problems) io.stdout.write(`${formatProblem(name, p)}\n`);
+        io.stderr.write(`${name}: ${parsed.problems.length} problem(s); the policy is invalid\n`);
+        setExitCode(EXIT.invalid);
+        return;
+      }
+      for (const w of parsed.warnings) io.stdout.write(`${formatProblem(name, w)} (warning)\n`);
+      io.stdout.write(`${name}: valid (${parsed.policy.rules.length} rule(s))\n`);
+      setExitCode(EXIT.ok);
+    });
+
+  policy
+    .command('explain')
+    .description('print the effective policy for a namespace (and Job), and which rule each value came from')
+    .requiredOption('--namespace <ns>', 'namespace to explain')
+    .option('--job <name>', 'also apply this Job\'s annotations (read live)')
+    .option('--policy-configmap <ns/name>', 'policy ConfigMap (default: imagepull-sweeper-policy in the sweeper\'s namespace)')
+    .option('--policy-file <file>', 'read the policy from a file')
+    .addOption(new Option('--output <format>', 'text or json').choices(['text', 'json']))
+    .option('--kubeconfig <file>', 'kubeconfig file')
+    .option('--context <name>', 'kubeconfig context to use')
+    .addHelpText('after', '\nExamples:\n  $ imagepull-sweeper policy explain --namespace ci-42\n  $ imagepull-sweeper policy explain --namespace ci-42 --job build-7 --policy-file policy.yaml')
+    .action(async (flags: { namespace: string; job?: string; policyConfigmap?: string; policyFile?: string; output?: OutputFormat; kubeconfig?: string; context?: string }) => {
+      const location = policyLocation(flags);
+      const gateway = tryGateway(flags, location.kind === 'configmap' || flags.job !== undefined);
+      const loaded = await loadPolicy(gateway, location);
+      if (!loaded.ok) {
+        if (loaded.kind === 'invalid') {
+          for (const p of loaded.problems) io.stdout.write(`${formatProblem(loaded.description, p)}\n`);
+          throw new UsageError(`policy ${loaded.description} is invalid`);
+        }
+        if (loaded.kind === 'unreadable-file') throw new UsageError(`${loaded.description}: ${loaded.message}`);
+        io.stderr.write(`imagepull-sweeper: reading ${loaded.description}: ${loaded.failure.reason}: ${loaded.failure.message}\n`);
+        setExitCode(EXIT.unreachable);
+        return;
+      }
+      const code = await explainPolicy(io.stdout, gateway, loaded, flags.namespace, flags.job, outputFormat(flags.output, io));
+      setExitCode(code);
+    });
+
+  policy
+    .command('schema')
+    .description('print the JSON Schema of policy.yaml (for editors via yaml-language-server)')
+    .action(() => {
+      io.stdout.write(`${JSON.stringify(policyJsonSchema(), null, 2)}\n`);
+      setExitCode(EXIT.ok);
+    });
+
+  return program;
+}
+
+function prepareSweep(flags: SweepFlags, io: CliIo): { deps: { gateway: ReturnType<typeof createGateway>; clock: () => Date; logger: winston.Logger }; options: SweepOptions } {
+  const policy = policyLocation(flags);
+  const kubeConfig = loadKubeConfig(flags);
+  const logger = createLogger({ format: outputFormat(flags.output, io), stream: io.stdout });
+  return {
+    deps: { gateway: createGateway(kubeConfig), clock: () => new Date(), logger },
+    options: {
+      dryRun: flags.dryRun === true,
+      namespaces: flags.namespace ?? [],
+      policy,
+      instance: instanceName(),
+    },
+  };
+}
+
+function tryGateway(flags: { kubeconfig?: string; context?: string }, required: boolean): ReturnType<typeof createGateway> | undefined {
+  try {
+    return createGateway(loadKubeConfig(flags));
+  } catch (error) {
+    if (required) throw error;
+    return undefined;
+  }
+}
+
+function outputFormat(flag: OutputFormat | undefined, io: CliIo): OutputFormat {
+  return flag ?? (io.stdout.isTTY ? 'text' : 'json');
+}
+
+function collect(value: string, previous: string[] | undefined): string[] {
+  return [...(previous ?? []), value];
+}
+
+/** Runs the CLI; returns the exit status instead of exiting, so tests and the binary share it. */
+export async function runCli(argv: string[], io: CliIo): Promise<number> {
+  let exitCode: number = EXIT.ok;
+  const program = buildProgram(io, (code) => (exitCode = code));
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+    return exitCode;
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      return error.exitCode === 0 || error.code === 'commander.helpDisplayed' || error.code === 'commander.version' ? 0 : EXIT.invalid;
+    }
+    if (error instanceof UsageError) {
+      io.stderr.write(`imagepull-sweeper: ${error.message}\n`);
+      return EXIT.invalid;
+    }
+    io.stderr.write(`imagepull-sweeper: unexpected error: ${(error as Error).stack ?? String(error)}\n`);
+    return EXIT.actionsFailed;
+  }
+}

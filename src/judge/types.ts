@@ -1,0 +1,57 @@
+import type { Action, ContainerKind, JobView, OwnerRef, PullClass, StuckContainer, StuckReason } from '../model.ts';
+
+/** What the attribute stage found behind a stuck pod. */
+export type PodOwner =
+  | { kind: 'job'; job: JobView }
+  | { kind: 'not-a-job'; owner: OwnerRef | undefined }
+  | { kind: 'job-gone'; owner: OwnerRef; detail: string }
+  | { kind: 'unreadable'; owner: OwnerRef | undefined; detail: string };
+
+/** `error`: the Job could not be read, so nothing could be judged. */
+export type PlannedAction = 'fail' | 'report' | 'skip' | 'defer' | 'error';
+
+export type FailMechanism = 'podFailurePolicy' | 'activeDeadlineSeconds';
+
+export interface Decision {
+  namespace: string;
+  job: string | undefined;
+  cronJob: string | undefined;
+  pod: string;
+  podUid: string;
+  container: string;
+  containerKind: ContainerKind;
+  image: string;
+  reason: StuckReason;
+  message: string;
+  pullClass: PullClass;
+  stuckSince: Date;
+  stuckSeconds: number;
+  rule: string;
+  /** What the policy prescribes for this Job: the rule's action, `ignore` by annotation, `report` under the outage breaker. */
+  action: Action;
+  graceSeconds: number | undefined;
+  plan: PlannedAction;
+  /** Why, in a few words an operator can act on. */
+  detail: string;
+  mechanism: FailMechanism | undefined;
+  warnings: string[];
+  /** The Job as judged; undefined for pods not owned by a Job. */
+  jobView: JobView | undefined;
+  /** How many of this Job's pods are stuck. */
+  stuckPods: number;
+}
+
+export interface OutageAssessment {
+  tripped: boolean;
+  stuckPods: number;
+  images: number;
+  transientPods: number;
+  transientFraction: number;
+}
+
+export interface Plan {
+  decisions: Decision[];
+  outage: OutageAssessment;
+}
+
+export type { StuckContainer };

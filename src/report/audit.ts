@@ -1,0 +1,120 @@
+import type { ActResult } from '../act/act.ts';
+import type { OutageAssessment } from '../judge/types.ts';
+import { OUTCOMES, PULL_CLASSES, type Outcome, type PullClass } from '../model.ts';
+
+/** One line per decision: the fields of SPEC "Audit log", plus context. */
+export interface AuditLine {
+  sweepId: string;
+  namespace: string;
+  job: string | null;
+  cronJob: string | null;
+  pod: string;
+  container: string;
+  containerKind: string;
+  image: string;
+  reason: string;
+  class: PullClass;
+  stuckSeconds: number;
+  graceSeconds: number | null;
+  rule: string;
+  action: string;
+  outcome: Outcome;
+  dryRun: boolean;
+  detail: string;
+  mechanism: string | null;
+  error: string | null;
+  warnings: string[];
+  waitingMessage: string;
+}
+
+export function auditLine(sweepId: string, result: ActResult, dryRun: boolean): AuditLine {
+  const d = result.decision;
+  return {
+    sweepId,
+    namespace: d.namespace,
+    job: d.job ?? null,
+    cronJob: d.cronJob ?? null,
+    pod: d.pod,
+    container: d.container,
+    containerKind: d.containerKind,
+    image: d.image,
+    reason: d.reason,
+    class: d.pullClass,
+    stuckSeconds: d.stuckSeconds,
+    graceSeconds: d.graceSeconds ?? null,
+    rule: d.rule,
+    action: d.action,
+    outcome: result.outcome,
+    dryRun,
+    detail: d.detail,
+    mechanism: d.mechanism ?? null,
+    error: result.error ?? null,
+    warnings: d.warnings,
+    waitingMessage: d.message,
+  };
+}
+
+export interface SweepSummary {
+  sweepId: string;
+  dryRun: boolean;
+  policy: string;
+  namespaces: string[];
+  startedAt: string;
+  durationMs: number;
+  podsScanned: number;
+  stuckContainers: number;
+  decisions: number;
+  outcomes: Record<Outcome, number>;
+  byClass: Record<PullClass, number>;
+  byNamespace: Record<string, Partial<Record<Outcome, number>>>;
+  deferred: number;
+  /** Actions (or lookups) that failed; any makes the exit status 1. */
+  actionErrors: number;
+  outage: OutageAssessment;
+  exitCode: number;
+}
+
+export interface SummaryInput {
+  sweepId: string;
+  dryRun: boolean;
+  policy: string;
+  namespaces: string[];
+  startedAt: Date;
+  finishedAt: Date;
+  podsScanned: number;
+  stuckContainers: number;
+  outage: OutageAssessment;
+  results: readonly ActResult[];
+}
+
+export function summarize(input: SummaryInput): SweepSummary {
+  const outcomes = Object.fromEntries(OUTCOMES.map((o) => [o, 0])) as Record<Outcome, number>;
+  const byClass = Object.fromEntries(PULL_CLASSES.map((c) => [c, 0])) as Record<PullClass, number>;
+  const byNamespace: SweepSummary['byNamespace'] = {};
+  let actionErrors = 0;
+  for (const r of input.results) {
+    outcomes[r.outcome] += 1;
+    byClass[r.decision.pullClass] += 1;
+    const ns = (byNamespace[r.decision.namespace] ??= {});
+    ns[r.outcome] = (ns[r.outcome] ?? 0) + 1;
+    if (r.outcome === 'error' || r.error !== undefined) actionErrors += 1;
+  }
+  return {
+    sweepId: input.sweepId,
+    dryRun: input.dryRun,
+    policy: input.policy,
+    namespaces: input.namespaces,
+    startedAt: input.startedAt.toISOString(),
+    durationMs: input.finishedAt.getTime() - input.startedAt.getTime(),
+    podsScanned: input.podsScanned,
+    stuckContainers: input.stuckContainers,
+    decisions: input.results.length,
+    outcomes,
+    byClass,
+    byNamespace,
+    deferred: outcomes.deferred,
+    actionErrors,
+    outage: input.outage,
+    exitCode: actionErrors > 0 ? 1 : 0,
+  };
+}

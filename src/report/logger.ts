@@ -1,0 +1,86 @@
+import type { Writable } from 'node:stream';
+import winston from 'winston';
+import { formatDuration } from '../policy/duration.ts';
+import type { AuditLine, SweepSummary } from './audit.ts';
+
+export type OutputFormat = 'text' | 'json';
+
+export const AUDIT_DECISION = 'decision';
+export const AUDIT_SUMMARY = 'summary';
+
+export interface LoggerOptions {
+  format: OutputFormat;
+  stream?: Writable;
+  level?: string;
+}
+
+/** JSON lines (one object per line) or a readable text rendering of the same facts. */
+export function createLogger(options: LoggerOptions): winston.Logger {
+  const format =
+    options.format === 'json'
+      ? winston.format.combine(winston.format.timestamp(), winston.format.json())
+      : winston.format.printf((info) => renderText(info));
+  return winston.createLogger({
+    level: options.level ?? 'info',
+    format,
+    transports: [new winston.transports.Stream({ stream: options.stream ?? process.stdout })],
+  });
+}
+
+export function logDecision(logger: winston.Logger, line: AuditLine): void {
+  const level = line.outcome === 'error' ? 'error' : line.warnings.length > 0 ? 'warn' : 'info';
+  logger.log(level, AUDIT_DECISION, line);
+}
+
+export function logSummary(logger: winston.Logger, summary: SweepSummary): void {
+  logger.log(summary.exitCode === 0 ? 'info' : 'warn', AUDIT_SUMMARY, summary);
+}
+
+const OUTCOME_WORDS: Record<string, [string, string]> = {
+  failed: ['FAILED', 'WOULD FAIL'],
+  reported: ['REPORTED', 'WOULD REPORT'],
+  skipped: ['skipped', 'skipped'],
+  deferred: ['DEFERRED', 'WOULD DEFER'],
+  error: ['ERROR', 'ERROR'],
+};
+
+function renderText(info: winston.Logform.TransformableInfo): string {
+  const fields = info as unknown as Record<string, unknown>;
+  if (info.message === AUDIT_DECISION) return renderDecision(fields as unknown as AuditLine);
+  if (info.message === AUDIT_SUMMARY) return renderSummary(fields as unknown as SweepSummary);
+  const extras = Object.entries(fields)
+    .filter(([k]) => k !== 'level' && k !== 'message' && typeof k === 'string')
+    .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`);
+  return [`${info.level}: ${String(info.message)}`, ...extras].join(' ');
+}
+
+function renderDecision(l: AuditLine): string {
+  const word = (OUTCOME_WORDS[l.outcome] ?? [l.outcome, l.outcome])[l.dryRun ? 1 : 0];
+  const target = l.job ? `job/${l.job}${l.cronJob ? ` (cronjob/${l.cronJob})` : ''}` : `pod/${l.pod}`;
+  const grace = l.graceSeconds === null ? '' : `/${formatDuration(l.graceSeconds)}`;
+  const lines = [
+    `${word.padEnd(12)} ${l.namespace}/${target}  ${l.containerKind} ${l.container} ${l.image}  ` +
+      `${l.reason} ${l.class} stuck ${formatDuration(l.stuckSeconds)}${grace}  rule=${l.rule} action=${l.action}`,
+    `             ${l.detail}`,
+  ];
+  if (l.error) lines.push(`             error: ${l.error}`);
+  for (const w of l.warnings) lines.push(`             warning: ${w}`);
+  return lines.join('\n');
+}
+
+function renderSummary(s: SweepSummary): string {
+  const counts = Object.entries(s.outcomes)
+    .filter(([, n]) => n > 0)
+    .map(([o, n]) => `${n} ${o}`)
+    .join(', ');
+  const namespaces = s.namespaces.length > 0 ? s.namespaces.join(',') : 'all namespaces';
+  return [
+    `${s.dryRun ? 'Dry run' : 'Sweep'} ${s.sweepId}: ${s.decisions} decision(s)${counts ? ` (${counts})` : ''} ` +
+      `in ${s.durationMs} ms; ${s.podsScanned} pending pod(s) scanned in ${namespaces}; policy ${s.policy}.`,
+    ...(s.deferred > 0 ? [`${s.deferred} Job(s) deferred to the next sweep by limits.`] : []),
+    ...(s.outage.tripped
+      ? [`Outage breaker tripped: ${s.outage.stuckPods} stuck pods, ${s.outage.images} images, ${Math.round(s.outage.transientFraction * 100)}% transient.`]
+      : []),
+    ...(s.actionErrors > 0 ? [`${s.actionErrors} action(s) failed; see the error lines above.`] : []),
+  ].join('\n');
+}

@@ -1,0 +1,76 @@
+import { createServer, type Server } from 'node:http';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { OUTCOMES } from '../model.ts';
+import type { SweepResult } from '../sweep.ts';
+import { UsageError } from '../cli/errors.ts';
+
+const RESULT_BY_EXIT: Record<number, string> = { 0: 'ok', 1: 'actions_failed', 2: 'invalid_policy', 3: 'unreachable' };
+
+export class SweepMetrics {
+  readonly registry = new Registry();
+  private readonly sweeps = new Counter({
+    name: 'imagepull_sweeper_sweeps_total',
+    help: 'Sweeps run, by result (ok, actions_failed, invalid_policy, unreachable, crashed).',
+    labelNames: ['result'],
+    registers: [this.registry],
+  });
+  private readonly jobs = new Counter({
+    name: 'imagepull_sweeper_decisions_total',
+    help: 'Decisions taken, by outcome (failed, reported, skipped, deferred, error).',
+    labelNames: ['outcome'],
+    registers: [this.registry],
+  });
+  private readonly lastSweep = new Gauge({
+    name: 'imagepull_sweeper_last_sweep_timestamp_seconds',
+    help: 'Unix time the last sweep finished.',
+    registers: [this.registry],
+  });
+  private readonly duration = new Histogram({
+    name: 'imagepull_sweeper_sweep_duration_seconds',
+    help: 'How long sweeps took.',
+    buckets: [0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300],
+    registers: [this.registry],
+  });
+
+  constructor() {
+    for (const result of [...Object.values(RESULT_BY_EXIT), 'crashed']) this.sweeps.inc({ result }, 0);
+    for (const outcome of OUTCOMES) this.jobs.inc({ outcome }, 0);
+    collectDefaultMetrics({ register: this.registry, prefix: 'imagepull_sweeper_' });
+  }
+
+  record(result: SweepResult | undefined, seconds: number, finishedAt: Date): void {
+    this.sweeps.inc({ result: result ? (RESULT_BY_EXIT[result.exitCode] ?? 'crashed') : 'crashed' });
+    for (const r of result?.results ?? []) this.jobs.inc({ outcome: r.outcome });
+    this.duration.observe(seconds);
+    this.lastSweep.set(finishedAt.getTime() / 1000);
+  }
+}
+
+export function parseListenAddress(text: string): { host: string; port: number } {
+  const match = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(text);
+  const port = match ? Number(match[3]) : NaN;
+  if (!match || port > 65535) throw new UsageError(`--listen ${text}: expected HOST:PORT or :PORT`);
+  return { host: match[1] ?? (match[2] || '0.0.0.0'), port };
+}
+
+/** /healthz and /metrics for Prometheus. */
+export async function serveMetrics(metrics: SweepMetrics, address: { host: string; port: number }): Promise<Server> {
+  const server = createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0];
+    if (path === '/healthz') {
+      res.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n');
+    } else if (path === '/metrics') {
+      metrics.registry.metrics().then(
+        (body) => res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(body),
+        (error: unknown) => res.writeHead(500).end(String(error)),
+      );
+    } else {
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
+    }
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(address.port, address.host, () => resolve());
+  });
+  return server;
+}

@@ -1,0 +1,102 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { V1Job } from '@kubernetes/client-node';
+import { failJobConditionType, jobOwner, toJobView } from '../../src/attribute/job-view.ts';
+
+function v1job(over: Partial<V1Job> = {}): V1Job {
+  return {
+    metadata: { name: 'j', namespace: 'ns', uid: 'u1', resourceVersion: '7', annotations: { a: 'b' } },
+    spec: { template: { spec: { containers: [] } } },
+    status: { startTime: new Date('2026-11-29T10:00:00Z') },
+    ...over,
+  };
+}
+
+describe('toJobView', () => {
+  it('copies identity, annotations and start time', () => {
+    const v = toJobView(v1job());
+    assert.equal(v.name, 'j');
+    assert.equal(v.namespace, 'ns');
+    assert.equal(v.uid, 'u1');
+    assert.equal(v.resourceVersion, '7');
+    assert.deepEqual(v.annotations, { a: 'b' });
+    assert.equal(v.startTime?.toISOString(), '2026-11-29T10:00:00.000Z');
+    assert.equal(v.finished, false);
+    assert.equal(v.deleting, false);
+    assert.equal(v.cronJob, undefined);
+  });
+
+  for (const type of ['Complete', 'Failed', 'FailureTarget', 'SuccessCriteriaMet']) {
+    it(`counts a True ${type} condition as finished`, () => {
+      const v = toJobView(v1job({ status: { conditions: [{ type, status: 'True' }] } }));
+      assert.equal(v.finished, true);
+    });
+  }
+
+  it('does not count a False Failed condition as finished', () => {
+    assert.equal(toJobView(v1job({ status: { conditions: [{ type: 'Failed', status: 'False' }] } })).finished, false);
+  });
+
+  it('sees deletion, suspension, managedBy and the owning CronJob', () => {
+    const v = toJobView(
+      v1job({
+        metadata: {
+          name: 'j',
+          deletionTimestamp: new Date(),
+          ownerReferences: [{ apiVersion: 'batch/v1', kind: 'CronJob', name: 'nightly', uid: 'c', controller: true }],
+        },
+        spec: { suspend: true, managedBy: 'example.com/other', template: {} },
+      }),
+    );
+    assert.equal(v.deleting, true);
+    assert.equal(v.suspended, true);
+    assert.equal(v.managedBy, 'example.com/other');
+    assert.equal(v.cronJob, 'nightly');
+  });
+});
+
+describe('failJobConditionType', () => {
+  it('finds the FailJob rule on a pod condition', () => {
+    assert.equal(
+      failJobConditionType({
+        rules: [
+          { action: 'FailJob', onExitCodes: { operator: 'In', values: [42] } },
+          { action: 'FailJob', onPodConditions: [{ type: 'ImagePullStuck', status: 'True' }] },
+        ],
+      }),
+      'ImagePullStuck',
+    );
+  });
+
+  it('defaults the pattern status to True', () => {
+    assert.equal(failJobConditionType({ rules: [{ action: 'FailJob', onPodConditions: [{ type: 'X' } as never] }] }), 'X');
+  });
+
+  it('does not use a type an earlier rule claims with another action', () => {
+    assert.equal(
+      failJobConditionType({
+        rules: [
+          { action: 'Ignore', onPodConditions: [{ type: 'ImagePullStuck', status: 'True' }] },
+          { action: 'FailJob', onPodConditions: [{ type: 'ImagePullStuck', status: 'True' }] },
+        ],
+      }),
+      undefined,
+    );
+  });
+
+  it('ignores patterns on status False and policies without FailJob', () => {
+    assert.equal(failJobConditionType({ rules: [{ action: 'FailJob', onPodConditions: [{ type: 'X', status: 'False' }] }] }), undefined);
+    assert.equal(failJobConditionType({ rules: [{ action: 'Count', onPodConditions: [{ type: 'X', status: 'True' }] }] }), undefined);
+    assert.equal(failJobConditionType(undefined), undefined);
+  });
+});
+
+describe('jobOwner', () => {
+  it('accepts batch Jobs only', () => {
+    const ref = { apiVersion: 'batch/v1', kind: 'Job', name: 'j', uid: 'u', controller: true };
+    assert.equal(jobOwner(ref), ref);
+    assert.equal(jobOwner({ ...ref, apiVersion: 'example.com/v1' }), undefined);
+    assert.equal(jobOwner({ ...ref, kind: 'ReplicaSet', apiVersion: 'apps/v1' }), undefined);
+    assert.equal(jobOwner(undefined), undefined);
+  });
+});

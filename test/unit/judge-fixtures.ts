@@ -1,0 +1,59 @@
+import type { PodOwner } from '../../src/judge/types.ts';
+import type { JobView, StuckContainer } from '../../src/model.ts';
+
+export const NOW = new Date('2026-11-29T12:00:00Z');
+
+export function secondsAgo(seconds: number): Date {
+  return new Date(NOW.getTime() - seconds * 1000);
+}
+
+export function job(name: string, over: Partial<JobView> = {}): JobView {
+  return {
+    namespace: 'ci-a',
+    name,
+    uid: `uid-${name}`,
+    resourceVersion: '100',
+    annotations: {},
+    finished: false,
+    deleting: false,
+    managedBy: undefined,
+    suspended: false,
+    failJobConditionType: undefined,
+    cronJob: undefined,
+    startTime: secondsAgo(3600),
+    ...over,
+  };
+}
+
+let podCounter = 0;
+
+export function stuckIn(j: JobView | undefined, over: Partial<StuckContainer> = {}): StuckContainer {
+  podCounter += 1;
+  const pod = over.pod ?? `${j?.name ?? 'bare'}-pod-${podCounter}`;
+  return {
+    namespace: j?.namespace ?? 'ci-a',
+    pod,
+    podUid: `uid-${pod}`,
+    container: 'main',
+    containerKind: 'regular',
+    image: 'registry.example/app:missing',
+    reason: 'ImagePullBackOff',
+    message: 'Back-off pulling image "registry.example/app:missing": ErrImagePull: not found',
+    pullClass: 'permanent',
+    stuckSince: secondsAgo(600),
+    controller: j ? { apiVersion: 'batch/v1', kind: 'Job', name: j.name, uid: j.uid, controller: true } : undefined,
+    ...over,
+  };
+}
+
+/** ownerOf that resolves each stuck container to the Job it was built from. */
+export function ownersFor(stuck: StuckContainer[], jobs: JobView[]): (podUid: string) => PodOwner {
+  const byUid = new Map(jobs.map((j) => [j.uid, j]));
+  const byPod = new Map(stuck.map((c) => [c.podUid, c]));
+  return (podUid) => {
+    const c = byPod.get(podUid);
+    const j = c?.controller ? byUid.get(c.controller.uid) : undefined;
+    if (j) return { kind: 'job', job: j };
+    return { kind: 'not-a-job', owner: c?.controller };
+  };
+}
