@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# Builds the local e2e control plane (etcd, kube-apiserver, kube-controller-manager) from the
+# pinned Go module in this folder and caches the binaries outside the clone:
+#
+#   ${IMAGEPULL_SWEEPER_CONTROLPLANE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/imagepull-sweeper/controlplane}/v1.37.2-<hash>/
+#
+# <hash> covers go.mod, go.sum, cmd/etcd/main.go, this script and the Go version, so any change
+# rebuilds and an unchanged tree reuses the cache (a warm run takes well under a second).
+#
+# Usage: build.sh [--print-dir]
+#   Progress goes to stderr; the last line on stdout is the directory holding the binaries.
+#   --print-dir prints that directory without building (it may not exist yet).
+set -euo pipefail
+
+K8S_VERSION=v1.37.2
+K8S_MAJOR=1
+K8S_MINOR=37
+# The tag date of the pinned release is not needed for anything; keep the build reproducible.
+BUILD_DATE=1970-01-01T00:00:00Z
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+cd "$here"
+
+cache_root="${IMAGEPULL_SWEEPER_CONTROLPLANE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/imagepull-sweeper/controlplane}"
+hash="$( { cat go.mod go.sum cmd/etcd/main.go build.sh; go version; go env GOOS GOARCH; } | sha256sum | cut -c1-16)"
+out="$cache_root/$K8S_VERSION-$hash"
+components=(etcd kube-apiserver kube-controller-manager)
+
+if [[ "${1:-}" == "--print-dir" ]]; then
+  echo "$out"
+  exit 0
+fi
+
+complete() {
+  [[ -f "$out/.complete" ]] || return 1
+  local c
+  for c in "${components[@]}"; do [[ -x "$out/$c" ]] || return 1; done
+}
+
+if complete; then
+  touch "$out/.complete" 2>/dev/null || true
+  echo "$out"
+  exit 0
+fi
+
+mkdir -p "$cache_root"
+# One builder at a time (two test processes may both find the cache cold).
+exec 9>"$cache_root/.build.lock"
+if ! flock -n 9; then
+  echo "controlplane: another build holds $cache_root/.build.lock, waiting for it..." >&2
+  flock 9
+fi
+if complete; then
+  echo "$out"
+  exit 0
+fi
+
+start=$SECONDS
+log() { echo "controlplane: [$((SECONDS - start))s] $*" >&2; }
+
+# Runs "$@" (a go command writing package names with -v) in the background and prints a
+# heartbeat every 15 s with the elapsed time and how many packages it has compiled.
+with_progress() {
+  local what="$1"; shift
+  local plog; plog="$(mktemp)"
+  local t0=$SECONDS
+  "$@" >"$plog" 2>&1 &
+  local pid=$!
+  while kill -0 "$pid" 2>/dev/null; do
+    for _ in $(seq 1 15); do
+      sleep 1
+      kill -0 "$pid" 2>/dev/null || break
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+      local n; n="$(grep -cv "^go: " "$plog" || true)"; [[ "$n" == 0 ]] && n=""
+      log "$what: still running, $((SECONDS - t0))s${n:+, $n packages compiled so far}"
+    fi
+  done
+  local rc=0
+  wait "$pid" || rc=$?
+  if [[ $rc -ne 0 ]]; then
+    log "$what FAILED (exit $rc) after $((SECONDS - t0))s; last output:"
+    tail -n 60 "$plog" >&2
+    rm -f "$plog"
+    exit "$rc"
+  fi
+  log "$what: done in $((SECONDS - t0))s"
+  rm -f "$plog"
+}
+
+log "building control plane $K8S_VERSION into $out (go $(go env GOVERSION), $(nproc) cores)"
+with_progress "go mod download" go mod download
+
+tmp="$out.tmp.$$"
+rm -rf "$tmp"
+mkdir -p "$tmp"
+trap 'rm -rf "$tmp"' EXIT
+
+ldflags="-s -w"
+for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  ldflags+=" -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=$K8S_MAJOR -X $pkg.gitMinor=$K8S_MINOR"
+  ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$BUILD_DATE -X $pkg.gitCommit="
+done
+
+declare -A pkgs=(
+  [etcd]=./cmd/etcd
+  [kube-apiserver]=k8s.io/kubernetes/cmd/kube-apiserver
+  [kube-controller-manager]=k8s.io/kubernetes/cmd/kube-controller-manager
+)
+for c in "${components[@]}"; do
+  log "building $c (${pkgs[$c]})"
+  CGO_ENABLED=0 with_progress "$c" go build -v -buildvcs=false -trimpath -ldflags "$ldflags" -o "$tmp/$c" "${pkgs[$c]}"
+done
+
+"$tmp/kube-apiserver" --version >&2
+touch "$tmp/.complete"
+rm -rf "$out"
+mv "$tmp" "$out"
+trap - EXIT
+# Drop binaries of other pins/trees (a few hundred MB each) unused for a week, and leftovers of
+# interrupted builds; a set still in use by another checkout is kept (warm runs touch .complete).
+for old in "$cache_root"/v*; do
+  [[ "$old" == "$out" || ! -d "$old" ]] && continue
+  if [[ "$old" == *.tmp.* ]]; then
+    [[ -n "$(find "$old" -maxdepth 0 -mmin +1440)" ]] && rm -rf "$old"
+  elif [[ ! -f "$old/.complete" || -n "$(find "$old/.complete" -mtime +7)" ]]; then
+    rm -rf "$old"
+  fi
+done
+log "control plane $K8S_VERSION ready in $out"
+echo "$out"
