@@ -1,0 +1,286 @@
+// The sweep end to end against the real control plane: each path of SPEC, judged by what the
+// real Job controller does with the sweeper's writes, plus annotations, Events and audit lines.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { BatchV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { testCluster, type TestCluster } from '../support/cluster.ts';
+import { createNamespace, jobManifest } from '../support/fixtures.ts';
+import { setImagePullStuck, setPodRunning, waitForJobPods } from '../support/kubelet.ts';
+import {
+  createStuckJob,
+  policyFile,
+  readJob,
+  runSweep,
+  settledSnapshot,
+  sweeperEvents,
+  trueCondition,
+  waitForJobFailed,
+} from '../support/sweeper.ts';
+
+const TIMEOUT = { timeout: 180_000 };
+let cluster: TestCluster;
+let kc: KubeConfig;
+const cleanups: (() => Promise<void>)[] = [];
+
+before(async () => {
+  cluster = await testCluster();
+  kc = cluster.kubeConfig;
+});
+
+after(async () => {
+  for (const c of cleanups) await c();
+  await cluster?.release();
+});
+
+async function namespace(prefix: string, labels: Record<string, string> = {}): Promise<string> {
+  const ns = await createNamespace(kc, prefix, labels);
+  cleanups.push(ns.remove);
+  return ns.name;
+}
+
+const DEFAULT_POLICY = policyFile('');
+
+describe('sweep fails stuck Jobs', () => {
+  it('via activeDeadlineSeconds: Failed/DeadlineExceeded, annotations, Event, audit line', TIMEOUT, async () => {
+    const ns = await namespace('deadline');
+    const { pod } = await createStuckJob(kc, ns, 'build', { stuckFor: 300 });
+    const run = await runSweep(kc, { namespaces: [ns], policy: DEFAULT_POLICY });
+    assert.equal(run.exitCode, 0);
+
+    const job = await waitForJobFailed(kc, ns, 'build');
+    assert.equal(trueCondition(job, 'Failed')?.reason, 'DeadlineExceeded');
+    const a = job.metadata!.annotations!;
+    assert.match(a['imagepull-sweeper/failed-at']!, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+    assert.equal(a['imagepull-sweeper/reason'], 'ImagePullBackOff');
+    assert.match(a['imagepull-sweeper/message']!, /container main .* on image registry\.invalid\/team\/app:does-not-exist \(class permanent, rule defaults, grace 2m\)/);
+    assert.ok(job.spec!.activeDeadlineSeconds! >= 1);
+
+    const [event, ...more] = await sweeperEvents(kc, ns);
+    assert.equal(more.length, 0);
+    assert.equal(event!.type, 'Warning');
+    assert.equal(event!.reason, 'ImagePullStuck');
+    assert.equal(event!.action, 'FailJob');
+    assert.equal(event!.regarding?.kind, 'Job');
+    assert.equal(event!.regarding?.name, 'build');
+    assert.equal(event!.regarding?.uid, job.metadata!.uid);
+    assert.equal(event!.related?.kind, 'Pod');
+    assert.equal(event!.related?.name, pod);
+
+    const [line] = run.lines;
+    assert.equal(run.lines.length, 1);
+    assert.equal(line!.outcome, 'failed');
+    assert.equal(line!.job, 'build');
+    assert.equal(line!.pod, pod);
+    assert.equal(line!.class, 'permanent');
+    assert.equal(line!.mechanism, 'activeDeadlineSeconds');
+    assert.ok(line!.stuckSeconds >= 300);
+    assert.equal(run.summary!.outcomes.failed, 1);
+
+    // A second sweep changes nothing.
+    const before = await settledSnapshot(kc, ns);
+    const again = await runSweep(kc, { namespaces: [ns], policy: DEFAULT_POLICY });
+    assert.equal(again.exitCode, 0);
+    assert.ok(again.lines.every((l) => l.outcome === 'skipped'));
+    assert.deepEqual(await settledSnapshot(kc, ns), before);
+    assert.equal((await sweeperEvents(kc, ns)).length, 1);
+  });
+
+  it('via the Job\'s podFailurePolicy: Failed/PodFailurePolicy', TIMEOUT, async () => {
+    const ns = await namespace('pfp');
+    const { pod } = await createStuckJob(kc, ns, 'tenant-run', {
+      stuckFor: 300,
+      spec: { podFailurePolicy: { rules: [{ action: 'FailJob', onPodConditions: [{ type: 'ImagePullStuck', status: 'True' }] }] } },
+    });
+    const run = await runSweep(kc, { namespaces: [ns], policy: DEFAULT_POLICY });
+    assert.equal(run.exitCode, 0);
+    assert.equal(run.lines[0]!.mechanism, 'podFailurePolicy');
+    assert.equal(run.lines[0]!.pod, pod);
+    const job = await waitForJobFailed(kc, ns, 'tenant-run');
+    assert.equal(trueCondition(job, 'Failed')?.reason, 'PodFailurePolicy');
+    assert.equal(job.spec!.activeDeadlineSeconds, undefined);
+    assert.equal(job.metadata!.annotations!['imagepull-sweeper/reason'], 'ImagePullBackOff');
+    assert.equal((await sweeperEvents(kc, ns))[0]!.action, 'FailJob');
+  });
+
+  it('stuck init containers count', TIMEOUT, async () => {
+    const ns = await namespace('init');
+    await createStuckJob(kc, ns, 'with-init', { stuckFor: 300, init: true, reason: 'ErrImagePull' });
+    const run = await runSweep(kc, { namespaces: [ns], policy: DEFAULT_POLICY });
+    assert.equal(run.lines[0]!.containerKind, 'init');
+    assert.equal(run.lines[0]!.container, 'fetch');
+    assert.equal(run.lines[0]!.outcome, 'failed');
+    assert.equal(trueCondition(await waitForJobFailed(kc, ns, 'with-init'), 'Failed')?.reason, 'DeadlineExceeded');
+  });
+
+  it('names the CronJob that owns the Job', TIMEOUT, async () => {
+    const ns = await namespace('cron');
+    const batch = kc.makeApiClient(BatchV1Api);
+    const cron = await batch.createNamespacedCronJob({
+      namespace: ns,
+      body: {
+        metadata: { name: 'nightly' },
+        spec: { schedule: '0 0 1 1 *', suspend: true, jobTemplate: { spec: jobManifest('x', 'img').spec! } },
+      },
+    });
+    await createStuckJob(kc, ns, 'nightly-manual', {
+      stuckFor: 300,
+      ownerReferences: [{ apiVersion: 'batch/v1', kind: 'CronJob', name: 'nightly', uid: cron.metadata!.uid!, controller: true }],
+    });
+    const run = await runSweep(kc, { namespaces: [ns], policy: DEFAULT_POLICY });
+    assert.equal(run.lines[0]!.cronJob, 'nightly');
+    assert.equal(run.lines[0]!.outcome, 'failed');
+    await waitForJobFailed(kc, ns, 'nightly-manual');
+  });
+
+  it('uses the Job\'s grace annotation', TIMEOUT, async () => {
+    const ns = await namespace('override');
+    await createStuckJob(kc, ns, 'quick', { stuckFor: 20, annotations: { 'imagepull-sweeper/grace': '10s' } });
+    await createStuckJob(kc, ns, 'default-grace', { stuckFor: 20 });
+    const run = await runSweep(kc, { namespaces: [ns], policy: DEFAULT_POLICY });
+    const byJob = Object.fromEntries(run.lines.map((l) => [l.job, l]));
+    assert.equal(byJob.quick!.outcome, 'failed');
+    assert.equal(byJob.quick!.graceSeconds, 10);
+    assert.equal(byJob['default-grace']!.outcome, 'skipped');
+    await waitForJobFailed(kc, ns, 'quick');
+    assert.equal(trueCondition(await readJob(kc, ns, 'default-grace'), 'Failed'), undefined);
+  });
+});
+
+describe('sweep leaves alone what it must', () => {
+  it('a Job still within grace, a healthy Job, a bare pod, ignored Jobs: nothing written', TIMEOUT, async () => {
+    const ns = await namespace('alone');
+    const core = kc.makeApiClient(CoreV1Api);
+    const batch = kc.makeApiClient(BatchV1Api);
+    await createStuckJob(kc, ns, 'young', { stuckFor: 30 });
+    await createStuckJob(kc, ns, 'ignored', { stuckFor: 9999, annotations: { 'imagepull-sweeper/ignore': 'true' } });
+    await createStuckJob(kc, ns, 'other-controller', {
+      stuckFor: 9999,
+      spec: { managedBy: 'example.com/batch-controller' },
+      podByOtherController: true,
+    });
+    await batch.createNamespacedJob({ namespace: ns, body: jobManifest('healthy', 'busybox:1.36') });
+    const [healthyPod] = await waitForJobPods(core, ns, 'healthy');
+    await setPodRunning(core, ns, healthyPod!.metadata!.name!);
+    await core.createNamespacedPod({
+      namespace: ns,
+      body: { metadata: { name: 'bare' }, spec: { containers: [{ name: 'main', image: 'registry.invalid/x:1' }] } },
+    });
+    await setImagePullStuck(core, ns, 'bare', {
+      since: new Date(Date.now() - 9999_000),
+      stuck: [{ container: 'main', reason: 'ErrImagePull', message: 'manifest unknown' }],
+    });
+
+    const before = await settledSnapshot(kc, ns);
+    const run = await runSweep(kc, { namespaces: [ns], policy: DEFAULT_POLICY });
+    assert.equal(run.exitCode, 0);
+    const byTarget = Object.fromEntries(run.lines.map((l) => [l.job ?? `pod/${l.pod}`, l]));
+    assert.deepEqual(Object.keys(byTarget).sort(), ['ignored', 'other-controller', 'pod/bare', 'young']);
+    for (const l of run.lines) assert.equal(l.outcome, 'skipped', `${l.job ?? l.pod}: ${l.detail}`);
+    assert.match(byTarget.young!.detail, /within grace/);
+    assert.equal(byTarget.ignored!.action, 'ignore');
+    assert.match(byTarget['other-controller']!.detail, /managed by example\.com\/batch-controller/);
+    assert.match(byTarget['pod/bare']!.detail, /no controller/);
+    assert.deepEqual(await settledSnapshot(kc, ns), before);
+    assert.equal((await sweeperEvents(kc, ns)).length, 0);
+  });
+
+  it('an ignore rule', TIMEOUT, async () => {
+    const ns = await namespace('quiet');
+    await createStuckJob(kc, ns, 'job', { stuckFor: 9999 });
+    const policy = policyFile(`rules:\n  - name: quiet\n    namespaces: ["quiet-*"]\n    action: ignore\n`);
+    const before = await settledSnapshot(kc, ns);
+    const run = await runSweep(kc, { namespaces: [ns], policy });
+    assert.equal(run.lines[0]!.outcome, 'skipped');
+    assert.equal(run.lines[0]!.rule, 'quiet');
+    assert.equal(run.lines[0]!.action, 'ignore');
+    assert.deepEqual(await settledSnapshot(kc, ns), before);
+  });
+
+  it('report only: Event and annotation, never failed, and the Event is not repeated', TIMEOUT, async () => {
+    const ns = await namespace('watch', { team: 'observe' });
+    await createStuckJob(kc, ns, 'job', { stuckFor: 9999 });
+    const policy = policyFile(`rules:\n  - name: observe-only\n    namespaceSelector: { matchLabels: { team: observe } }\n    action: report\n`);
+    const run = await runSweep(kc, { namespaces: [ns], policy });
+    assert.equal(run.lines[0]!.outcome, 'reported');
+    assert.equal(run.lines[0]!.rule, 'observe-only');
+    const [event] = await sweeperEvents(kc, ns);
+    assert.equal(event!.action, 'Report');
+    assert.equal(event!.reason, 'ImagePullStuck');
+    const job = await readJob(kc, ns, 'job');
+    assert.ok(job.metadata!.annotations!['imagepull-sweeper/reported-at']);
+    assert.equal(job.metadata!.annotations!['imagepull-sweeper/failed-at'], undefined);
+    assert.equal(job.spec!.activeDeadlineSeconds, undefined);
+
+    await runSweep(kc, { namespaces: [ns], policy });
+    await new Promise((r) => setTimeout(r, 2000));
+    assert.equal(trueCondition(await readJob(kc, ns, 'job'), 'Failed'), undefined);
+    assert.equal((await sweeperEvents(kc, ns)).length, 1);
+  });
+
+  it('dry run decides everything and writes nothing', TIMEOUT, async () => {
+    const ns = await namespace('dry');
+    await createStuckJob(kc, ns, 'a', { stuckFor: 9999 });
+    await createStuckJob(kc, ns, 'b', { stuckFor: 9999, spec: { podFailurePolicy: { rules: [{ action: 'FailJob', onPodConditions: [{ type: 'ImagePullStuck', status: 'True' }] }] } } });
+    const before = await settledSnapshot(kc, ns);
+    const run = await runSweep(kc, { namespaces: [ns], policy: DEFAULT_POLICY, dryRun: true });
+    assert.equal(run.exitCode, 0);
+    assert.equal(run.lines.length, 2);
+    for (const l of run.lines) {
+      assert.equal(l.outcome, 'failed');
+      assert.equal(l.dryRun, true);
+    }
+    assert.deepEqual(await settledSnapshot(kc, ns), before);
+    assert.equal((await sweeperEvents(kc, ns)).length, 0);
+  });
+
+  it('limits fail the oldest stuck first and defer the rest to the next sweep', TIMEOUT, async () => {
+    const ns = await namespace('limits');
+    await createStuckJob(kc, ns, 'oldest', { stuckFor: 5000 });
+    await createStuckJob(kc, ns, 'middle', { stuckFor: 4000 });
+    await createStuckJob(kc, ns, 'newest', { stuckFor: 3000 });
+    const policy = policyFile('limits:\n  maxJobsPerNamespace: 1\n');
+    const run = await runSweep(kc, { namespaces: [ns], policy });
+    const outcome = Object.fromEntries(run.lines.map((l) => [l.job, l.outcome]));
+    assert.deepEqual(outcome, { oldest: 'failed', middle: 'deferred', newest: 'deferred' });
+    assert.equal(run.summary!.deferred, 2);
+    await waitForJobFailed(kc, ns, 'oldest');
+    assert.equal(trueCondition(await readJob(kc, ns, 'middle'), 'Failed'), undefined);
+
+    const next = await runSweep(kc, { namespaces: [ns], policy });
+    const nextOutcome = Object.fromEntries(next.lines.map((l) => [l.job, l.outcome]));
+    assert.equal(nextOutcome.middle, 'failed');
+    assert.equal(nextOutcome.newest, 'deferred');
+  });
+
+  it('an invalid policy ConfigMap changes nothing, exits 2 and leaves a Warning Event on the ConfigMap', TIMEOUT, async () => {
+    const ns = await namespace('badpolicy');
+    await createStuckJob(kc, ns, 'job', { stuckFor: 9999 });
+    const core = kc.makeApiClient(CoreV1Api);
+    await core.createNamespacedConfigMap({
+      namespace: ns,
+      body: { metadata: { name: 'imagepull-sweeper-policy' }, data: { 'policy.yaml': 'defaults:\n  grace:\n    permanent: 2 minutes\n' } },
+    });
+    const before = await settledSnapshot(kc, ns);
+    const run = await runSweep(kc, { namespaces: [ns], policy: { kind: 'configmap', namespace: ns, name: 'imagepull-sweeper-policy' } });
+    assert.equal(run.exitCode, 2);
+    assert.equal(run.lines.length, 0);
+    assert.ok(run.records.some((r) => /3:16 defaults\.grace\.permanent/.test(String(r.message))), JSON.stringify(run.records));
+    assert.deepEqual(await settledSnapshot(kc, ns), before);
+    const [event, ...rest] = await sweeperEvents(kc, ns);
+    assert.equal(rest.length, 0);
+    assert.equal(event!.reason, 'InvalidPolicy');
+    assert.equal(event!.type, 'Warning');
+    assert.equal(event!.regarding?.kind, 'ConfigMap');
+    assert.equal(event!.regarding?.name, 'imagepull-sweeper-policy');
+    assert.match(event!.note!, /defaults\.grace\.permanent/);
+  });
+
+  it('a missing policy ConfigMap means the built-in defaults, and says so', TIMEOUT, async () => {
+    const ns = await namespace('nopolicy');
+    await createStuckJob(kc, ns, 'job', { stuckFor: 9999 });
+    const run = await runSweep(kc, { namespaces: [ns], policy: { kind: 'configmap', namespace: ns, name: 'imagepull-sweeper-policy' } });
+    assert.equal(run.exitCode, 0);
+    assert.ok(run.records.some((r) => /built-in defaults/.test(String(r.message))));
+    assert.equal(run.lines[0]!.outcome, 'failed');
+  });
+});
