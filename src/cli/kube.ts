@@ -1,5 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { hostname } from 'node:os';
+import { homedir, hostname } from 'node:os';
+import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { DEFAULT_POLICY_CONFIGMAP, type PolicyLocation } from '../observe/policy.ts';
 import { UsageError } from './errors.ts';
@@ -24,6 +25,9 @@ export function loadKubeConfig(options: ConnectionOptions): KubeConfig {
       throw new UsageError(`--kubeconfig ${options.kubeconfig}: ${(error as Error).message}`);
     }
   } else {
+    if (!hasDefaultCredentials()) {
+      throw new UsageError('no kubeconfig found (use --kubeconfig, set KUBECONFIG, create ~/.kube/config, or run in a pod)');
+    }
     try {
       kc.loadFromDefault();
     } catch (error) {
@@ -64,4 +68,10 @@ export function policyLocation(options: { policyFile?: string; policyConfigmap?:
     return { kind: 'configmap', namespace: match[1]!, name: match[3]! };
   }
   return { kind: 'configmap', namespace: ownNamespace(), name: DEFAULT_POLICY_CONFIGMAP };
+}
+
+function hasDefaultCredentials(env: NodeJS.ProcessEnv = process.env): boolean {
+  if (env.KUBECONFIG) return true;
+  if (existsSync(join(homedir(), '.kube', 'config'))) return true;
+  return Boolean(env.KUBERNETES_SERVICE_HOST && env.KUBERNETES_SERVICE_PORT);
 }

@@ -1,5 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import type { Writable } from 'node:stream';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, Option } from 'commander';
 import type winston from 'winston';
 import { createGateway } from '../kube/gateway.ts';
@@ -48,7 +51,7 @@ Examples:
 export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Command {
   const program = new Command('imagepull-sweeper')
     .description('Fails Kubernetes Jobs whose pods are stuck pulling their image, by namespace policy, with an audit trail.')
-    .version(process.env.npm_package_version ?? '0.1.0')
+    .version(packageVersion())
     .showHelpAfterError('(run with --help for usage)')
     .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) })
     .exitOverride();
@@ -216,4 +219,16 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     io.stderr.write(`imagepull-sweeper: unexpected error: ${(error as Error).stack ?? String(error)}\n`);
     return EXIT.actionsFailed;
   }
+}
+
+/** The version in the nearest package.json above this module (src/ or dist/src/). */
+function packageVersion(): string {
+  for (let dir = dirname(fileURLToPath(import.meta.url)); dir !== dirname(dir); dir = dirname(dir)) {
+    const path = join(dir, 'package.json');
+    if (existsSync(path)) {
+      const pkg = JSON.parse(readFileSync(path, 'utf8')) as { name?: string; version?: string };
+      if (pkg.name === 'imagepull-sweeper' && pkg.version) return pkg.version;
+    }
+  }
+  return 'unknown';
 }

@@ -1,0 +1,315 @@
+// The built CLI as a user runs it: flags, files, exit statuses, output formats, the scheduled
+// mode with its metrics endpoint, against the real control plane where a cluster is involved.
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { type KubeConfig } from '@kubernetes/client-node';
+import { parse } from 'yaml';
+import { REPO, ensureBuilt, jsonLines, runCli, startCli } from '../support/cli.ts';
+import { testCluster, type TestCluster } from '../support/cluster.ts';
+import { createNamespace } from '../support/fixtures.ts';
+import { waitFor } from '../support/kubelet.ts';
+import { createStuckJob, sweeperEvents, trueCondition, readJob, waitForJobFailed } from '../support/sweeper.ts';
+
+const TIMEOUT = { timeout: 180_000 };
+const dir = mkdtempSync(join(tmpdir(), 'ips-cli-'));
+let cluster: TestCluster;
+let kc: KubeConfig;
+let kubeconfig: string;
+const cleanups: (() => Promise<void>)[] = [];
+
+function file(name: string, text: string): string {
+  const path = join(dir, name);
+  writeFileSync(path, text);
+  return path;
+}
+
+before(async () => {
+  ensureBuilt();
+  cluster = await testCluster();
+  kc = cluster.kubeConfig;
+  kubeconfig = cluster.kubeconfigPath;
+});
+
+after(async () => {
+  for (const c of cleanups) await c();
+  await cluster?.release();
+});
+
+async function namespace(prefix: string, labels: Record<string, string> = {}): Promise<string> {
+  const ns = await createNamespace(kc, prefix, labels);
+  cleanups.push(ns.remove);
+  return ns.name;
+}
+
+describe('usage', () => {
+  for (const command of [[], ['sweep'], ['run'], ['policy'], ['policy', 'validate'], ['policy', 'explain'], ['policy', 'schema']]) {
+    it(`--help on "${command.join(' ') || '(root)'}" exits 0 and shows usage`, async () => {
+      const r = await runCli([...command, '--help']);
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stdout, /Usage: imagepull-sweeper/);
+    });
+  }
+
+  it('shows examples for sweep and run', async () => {
+    assert.match((await runCli(['sweep', '--help'])).stdout, /Examples:[\s\S]*sweep --dry-run/);
+    assert.match((await runCli(['run', '--help'])).stdout, /Examples:[\s\S]*--schedule/);
+  });
+
+  const bad: [string, string[], RegExp][] = [
+    ['an unknown flag', ['sweep', '--bogus'], /unknown option '--bogus'/],
+    ['an unknown command', ['sweeep'], /unknown command/],
+    ['a bad --output', ['sweep', '--output', 'yaml'], /--output/],
+    ['both policy sources', ['sweep', '--policy-file', 'a', '--policy-configmap', 'b/c'], /cannot be used together/],
+    ['a malformed --policy-configmap', ['sweep', '--policy-configmap', 'no-slash'], /expected NAMESPACE\/NAME/],
+    ['a missing kubeconfig file', ['sweep', '--kubeconfig', '/no/such/file'], /no such file/],
+    ['run without --schedule', ['run'], /--schedule/],
+    ['a bad cron expression', ['run', '--schedule', '61 * * * *'], /--schedule/],
+    ['too few cron fields', ['run', '--schedule', '* * *'], /expected 5 cron fields/],
+    ['a bad time zone', ['run', '--schedule', '* * * * *', '--timezone', 'Mars/Olympus'], /unknown time zone/],
+    ['a bad --listen', ['run', '--schedule', '* * * * *', '--listen', 'nowhere'], /HOST:PORT/],
+    ['explain without --namespace', ['policy', 'explain'], /--namespace/],
+  ];
+  for (const [what, args, message] of bad) {
+    it(`exits 2 on ${what}, with one clear message and no stack trace`, async () => {
+      const r = await runCli(args);
+      assert.equal(r.code, 2, `stdout: ${r.stdout}\nstderr: ${r.stderr}`);
+      assert.match(r.stderr, message);
+      assert.doesNotMatch(r.stderr, /\n\s+at /);
+    });
+  }
+
+  it('--version prints the package version', async () => {
+    const r = await runCli(['--version']);
+    assert.equal(r.code, 0);
+    assert.equal(r.stdout.trim(), (JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { version: string }).version);
+  });
+
+  it('exits 2 when there is no kubeconfig at all', async () => {
+    const r = await runCli(['sweep'], { env: { KUBECONFIG: '', HOME: dir } });
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /no kubeconfig found/);
+  });
+
+  it('exits 2 on an unknown --context', async () => {
+    const r = await runCli(['sweep', '--kubeconfig', kubeconfig, '--context', 'nope']);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /--context nope: no such context/);
+  });
+});
+
+describe('policy validate / schema', () => {
+  it('accepts a valid policy file and a valid ConfigMap manifest', async () => {
+    const raw = file('ok.yaml', 'defaults:\n  grace: { permanent: 30s }\nrules:\n  - name: ci\n    namespaces: ["ci-*"]\n');
+    const r = await runCli(['policy', 'validate', raw]);
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    assert.match(r.stdout, /valid \(1 rule\(s\)\)/);
+    const manifest = file(
+      'cm.yaml',
+      'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: imagepull-sweeper-policy\ndata:\n  policy.yaml: |\n    defaults:\n      action: report\n',
+    );
+    assert.equal((await runCli(['policy', 'validate', manifest])).code, 0);
+  });
+
+  it('prints every problem as FILE:LINE:COL path: message and exits 2', async () => {
+    const bad = file('bad.yaml', 'defaults:\n  grace:\n    permanent: soon\n  colour: blue\nrules:\n  - name: x\n    namespaces: ["[oops"]\n');
+    const r = await runCli(['policy', 'validate', bad]);
+    assert.equal(r.code, 2);
+    const lines = r.stdout.trim().split('\n');
+    assert.ok(lines.some((l) => l.startsWith(`${bad}:3:16 defaults.grace.permanent: `)), r.stdout);
+    assert.ok(lines.some((l) => l.startsWith(`${bad}:4:3 defaults.colour: `)), r.stdout);
+    assert.ok(lines.some((l) => l.startsWith(`${bad}:7:18 rules[0].namespaces[0]: `)), r.stdout);
+  });
+
+  it('maps problems in a ConfigMap manifest to the manifest\'s own lines', async () => {
+    const bad = file('badcm.yaml', 'kind: ConfigMap\napiVersion: v1\nmetadata: { name: p }\ndata:\n  policy.yaml: |\n    limits:\n      maxJobsPerSweep: -1\n');
+    const r = await runCli(['policy', 'validate', bad]);
+    assert.equal(r.code, 2);
+    assert.match(r.stdout, new RegExp(`^${bad}:7:24 limits\\.maxJobsPerSweep: `, 'm'));
+  });
+
+  it('reads stdin with "-"', async () => {
+    const r = await runCli(['policy', 'validate', '-'], { input: 'rules:\n  - name: a\n    action: explode\n' });
+    assert.equal(r.code, 2);
+    assert.match(r.stdout, /^<stdin>:3:13 rules\[0\]\.action: /m);
+  });
+
+  it('exits 2 on a missing file', async () => {
+    const r = await runCli(['policy', 'validate', join(dir, 'missing.yaml')]);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /ENOENT|no such file/);
+  });
+
+  it('prints a JSON Schema that shows the defaults', async () => {
+    const r = await runCli(['policy', 'schema']);
+    assert.equal(r.code, 0);
+    const schema = JSON.parse(r.stdout) as { properties: Record<string, unknown>; additionalProperties: unknown };
+    assert.deepEqual(Object.keys(schema.properties).sort(), ['defaults', 'limits', 'rules']);
+    assert.equal(schema.additionalProperties, false);
+    assert.match(r.stdout, /"default": "2m"/);
+  });
+});
+
+describe('policy explain', () => {
+  it('shows the rule, effective values and their sources, with live namespace labels', TIMEOUT, async () => {
+    const ns = await namespace('explain', { team: 'batch' });
+    const policy = file('explain.yaml', 'rules:\n  - name: batch\n    namespaceSelector: { matchLabels: { team: batch } }\n    grace: { permanent: 30s }\n');
+    const r = await runCli(['policy', 'explain', '--namespace', ns, '--policy-file', policy, '--kubeconfig', kubeconfig, '--output', 'text']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /Rule:\s+batch/);
+    assert.match(r.stdout, /permanent\s+30s\s+\(from batch\)/);
+    assert.match(r.stdout, /auth\s+10m\s+\(from defaults\)/);
+    assert.match(r.stdout, /team=batch/);
+  });
+
+  it('works offline from a policy file, and says when selectors cannot see labels', async () => {
+    const policy = file('offline.yaml', 'rules:\n  - name: by-label\n    namespaceSelector: { matchLabels: { team: batch } }\n    action: report\n');
+    const r = await runCli(['policy', 'explain', '--namespace', 'ci-1', '--policy-file', policy, '--output', 'text'], { env: { KUBECONFIG: '', HOME: dir } });
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /Rule:\s+defaults/);
+    assert.match(r.stdout, /no cluster connection/);
+  });
+
+  it('applies a Job\'s grace annotation, clamped to maxGrace', TIMEOUT, async () => {
+    const ns = await namespace('explainjob');
+    await createStuckJob(kc, ns, 'slow', { stuckFor: 1, annotations: { 'imagepull-sweeper/grace': '3h' } });
+    const policy = file('explain2.yaml', '');
+    const r = await runCli(['policy', 'explain', '--namespace', ns, '--job', 'slow', '--policy-file', policy, '--kubeconfig', kubeconfig, '--output', 'json']);
+    assert.equal(r.code, 0, r.stderr);
+    const out = JSON.parse(r.stdout) as { rule: string; job: { grace: { override: { applied: number; clamped: boolean } } } };
+    assert.equal(out.rule, 'defaults');
+    assert.equal(out.job.grace.override.applied, 3600);
+    assert.equal(out.job.grace.override.clamped, true);
+  });
+
+  it('reads the policy ConfigMap and exits 2 for an invalid one', TIMEOUT, async () => {
+    const ns = await namespace('explaincm');
+    const { CoreV1Api } = await import('@kubernetes/client-node');
+    await kc.makeApiClient(CoreV1Api).createNamespacedConfigMap({
+      namespace: ns,
+      body: { metadata: { name: 'p' }, data: { 'policy.yaml': 'defaults: { action: report }\n' } },
+    });
+    const ok = await runCli(['policy', 'explain', '--namespace', 'anything', '--policy-configmap', `${ns}/p`, '--kubeconfig', kubeconfig, '--output', 'text']);
+    assert.equal(ok.code, 0, ok.stderr);
+    assert.match(ok.stdout, /Action:\s+report\s+\(from defaults\)/);
+    await kc.makeApiClient(CoreV1Api).createNamespacedConfigMap({
+      namespace: ns,
+      body: { metadata: { name: 'bad' }, data: { 'policy.yaml': 'defaults: { action: maybe }\n' } },
+    });
+    const bad = await runCli(['policy', 'explain', '--namespace', 'x', '--policy-configmap', `${ns}/bad`, '--kubeconfig', kubeconfig]);
+    assert.equal(bad.code, 2);
+  });
+});
+
+describe('sweep', () => {
+  it('exits 3 with one line when the cluster cannot be reached', async () => {
+    const port = await closedPort();
+    const config = file('unreachable.kubeconfig', kubeconfigYaml(`https://127.0.0.1:${port}`, 'token'));
+    const r = await runCli(['sweep', '--kubeconfig', config, '--policy-file', file('p0.yaml', ''), '--output', 'text'], { timeoutMs: 120_000 });
+    assert.equal(r.code, 3, r.stdout + r.stderr);
+    assert.match(r.stdout + r.stderr, /could not be reached.*nothing was changed/);
+    assert.doesNotMatch(r.stdout + r.stderr, /\n\s+at /);
+  });
+
+  it('exits 3 when the cluster refuses the credentials', async () => {
+    const config = parse(readFileSync(kubeconfig, 'utf8')) as { users: { user: { token?: string } }[] };
+    for (const u of config.users) u.user.token = 'not-a-valid-token';
+    const r = await runCli(['sweep', '--kubeconfig', file('badtoken.kubeconfig', JSON.stringify(config)), '--output', 'json']);
+    assert.equal(r.code, 3, r.stdout + r.stderr);
+    assert.match(r.stdout, /refused the credentials/);
+  });
+
+  it('--dry-run --output text says what it would do and changes nothing; json gives audit lines', TIMEOUT, async () => {
+    const ns = await namespace('clisweep');
+    await createStuckJob(kc, ns, 'broken', { stuckFor: 9999 });
+    const policy = file('p1.yaml', '');
+    const dry = await runCli(['sweep', '--dry-run', '--namespace', ns, '--policy-file', policy, '--kubeconfig', kubeconfig, '--output', 'text']);
+    assert.equal(dry.code, 0, dry.stderr);
+    assert.match(dry.stdout, new RegExp(`WOULD FAIL\\s+${ns}/job/broken`));
+    assert.match(dry.stdout, /Dry run [0-9a-f]{8}: 1 decision\(s\) \(1 failed\)/);
+    assert.equal((await sweeperEvents(kc, ns)).length, 0);
+
+    const real = await runCli(['sweep', '--namespace', ns, '--policy-file', policy, '--kubeconfig', kubeconfig, '--output', 'json']);
+    assert.equal(real.code, 0, real.stderr);
+    const lines = jsonLines(real.stdout);
+    const decision = lines.find((l) => l.message === 'decision')!;
+    assert.equal(decision.outcome, 'failed');
+    assert.equal(decision.job, 'broken');
+    assert.equal(decision.dryRun, false);
+    const summary = lines.find((l) => l.message === 'summary')!;
+    assert.equal((summary.outcomes as Record<string, number>).failed, 1);
+    assert.equal(trueCondition(await waitForJobFailed(kc, ns, 'broken'), 'Failed')?.reason, 'DeadlineExceeded');
+  });
+
+  it('exits 2 on an invalid policy file and changes nothing', TIMEOUT, async () => {
+    const ns = await namespace('clibad');
+    await createStuckJob(kc, ns, 'broken', { stuckFor: 9999 });
+    const r = await runCli(['sweep', '--namespace', ns, '--policy-file', file('bad2.yaml', 'limits: { maxJobsPerSweep: lots }\n'), '--kubeconfig', kubeconfig, '--output', 'text']);
+    assert.equal(r.code, 2);
+    assert.match(r.stdout, /bad2\.yaml:1:28 limits\.maxJobsPerSweep/);
+    assert.equal(trueCondition(await readJob(kc, ns, 'broken'), 'Failed'), undefined);
+    assert.equal((await readJob(kc, ns, 'broken')).metadata?.annotations?.['imagepull-sweeper/failed-at'], undefined);
+  });
+});
+
+describe('run', () => {
+  it('sweeps on schedule, serves /healthz and /metrics, re-reads the policy, and exits 0 on SIGTERM', TIMEOUT, async () => {
+    const ns = await namespace('clirun');
+    await createStuckJob(kc, ns, 'first', { stuckFor: 9999 });
+    const policy = file('run.yaml', 'defaults: { action: report }\n');
+    const port = await closedPort();
+    const proc = startCli([
+      'run', '--schedule', '*/2 * * * * *', '--namespace', ns, '--policy-file', policy,
+      '--kubeconfig', kubeconfig, '--listen', `127.0.0.1:${port}`, '--output', 'json',
+    ]);
+    try {
+      await waitFor(() => jsonLines(proc.output()).some((l) => l.message === 'summary'), 30_000, 'a first sweep');
+      const firstDecision = jsonLines(proc.output()).find((l) => l.message === 'decision')!;
+      assert.equal(firstDecision.outcome, 'reported');
+      assert.ok(jsonLines(proc.output()).some((l) => l.message === 'next sweep scheduled'));
+
+      const health = await fetch(`http://127.0.0.1:${port}/healthz`);
+      assert.equal(health.status, 200);
+      const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      assert.match(metrics, /imagepull_sweeper_sweeps_total\{result="ok"\} [1-9]/);
+      assert.match(metrics, /imagepull_sweeper_decisions_total\{outcome="reported"\} [1-9]/);
+      assert.match(metrics, /imagepull_sweeper_last_sweep_timestamp_seconds \d/);
+      assert.match(metrics, /imagepull_sweeper_sweep_duration_seconds_count [1-9]/);
+
+      writeFileSync(policy, 'defaults: { action: fail }\n');
+      await waitForJobFailed(kc, ns, 'first', 60_000);
+      assert.ok(jsonLines(proc.output()).some((l) => l.message === 'decision' && l.outcome === 'failed'));
+    } finally {
+      proc.child.kill('SIGTERM');
+    }
+    assert.equal(await proc.exited, 0, proc.output());
+    assert.match(proc.output(), /stop requested/);
+    const ids = new Set(jsonLines(proc.output()).filter((l) => l.message === 'summary').map((l) => l.sweepId));
+    assert.ok(ids.size >= 2);
+  });
+});
+
+function kubeconfigYaml(server: string, token: string): string {
+  return `apiVersion: v1
+kind: Config
+clusters: [{ name: c, cluster: { server: "${server}", insecure-skip-tls-verify: true } }]
+users: [{ name: u, user: { token: ${token} } }]
+contexts: [{ name: ctx, context: { cluster: c, user: u } }]
+current-context: ctx
+`;
+}
+
+/** A loopback port nothing listens on (taken and released). */
+function closedPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
