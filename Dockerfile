@@ -1,0 +1,28 @@
+# syntax=docker/dockerfile:1
+# imagepull-sweeper container image.
+#   docker build -t <your-registry>/imagepull-sweeper:0.1.0 .
+# test/e2e/image.test.ts repeats the runtime stage's install steps outside Docker, so keep
+# them in step with it.
+
+# --- build: compile TypeScript to dist/ ----------------------------------------------------
+FROM node:24-bookworm-slim AS build
+WORKDIR /src
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+RUN npm run build
+
+# --- runtime: production dependencies and the compiled code, as a non-root user ------------
+FROM node:24-bookworm-slim AS runtime
+ENV NODE_ENV=production
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
+COPY --from=build /src/dist/src ./dist/src
+RUN groupadd --system --gid 65532 sweeper \
+ && useradd --system --uid 65532 --gid 65532 --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin sweeper
+# Numeric, so Kubernetes can check runAsNonRoot.
+USER 65532:65532
+ENTRYPOINT ["node", "/app/dist/src/cli/main.js"]
+CMD ["sweep"]

@@ -1,0 +1,237 @@
+// The container image, without a container engine: repeats the Dockerfile's runtime stage in a
+// clean temporary directory (package.json + package-lock.json, its `npm ci --omit=dev ...`, the
+// built dist/src, its ENV) and runs the ENTRYPOINT from there. A runtime import of something that
+// is only a devDependency fails here as it would in the image. The steps are read from the
+// Dockerfile itself, so the test and the image cannot drift apart.
+import assert from 'node:assert/strict';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, posix } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { ensureBuilt, exec, REPO, type Exec } from '../support/cli.ts';
+
+const TIMEOUT = { timeout: 300_000 };
+
+interface Instruction {
+  op: string;
+  args: string;
+  line: number;
+}
+
+interface Stage {
+  from: string;
+  name: string | undefined;
+  instructions: Instruction[];
+}
+
+/** Dockerfile → stages of instructions (comments dropped, `\` continuations joined). */
+function parseDockerfile(text: string): Stage[] {
+  const stages: Stage[] = [];
+  const lines = text.split('\n');
+  for (let i = 0; i < lines.length; i += 1) {
+    const start = i + 1;
+    let line = lines[i]!.trim();
+    if (!line || line.startsWith('#')) continue;
+    while (line.endsWith('\\') && i + 1 < lines.length) {
+      i += 1;
+      const next = lines[i]!.trim();
+      line = `${line.slice(0, -1).trimEnd()} ${next.startsWith('#') ? '' : next}`.trim();
+    }
+    const [, op = '', args = ''] = /^(\S+)\s*(.*)$/.exec(line) ?? [];
+    const instruction = { op: op.toUpperCase(), args: args.trim(), line: start };
+    if (instruction.op === 'FROM') {
+      const [image = '', as, name] = instruction.args.split(/\s+/);
+      stages.push({ from: image, name: as?.toUpperCase() === 'AS' ? name : undefined, instructions: [] });
+    } else {
+      assert.ok(stages.length > 0, `Dockerfile line ${start}: ${op} before FROM`);
+      stages.at(-1)!.instructions.push(instruction);
+    }
+  }
+  return stages;
+}
+
+/** `COPY [--from=x] src... dest` → its parts. */
+function copyParts(args: string): { from: string | undefined; sources: string[]; dest: string } {
+  const words = args.split(/\s+/);
+  let from: string | undefined;
+  while (words[0]?.startsWith('--')) {
+    const flag = words.shift()!;
+    if (flag.startsWith('--from=')) from = flag.slice('--from='.length);
+  }
+  const dest = words.pop();
+  assert.ok(dest && words.length > 0, `COPY ${args}: needs sources and a destination`);
+  return { from, sources: words, dest };
+}
+
+/** The exec form (JSON array) of ENTRYPOINT/CMD. */
+function execForm(stage: Stage, op: string): string[] {
+  const found = stage.instructions.filter((i) => i.op === op);
+  assert.equal(found.length, 1, `one ${op} in the runtime stage`);
+  const value = JSON.parse(found[0]!.args) as unknown;
+  assert.ok(Array.isArray(value) && value.every((v) => typeof v === 'string'), `${op} in exec (JSON array) form`);
+  return value as string[];
+}
+
+/** One `npm ...` command out of a RUN line (`a && npm ci ... && b`). */
+function npmCommand(run: string, sub: string): string[] | undefined {
+  const command = run
+    .split(/&&|;/)
+    .map((c) => c.trim())
+    .find((c) => c.startsWith(`npm ${sub}`));
+  return command?.split(/\s+/).slice(1);
+}
+
+const dockerfile = readFileSync(join(REPO, 'Dockerfile'), 'utf8');
+const stages = parseDockerfile(dockerfile);
+const runtime = stages.at(-1)!;
+const instructions = (op: string): Instruction[] => runtime.instructions.filter((i) => i.op === op);
+
+let appDir: string;
+let workdir: string;
+let env: NodeJS.ProcessEnv;
+let entrypoint: string[];
+let scratch: string;
+
+/** The image's ENTRYPOINT, run in the temp copy with the image's ENV. */
+function runImage(args: string[]): Promise<Exec> {
+  const [command, ...rest] = entrypoint;
+  assert.equal(command, 'node');
+  return exec(process.execPath, [...rest.map(toLocal), ...args], { cwd: appDir, env, timeoutMs: 60_000 });
+}
+
+/** A path inside the image (absolute, or relative to WORKDIR) → the same path in the temp copy. */
+function toLocal(imagePath: string): string {
+  const absolute = posix.resolve(workdir, imagePath);
+  if (absolute === workdir) return appDir;
+  if (!absolute.startsWith(`${workdir}/`)) return imagePath;
+  return join(appDir, posix.relative(workdir, absolute));
+}
+
+before(async () => {
+  await ensureBuilt();
+  scratch = mkdtempSync(join(tmpdir(), 'ips-image-'));
+  // Node would resolve packages from any node_modules above the copy; there must be none.
+  for (let dir = scratch; dir !== dirname(dir); dir = dirname(dir)) {
+    assert.ok(!existsSync(join(dirname(dir), 'node_modules')), `${dirname(dir)}/node_modules would hide missing dependencies`);
+  }
+});
+
+after(() => {
+  if (scratch) rmSync(scratch, { recursive: true, force: true });
+});
+
+describe('Dockerfile', () => {
+  it('builds with `npm ci` + `npm run build` and runs as a non-root user on Node', () => {
+    assert.ok(stages.length >= 2, 'multi-stage');
+    const build = stages.find((s) => s.instructions.some((i) => i.op === 'RUN' && npmCommand(i.args, 'run')?.join(' ') === 'run build'));
+    assert.ok(build?.name, 'a named stage runs `npm run build`');
+    assert.ok(build.instructions.some((i) => i.op === 'RUN' && npmCommand(i.args, 'ci')), 'the build stage runs npm ci');
+    assert.match(runtime.from, /^node:\d+-[a-z]+-slim$|^node:\d+-alpine/);
+    assert.notEqual(runtime, build, 'the runtime stage is not the build stage');
+    assert.deepEqual(instructions('USER').map((i) => i.args), ['65532:65532']);
+    assert.deepEqual(execForm(runtime, 'CMD'), ['sweep']);
+    assert.deepEqual(execForm(runtime, 'ENTRYPOINT'), ['node', '/app/dist/src/cli/main.js']);
+    assert.ok(instructions('ENV').some((i) => /^NODE_ENV=production$/.test(i.args)));
+  });
+
+  it('.dockerignore keeps the build context to what the Dockerfile copies', () => {
+    const ignore = readFileSync(join(REPO, '.dockerignore'), 'utf8')
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l && !l.startsWith('#'));
+    assert.equal(ignore[0], '*', 'an allow-list: everything is ignored first');
+    const allowed = new Set(ignore.slice(1).map((l) => l.replace(/^!/, '').replace(/\/$/, '')));
+    const copied = stages.flatMap((s) =>
+      s.instructions.filter((i) => i.op === 'COPY').map((i) => copyParts(i.args)).filter((c) => !c.from).flatMap((c) => c.sources),
+    );
+    for (const source of copied) assert.ok(allowed.has(source.replace(/^\.\//, '').replace(/\/$/, '')), `${source} is in the build context`);
+    for (const excluded of ['node_modules', 'dist', '.git', 'test', '.ci']) assert.ok(!allowed.has(excluded), `${excluded} stays out`);
+  });
+});
+
+describe('the runtime stage, repeated in a clean directory', () => {
+  before(async () => {
+    appDir = join(scratch, 'app');
+    const wd = instructions('WORKDIR');
+    assert.equal(wd.length, 1, 'one WORKDIR in the runtime stage');
+    workdir = wd[0]!.args;
+    env = { PATH: process.env.PATH, HOME: scratch };
+    for (const i of instructions('ENV')) {
+      const [, name = '', value = ''] = /^(\w+)=(.*)$/.exec(i.args) ?? [];
+      assert.ok(name, `ENV ${i.args}: use the NAME=value form`);
+      env[name] = value;
+    }
+    entrypoint = execForm(runtime, 'ENTRYPOINT');
+    mkdirSync(appDir);
+
+    // The instructions in order, as `docker build` runs them.
+    for (const i of runtime.instructions) {
+      if (i.op === 'COPY') {
+        const { from, sources, dest } = copyParts(i.args);
+        const target = toLocal(dest.endsWith('/') || sources.length > 1 ? `${dest.replace(/\/?$/, '/')}` : dest);
+        for (const source of sources) {
+          let local: string;
+          if (from) {
+            // Only the compiled code comes from the build stage; here it is the local build.
+            const buildStage = stages.find((s) => s.name === from);
+            assert.ok(buildStage, `COPY --from=${from}: no such stage`);
+            const buildWorkdir = buildStage.instructions.find((w) => w.op === 'WORKDIR')?.args ?? '/';
+            local = join(REPO, posix.relative(buildWorkdir, posix.resolve(buildWorkdir, source)));
+            assert.equal(posix.relative(buildWorkdir, posix.resolve(buildWorkdir, source)), 'dist/src', `COPY --from=${from} ${source}`);
+          } else {
+            local = join(REPO, source);
+          }
+          const into = sources.length > 1 || dest.endsWith('/') ? join(target, posix.basename(source)) : target;
+          mkdirSync(dirname(into), { recursive: true });
+          cpSync(local, into, { recursive: true });
+        }
+      } else if (i.op === 'RUN') {
+        const ci = npmCommand(i.args, 'ci');
+        if (!ci) continue; // user creation and the like: nothing to repeat outside the image
+        assert.ok(ci.includes('--omit=dev'), `line ${i.line}: the runtime stage installs production dependencies only`);
+        // The user's npm configuration (registry, cache) stays; the image's ENV applies on top.
+        const r = await exec('npm', ci, { cwd: appDir, env: { ...process.env, ...env, HOME: process.env.HOME }, timeoutMs: 240_000 });
+        assert.equal(r.code, 0, `npm ${ci.join(' ')}:\n${r.stdout}\n${r.stderr}`);
+      }
+    }
+    writeFileSync(join(scratch, 'bad-policy.yaml'), 'defaults:\n  grace:\n    permanent: forever\n  colour: red\n');
+  });
+
+  it('installed production dependencies only', () => {
+    const lock = JSON.parse(readFileSync(join(REPO, 'package-lock.json'), 'utf8')) as {
+      packages: Record<string, { dev?: boolean; optional?: boolean; devOptional?: boolean }>;
+    };
+    const entries = Object.entries(lock.packages).filter(([path]) => path.startsWith('node_modules/'));
+    const dev = entries.filter(([, p]) => p.dev);
+    assert.ok(dev.some(([path]) => path === 'node_modules/typescript'), 'the lockfile marks dev-only packages');
+    for (const [path] of dev) assert.ok(!existsSync(join(appDir, path)), `${path} is dev-only and not installed`);
+    for (const [path] of entries.filter(([, p]) => !p.dev && !p.optional && !p.devOptional)) {
+      assert.ok(existsSync(join(appDir, path)), `${path} installed`);
+    }
+    assert.ok(existsSync(toLocal(entrypoint[1]!)), `${entrypoint[1]} is in the image`);
+  });
+
+  it('--help', TIMEOUT, async () => {
+    const r = await runImage(['--help']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /Usage: imagepull-sweeper/);
+    for (const command of ['sweep', 'run', 'policy']) assert.match(r.stdout, new RegExp(`\\b${command}\\b`));
+  });
+
+  it('policy schema prints a JSON Schema', TIMEOUT, async () => {
+    const r = await runImage(['policy', 'schema']);
+    assert.equal(r.code, 0, r.stderr);
+    const schema = JSON.parse(r.stdout) as { $schema?: string; properties?: Record<string, unknown> };
+    assert.match(schema.$schema ?? '', /json-schema\.org/);
+    assert.ok(schema.properties?.defaults && schema.properties.rules && schema.properties.limits);
+  });
+
+  it('policy validate: the shipped ConfigMap is valid (exit 0), a bad policy is not (exit 2)', TIMEOUT, async () => {
+    const good = await runImage(['policy', 'validate', join(REPO, 'manifests', 'policy-configmap.yaml')]);
+    assert.equal(good.code, 0, good.stdout + good.stderr);
+    const bad = await runImage(['policy', 'validate', join(scratch, 'bad-policy.yaml')]);
+    assert.equal(bad.code, 2, bad.stdout + bad.stderr);
+    assert.match(bad.stdout, /bad-policy\.yaml:3:\d+ defaults\.grace\.permanent: /);
+    assert.match(bad.stdout, /colour/);
+  });
+});

@@ -1,0 +1,370 @@
+// The shipped manifests (manifests/, `kubectl apply -k manifests/`) against the real control
+// plane: the API server accepts every object (server-side apply, twice: no change the second
+// time); the sweeper, run as the built CLI with a token of the shipped ServiceAccount, fails
+// stuck Jobs by both mechanisms with the shipped policy; and that identity is refused everything
+// it has no business doing.
+import assert from 'node:assert/strict';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import {
+  ApiException,
+  BatchV1Api,
+  CoreV1Api,
+  KubeConfig,
+  KubernetesObjectApi,
+  PatchStrategy,
+  setHeaderOptions,
+  type KubernetesObject,
+  type V1CronJob,
+  type V1Pod,
+} from '@kubernetes/client-node';
+import { parseAllDocuments, parse as parseYaml } from 'yaml';
+import { testCluster, type TestCluster } from '../support/cluster.ts';
+import { createNamespace } from '../support/fixtures.ts';
+import { createStuckJob, sweeperEvents, trueCondition, waitForJobFailed } from '../support/sweeper.ts';
+import { CLI, ensureBuilt, exec, REPO } from '../support/cli.ts';
+
+const TIMEOUT = { timeout: 180_000 };
+const MANIFESTS = join(REPO, 'manifests');
+const INSTALL_NS = 'imagepull-sweeper';
+const SERVICE_ACCOUNT = 'imagepull-sweeper';
+const POLICY_CONFIGMAP = 'imagepull-sweeper-policy';
+const FIELD_MANAGER = 'imagepull-sweeper-test';
+const POD_NAME = 'manifests-e2e';
+const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+const PFP_SPEC = {
+  podFailurePolicy: { rules: [{ action: 'FailJob', onPodConditions: [{ type: 'ImagePullStuck', status: 'True' }] }] },
+};
+
+/**
+ * Exactly what the ClusterRole must grant, one entry per API call in src/kube/gateway.ts (the
+ * only code that talks to the API); the policy ConfigMap `get` is a namespaced Role.
+ */
+const CLUSTER_ROLE_GRANTS = [
+  'pods list', //         listPods: all namespaces (listPodForAllNamespaces) or --namespace ones
+  'pods delete', //       deletePod: podFailurePolicy mechanism, after the condition is set
+  'pods/status patch', // patchPodStatus: the podFailurePolicy condition (e.g. ImagePullStuck)
+  'batch/jobs get', //    readJob: the owner of a stuck pod; `policy explain --job`
+  'batch/jobs list', //   listJobs: many stuck pods in one namespace
+  'batch/jobs patch', //  mergePatchJob: annotations, spec.activeDeadlineSeconds
+  'namespaces get', //    readNamespace: labels for namespaceSelector rules; `policy explain`
+  'events.k8s.io/events create', // createEvent: ImagePullStuck on Jobs, InvalidPolicy on the ConfigMap
+].sort();
+
+let cluster: TestCluster;
+let kc: KubeConfig;
+const cleanups: (() => Promise<void>)[] = [];
+
+before(async () => {
+  cluster = await testCluster();
+  kc = cluster.kubeConfig;
+  await ensureBuilt();
+});
+
+after(async () => {
+  for (const c of cleanups.reverse()) await c().catch(() => undefined);
+  await cluster?.release();
+});
+
+async function namespace(prefix: string, labels: Record<string, string> = {}): Promise<string> {
+  const ns = await createNamespace(kc, prefix, labels);
+  cleanups.push(ns.remove);
+  return ns.name;
+}
+
+function manifestFiles(): string[] {
+  return readdirSync(MANIFESTS)
+    .filter((f) => /\.ya?ml$/.test(f) && f !== 'kustomization.yaml')
+    .sort();
+}
+
+function kustomizationResources(): string[] {
+  const k = parseYaml(readFileSync(join(MANIFESTS, 'kustomization.yaml'), 'utf8')) as { resources?: string[] };
+  return k.resources ?? [];
+}
+
+function loadManifest(file: string): KubernetesObject[] {
+  const docs = parseAllDocuments(readFileSync(join(MANIFESTS, file), 'utf8'));
+  if (!Array.isArray(docs)) throw new Error(`${file}: not a YAML stream`);
+  const objects: KubernetesObject[] = [];
+  for (const doc of docs) {
+    assert.deepEqual(doc.errors, [], `${file}: YAML errors`);
+    const obj = doc.toJS() as KubernetesObject | null;
+    if (obj) objects.push(obj);
+  }
+  return objects;
+}
+
+/** Every object of every manifest, in the kustomization's order (Namespace first). */
+function allObjects(): { file: string; obj: KubernetesObject }[] {
+  return kustomizationResources().flatMap((file) => loadManifest(file).map((obj) => ({ file, obj })));
+}
+
+function cronJob(): V1CronJob {
+  const found = allObjects().find(({ obj }) => obj.kind === 'CronJob');
+  assert.ok(found, 'a CronJob manifest');
+  return found.obj as V1CronJob;
+}
+
+const key = (o: KubernetesObject): string => `${o.kind} ${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`;
+
+/**
+ * Server-side apply of every manifest. The CronJob is applied suspended: with no nodes here its
+ * sweeper Jobs would only pile up pending pods on the shared cluster every 2 minutes.
+ */
+async function applyAll(): Promise<Map<string, string>> {
+  const api = KubernetesObjectApi.makeApiClient(kc);
+  const versions = new Map<string, string>();
+  for (const { file, obj } of allObjects()) {
+    const body = structuredClone(obj);
+    if (body.kind === 'CronJob') (body as V1CronJob).spec!.suspend = true;
+    try {
+      const applied = await api.patch(body, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
+      versions.set(key(obj), applied.metadata!.resourceVersion!);
+    } catch (error) {
+      const detail = error instanceof ApiException ? `${error.code}: ${JSON.stringify(error.body)}` : String(error);
+      throw new Error(`${file}: ${key(obj)} rejected by server-side apply: ${detail}`);
+    }
+  }
+  return versions;
+}
+
+let appliedOnce: Promise<Map<string, string>> | undefined;
+const applied = (): Promise<Map<string, string>> => (appliedOnce ??= applyAll());
+
+async function assertForbidden(what: string, call: () => Promise<unknown>): Promise<void> {
+  await assert.rejects(call, (error: unknown) => {
+    assert.ok(error instanceof ApiException, `${what}: expected an ApiException, got ${String(error)}`);
+    assert.equal(error.code, 403, `${what}: expected 403 Forbidden, got ${error.code}`);
+    return true;
+  });
+}
+
+describe('manifests/', () => {
+  it('kustomization.yaml lists exactly the manifest files', () => {
+    const listed = kustomizationResources();
+    assert.equal(new Set(listed).size, listed.length, 'no duplicates');
+    assert.deepEqual([...listed].sort(), manifestFiles());
+    assert.equal(listed[0], 'namespace.yaml', 'the Namespace comes first');
+  });
+
+  it('the ClusterRole grants exactly what the gateway calls need; the Role only the policy ConfigMap', () => {
+    const rbac = loadManifest('rbac.yaml');
+    const role = (kind: string): { rules: { apiGroups: string[]; resources: string[]; verbs: string[]; resourceNames?: string[] }[] } =>
+      rbac.find((o) => o.kind === kind) as never;
+    const grants = role('ClusterRole').rules.flatMap((r) => {
+      assert.equal(r.resourceNames, undefined);
+      return r.apiGroups.flatMap((g) => r.resources.flatMap((res) => r.verbs.map((v) => `${g ? `${g}/` : ''}${res} ${v}`)));
+    });
+    assert.deepEqual(grants.sort(), CLUSTER_ROLE_GRANTS);
+    assert.deepEqual(role('Role').rules, [
+      { apiGroups: [''], resources: ['configmaps'], resourceNames: [POLICY_CONFIGMAP], verbs: ['get'] },
+    ]);
+    for (const kind of ['ClusterRoleBinding', 'RoleBinding']) {
+      const binding = rbac.find((o) => o.kind === kind) as unknown as { subjects: unknown[] };
+      assert.deepEqual(binding.subjects, [{ kind: 'ServiceAccount', name: SERVICE_ACCOUNT, namespace: INSTALL_NS }], kind);
+    }
+  });
+
+  it('the policy ConfigMap passes `policy validate`', async () => {
+    const r = await exec(process.execPath, [CLI, 'policy', 'validate', join(MANIFESTS, 'policy-configmap.yaml')]);
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    assert.match(r.stdout, /valid/);
+  });
+
+  it('every object is accepted by server-side apply, and applying again changes nothing', TIMEOUT, async () => {
+    const first = await applied();
+    const objects = allObjects();
+    assert.equal(first.size, objects.length);
+    assert.ok(objects.length >= 8, `expected Namespace, ServiceAccount, RBAC x4, ConfigMap, CronJob; got ${[...first.keys()].join(', ')}`);
+    const second = await applyAll();
+    assert.deepEqual(second, first, 'a second apply must not change any object (resourceVersion)');
+  });
+
+  it('the CronJob\'s pod passes admission: restricted Pod Security, opted-in token', TIMEOUT, async () => {
+    await applied();
+    const core = kc.makeApiClient(CoreV1Api);
+    const batch = kc.makeApiClient(BatchV1Api);
+    const spec = cronJob().spec!;
+    // `kubectl create job --from=cronjob/imagepull-sweeper`, without running it.
+    await batch.createNamespacedJob({
+      namespace: INSTALL_NS,
+      body: { metadata: { generateName: 'imagepull-sweeper-manual-' }, spec: spec.jobTemplate.spec },
+      dryRun: 'All',
+    });
+    const template = spec.jobTemplate.spec!.template;
+    const pod = await core.createNamespacedPod({
+      namespace: INSTALL_NS,
+      body: { metadata: { generateName: 'imagepull-sweeper-', labels: template.metadata?.labels }, spec: template.spec },
+      dryRun: 'All',
+    });
+    const tokenVolume = pod.spec!.volumes?.find((v) => v.projected?.sources?.some((s) => s.serviceAccountToken));
+    assert.ok(tokenVolume, 'the pod opts in to a ServiceAccount token (the ServiceAccount mounts none)');
+    assert.equal(pod.spec!.serviceAccountName, SERVICE_ACCOUNT);
+
+    // Control: the namespace really enforces "restricted", so the pass above means something.
+    const unhardened: V1Pod = structuredClone({ metadata: { generateName: 'unhardened-' }, spec: template.spec! });
+    delete unhardened.spec!.securityContext;
+    delete unhardened.spec!.containers[0]!.securityContext;
+    await assertForbidden('a pod without the securityContext in the sweeper namespace', () =>
+      core.createNamespacedPod({ namespace: INSTALL_NS, body: unhardened, dryRun: 'All' }),
+    );
+  });
+});
+
+describe('the imagepull-sweeper ServiceAccount', () => {
+  let tokenDir: string;
+  let tokenKubeconfig: string;
+  let saKc: KubeConfig;
+
+  before(async () => {
+    await applied();
+    const core = kc.makeApiClient(CoreV1Api);
+    // The policy is only read by the built CLI below; removing it afterwards leaves the default
+    // policy location empty again for the other test files on the shared cluster.
+    cleanups.push(async () => {
+      await core.deleteNamespacedConfigMap({ namespace: INSTALL_NS, name: POLICY_CONFIGMAP });
+    });
+    const request = await core.createNamespacedServiceAccountToken({
+      namespace: INSTALL_NS,
+      name: SERVICE_ACCOUNT,
+      body: { spec: { audiences: [], expirationSeconds: 3600 } },
+    });
+    const token = request.status?.token;
+    assert.ok(token, 'TokenRequest returned a token');
+    const admin = kc.getCurrentCluster()!;
+    const caData = admin.caData ?? (admin.caFile ? readFileSync(admin.caFile).toString('base64') : undefined);
+    assert.ok(caData, 'the admin kubeconfig has CA data');
+    tokenDir = mkdtempSync(join(tmpdir(), 'ips-sa-'));
+    tokenKubeconfig = join(tokenDir, 'kubeconfig');
+    const config = {
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [{ name: 'test', cluster: { server: admin.server, 'certificate-authority-data': caData } }],
+      users: [{ name: SERVICE_ACCOUNT, user: { token } }],
+      contexts: [{ name: SERVICE_ACCOUNT, context: { cluster: 'test', user: SERVICE_ACCOUNT } }],
+      'current-context': SERVICE_ACCOUNT,
+    };
+    writeFileSync(tokenKubeconfig, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
+    cleanups.push(async () => rmSync(tokenDir, { recursive: true, force: true }));
+    saKc = new KubeConfig();
+    saKc.loadFromFile(tokenKubeconfig);
+  });
+
+  /** The built CLI, as the CronJob runs it, with the ServiceAccount's token. */
+  async function sweepAsServiceAccount(ns: string, extra: string[] = []): Promise<{ code: number | null; records: Record<string, unknown>[]; output: string }> {
+    const env: NodeJS.ProcessEnv = { ...process.env, POD_NAMESPACE: INSTALL_NS, POD_NAME };
+    delete env.KUBECONFIG;
+    const r = await exec(process.execPath, [CLI, 'sweep', '--kubeconfig', tokenKubeconfig, '--output', 'json', '--namespace', ns, ...extra], {
+      env,
+      timeoutMs: 90_000,
+    });
+    const records = r.stdout
+      .split('\n')
+      .filter((l) => l.trim())
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    return { code: r.code, records, output: `exit ${r.code ?? r.signal}\nstdout:\n${r.stdout}\nstderr:\n${r.stderr}` };
+  }
+
+  it('sweeps with the shipped policy ConfigMap and fails a stuck Job (Failed/DeadlineExceeded)', TIMEOUT, async () => {
+    const ns = await namespace('manifests-deadline');
+    const { pod } = await createStuckJob(kc, ns, 'build', { stuckFor: 9999 });
+    const run = await sweepAsServiceAccount(ns);
+    assert.equal(run.code, 0, run.output);
+    const summary = run.records.find((r) => r.message === 'summary');
+    assert.equal(summary?.policy, `ConfigMap ${INSTALL_NS}/${POLICY_CONFIGMAP}`, run.output);
+    const lines = run.records.filter((r) => r.message === 'decision');
+    assert.equal(lines.length, 1, run.output);
+    assert.equal(lines[0]!.outcome, 'failed', run.output);
+    assert.equal(lines[0]!.job, 'build');
+    assert.equal(lines[0]!.pod, pod);
+    assert.equal(lines[0]!.rule, 'defaults');
+    assert.equal(lines[0]!.mechanism, 'activeDeadlineSeconds');
+
+    const job = await waitForJobFailed(kc, ns, 'build');
+    assert.equal(trueCondition(job, 'Failed')?.reason, 'DeadlineExceeded');
+    assert.equal(job.metadata!.annotations!['imagepull-sweeper/reason'], 'ImagePullBackOff');
+    const [event] = await sweeperEvents(kc, ns);
+    assert.equal(event?.action, 'FailJob');
+    assert.equal(event?.reportingInstance, POD_NAME);
+  });
+
+  it('fails a Job through its podFailurePolicy (pods/status patch, pods delete): Failed/PodFailurePolicy', TIMEOUT, async () => {
+    const ns = await namespace('manifests-pfp');
+    const { pod } = await createStuckJob(kc, ns, 'tenant-run', { stuckFor: 9999, spec: PFP_SPEC });
+    const run = await sweepAsServiceAccount(ns);
+    assert.equal(run.code, 0, run.output);
+    const lines = run.records.filter((r) => r.message === 'decision');
+    assert.equal(lines.length, 1, run.output);
+    assert.equal(lines[0]!.outcome, 'failed', run.output);
+    assert.equal(lines[0]!.mechanism, 'podFailurePolicy');
+    assert.equal(lines[0]!.pod, pod);
+    const job = await waitForJobFailed(kc, ns, 'tenant-run');
+    assert.equal(trueCondition(job, 'Failed')?.reason, 'PodFailurePolicy');
+  });
+
+  it('reads Namespace labels for a namespaceSelector rule (namespaces get)', TIMEOUT, async () => {
+    const ns = await namespace('manifests-selector', { 'imagepull-sweeper-e2e/mode': 'report' });
+    await createStuckJob(kc, ns, 'watched', { stuckFor: 9999 });
+    const policy = join(tokenDir, 'selector-policy.yaml');
+    writeFileSync(
+      policy,
+      'rules:\n  - name: report-only\n    namespaceSelector: { matchLabels: { imagepull-sweeper-e2e/mode: report } }\n    action: report\n',
+    );
+    const run = await sweepAsServiceAccount(ns, ['--policy-file', policy]);
+    assert.equal(run.code, 0, run.output);
+    const lines = run.records.filter((r) => r.message === 'decision');
+    assert.equal(lines.length, 1, run.output);
+    assert.equal(lines[0]!.rule, 'report-only', run.output);
+    assert.equal(lines[0]!.outcome, 'reported', run.output);
+    const [event] = await sweeperEvents(kc, ns);
+    assert.equal(event?.action, 'Report');
+  });
+
+  it('is refused (403) everything else: Secrets, deleting Jobs, other ConfigMaps, creating pods', TIMEOUT, async () => {
+    const ns = await namespace('manifests-refused');
+    const adminCore = kc.makeApiClient(CoreV1Api);
+    const core = saKc.makeApiClient(CoreV1Api);
+    const batch = saKc.makeApiClient(BatchV1Api);
+    await createStuckJob(kc, ns, 'victim', { stuckFor: 10 });
+    await adminCore.createNamespacedSecret({ namespace: ns, body: { metadata: { name: 'creds' }, stringData: { password: 'x' } } });
+    await adminCore.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: POLICY_CONFIGMAP }, data: { 'policy.yaml': '' } } });
+    const other = 'imagepull-sweeper-e2e-other';
+    await adminCore.createNamespacedConfigMap({ namespace: INSTALL_NS, body: { metadata: { name: other }, data: {} } }).catch((e: unknown) => {
+      if (!(e instanceof ApiException && e.code === 409)) throw e;
+    });
+    cleanups.push(async () => {
+      await adminCore.deleteNamespacedConfigMap({ namespace: INSTALL_NS, name: other });
+    });
+
+    // The token works, and reads what it should.
+    const policy = await core.readNamespacedConfigMap({ namespace: INSTALL_NS, name: POLICY_CONFIGMAP });
+    assert.ok(policy.data?.['policy.yaml']);
+    await core.listNamespacedPod({ namespace: ns });
+
+    await assertForbidden('read a Secret', () => core.readNamespacedSecret({ namespace: ns, name: 'creds' }));
+    await assertForbidden('list Secrets in all namespaces', () => core.listSecretForAllNamespaces());
+    await assertForbidden('list Secrets in its own namespace', () => core.listNamespacedSecret({ namespace: INSTALL_NS }));
+    await assertForbidden('delete a Job', () => batch.deleteNamespacedJob({ namespace: ns, name: 'victim' }));
+    await assertForbidden('create a Job', () =>
+      batch.createNamespacedJob({ namespace: ns, body: { metadata: { name: 'x' }, spec: { template: { spec: { restartPolicy: 'Never', containers: [{ name: 'c', image: 'x' }] } } } } }),
+    );
+    await assertForbidden('get another ConfigMap in its own namespace', () => core.readNamespacedConfigMap({ namespace: INSTALL_NS, name: other }));
+    await assertForbidden('list ConfigMaps in its own namespace', () => core.listNamespacedConfigMap({ namespace: INSTALL_NS }));
+    await assertForbidden('get the policy ConfigMap name in another namespace', () =>
+      core.readNamespacedConfigMap({ namespace: ns, name: POLICY_CONFIGMAP }),
+    );
+    await assertForbidden('update the policy ConfigMap', () =>
+      core.patchNamespacedConfigMap({ namespace: INSTALL_NS, name: POLICY_CONFIGMAP, body: { data: { 'policy.yaml': '' } } }, mergePatch),
+    );
+    await assertForbidden('create a pod', () =>
+      core.createNamespacedPod({ namespace: ns, body: { metadata: { name: 'x' }, spec: { containers: [{ name: 'c', image: 'x' }] } } }),
+    );
+    await assertForbidden('patch a pod (not its status)', () =>
+      core.patchNamespacedPod({ namespace: ns, name: 'x', body: { metadata: { labels: { a: 'b' } } } }, mergePatch),
+    );
+    await assertForbidden('get a pod', () => core.readNamespacedPod({ namespace: ns, name: 'x' }));
+  });
+});
