@@ -1,0 +1,145 @@
+// Prints figures; asserts nothing. `npm run bench`.
+// 1. judge(): time to plan N stuck Jobs.
+// 2. observe: peak heap while paging through a large cluster's Pending pods, as a function of
+//    cluster size and of stuck pods (pages are generated on demand, as the API server would
+//    stream them, so the figure is the sweeper's own memory).
+import type { V1Pod } from '@kubernetes/client-node';
+import { judge } from '../src/judge/plan.ts';
+import type { KubeGateway } from '../src/kube/gateway.ts';
+import type { JobView, StuckContainer } from '../src/model.ts';
+import { observeStuckContainers } from '../src/observe/pods.ts';
+import { parsePolicyYaml } from '../src/policy/parse.ts';
+
+const NOW = new Date('2026-11-29T12:00:00Z');
+
+function stuckContainer(i: number): StuckContainer {
+  return {
+    namespace: `ns-${i % 50}`,
+    pod: `pod-${i}`,
+    podUid: `pod-uid-${i}`,
+    container: 'main',
+    containerKind: 'regular',
+    image: `registry.example/img-${i % 40}:1`,
+    reason: 'ImagePullBackOff',
+    message: 'Back-off pulling image: not found',
+    pullClass: i % 3 === 0 ? 'transient' : 'permanent',
+    stuckSince: new Date(NOW.getTime() - (60 + (i % 5000)) * 1000),
+    controller: { apiVersion: 'batch/v1', kind: 'Job', name: `job-${i}`, uid: `job-uid-${i}`, controller: true },
+  };
+}
+
+function jobView(i: number): JobView {
+  return {
+    namespace: `ns-${i % 50}`,
+    name: `job-${i}`,
+    uid: `job-uid-${i}`,
+    resourceVersion: '1',
+    annotations: {},
+    finished: false,
+    deleting: false,
+    managedBy: undefined,
+    suspended: false,
+    failJobConditionType: undefined,
+    cronJob: undefined,
+    startTime: NOW,
+  };
+}
+
+function benchJudge(n: number): void {
+  const parsed = parsePolicyYaml('rules:\n  - name: ci\n    namespaces: ["ns-1*"]\n    grace: { permanent: 30s }\n');
+  if (!parsed.ok) throw new Error('policy');
+  const stuck = Array.from({ length: n }, (_, i) => stuckContainer(i));
+  const jobs = new Map(stuck.map((c, i) => [c.podUid, jobView(i)]));
+  const started = process.hrtime.bigint();
+  const plan = judge({
+    stuck,
+    ownerOf: (uid) => ({ kind: 'job', job: jobs.get(uid)! }),
+    namespaceLabels: new Map(),
+    policy: parsed.policy,
+    now: NOW,
+  });
+  const ms = Number(process.hrtime.bigint() - started) / 1e6;
+  const fail = plan.decisions.filter((d) => d.plan === 'fail').length;
+  console.log(`judge: ${n} stuck Jobs planned in ${ms.toFixed(1)} ms (${fail} to fail, ${plan.decisions.length - fail} other)`);
+}
+
+function pod(i: number, stuck: boolean): V1Pod {
+  return {
+    metadata: {
+      name: `pod-${i}`,
+      namespace: `ns-${i % 50}`,
+      uid: `pod-uid-${i}`,
+      creationTimestamp: NOW,
+      ownerReferences: [{ apiVersion: 'batch/v1', kind: 'Job', name: `job-${i}`, uid: `job-uid-${i}`, controller: true }],
+      labels: { app: 'bench', 'batch.kubernetes.io/job-name': `job-${i}` },
+    },
+    spec: { containers: [{ name: 'main', image: `registry.example/img-${i % 40}:1` }] },
+    status: {
+      phase: 'Pending',
+      startTime: NOW,
+      conditions: [{ type: 'PodReadyToStartContainers', status: 'True', lastTransitionTime: NOW }, { type: 'Initialized', status: 'True', lastTransitionTime: NOW }],
+      containerStatuses: [
+        {
+          name: 'main',
+          image: `registry.example/img-${i % 40}:1`,
+          imageID: '',
+          ready: false,
+          restartCount: 0,
+          state: stuck
+            ? { waiting: { reason: 'ImagePullBackOff', message: `Back-off pulling image "registry.example/img-${i % 40}:1": ErrImagePull: not found` } }
+            : { waiting: { reason: 'ContainerCreating' } },
+        },
+      ],
+    },
+  };
+}
+
+/** Serves `total` Pending pods in pages; every `stuckEvery`-th is stuck. Pages are built on demand. */
+function pagedGateway(total: number, stuckEvery: number): KubeGateway {
+  const notUsed = (): never => {
+    throw new Error('not used by observe');
+  };
+  return {
+    async listPods({ limit, continueToken }) {
+      const start = Number(continueToken ?? 0);
+      const end = Math.min(total, start + limit);
+      const pods = Array.from({ length: end - start }, (_, k) => pod(start + k, (start + k) % stuckEvery === 0));
+      return { pods, continueToken: end < total ? String(end) : undefined };
+    },
+    listJobs: notUsed,
+    readJob: notUsed,
+    readNamespace: notUsed,
+    readConfigMap: notUsed,
+    mergePatchJob: notUsed,
+    patchPodStatus: notUsed,
+    deletePod: notUsed,
+    createEvent: notUsed,
+  };
+}
+
+async function benchObserve(total: number, stuckEvery: number): Promise<void> {
+  global.gc?.();
+  const base = process.memoryUsage().heapUsed;
+  let peak = base;
+  const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().heapUsed)), 5);
+  const started = process.hrtime.bigint();
+  const result = await observeStuckContainers(pagedGateway(total, stuckEvery), { namespaces: [], pageSize: 500 });
+  peak = Math.max(peak, process.memoryUsage().heapUsed);
+  clearInterval(sampler);
+  const ms = Number(process.hrtime.bigint() - started) / 1e6;
+  console.log(
+    `observe: ${total} pending pods (${result.stuck.length} stuck) in ${result.pages} pages: ${ms.toFixed(0)} ms, ` +
+      `${Math.round(total / (ms / 1000))} pods/s, peak heap +${((peak - base) / 1048576).toFixed(1)} MiB`,
+  );
+}
+
+console.log(`node ${process.version}, ${new Date().toISOString()}`);
+for (const n of [1_000, 10_000, 50_000]) benchJudge(n);
+for (const [total, every] of [
+  [20_000, 100],
+  [100_000, 100],
+  [200_000, 100],
+  [200_000, 10],
+] as const) {
+  await benchObserve(total, every);
+}
