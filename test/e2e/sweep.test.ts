@@ -2,10 +2,16 @@
 // real Job controller does with the sweeper's writes, plus annotations, Events and audit lines.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { BatchV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { AdmissionregistrationV1Api, BatchV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
+import { act } from '../../src/act/act.ts';
+import { attributeToJobs } from '../../src/attribute/attribute.ts';
+import { judge, rejudgeJob, type JudgeInput } from '../../src/judge/plan.ts';
+import { createGateway } from '../../src/kube/gateway.ts';
+import { observeStuckContainers } from '../../src/observe/pods.ts';
+import { DEFAULTS } from '../../src/policy/parse.ts';
 import { testCluster, type TestCluster } from '../support/cluster.ts';
 import { createNamespace, jobManifest } from '../support/fixtures.ts';
-import { setImagePullStuck, setPodRunning, waitForJobPods } from '../support/kubelet.ts';
+import { setImagePullStuck, setPodRunning, waitFor, waitForJobPods } from '../support/kubelet.ts';
 import {
   createStuckJob,
   policyFile,
@@ -282,5 +288,110 @@ describe('sweep leaves alone what it must', () => {
     assert.equal(run.exitCode, 0);
     assert.ok(run.records.some((r) => /built-in defaults/.test(String(r.message))));
     assert.equal(run.lines[0]!.outcome, 'failed');
+  });
+});
+
+describe('sweep under real API failures and races', () => {
+  it('one Job the API refuses to patch does not stop the others; exit 1 and an error line', TIMEOUT, async () => {
+    const ns = await namespace('refused');
+    const admission = kc.makeApiClient(AdmissionregistrationV1Api);
+    const policyName = `freeze-${ns}`;
+    await admission.createValidatingAdmissionPolicy({
+      body: {
+        metadata: { name: policyName },
+        spec: {
+          failurePolicy: 'Fail',
+          matchConstraints: {
+            namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns } },
+            resourceRules: [{ apiGroups: ['batch'], apiVersions: ['v1'], operations: ['UPDATE'], resources: ['jobs'] }],
+          },
+          // Denies every update of a Job once it carries the label (so the label itself can be added).
+          validations: [{ expression: "!(has(oldObject.metadata.labels) && 'e2e-frozen' in oldObject.metadata.labels)", message: 'frozen by the e2e test' }],
+        },
+      },
+    });
+    await admission.createValidatingAdmissionPolicyBinding({
+      body: { metadata: { name: policyName }, spec: { policyName, validationActions: ['Deny'] } },
+    });
+    cleanups.push(async () => {
+      await admission.deleteValidatingAdmissionPolicyBinding({ name: policyName }).catch(() => undefined);
+      await admission.deleteValidatingAdmissionPolicy({ name: policyName }).catch(() => undefined);
+    });
+    const batch = kc.makeApiClient(BatchV1Api);
+    await createStuckJob(kc, ns, 'frozen', { stuckFor: 9999 });
+    await batch.patchNamespacedJob(
+      { namespace: ns, name: 'frozen', body: { metadata: { labels: { 'e2e-frozen': 'true' } } } },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+    await createStuckJob(kc, ns, 'fine', { stuckFor: 9000 });
+    // The policy is enforced once the API server's informer has it.
+    await waitFor(
+      async () =>
+        batch
+          .patchNamespacedJob({ namespace: ns, name: 'frozen', body: { metadata: { annotations: { probe: String(Date.now()) } } } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch))
+          .then(() => false, () => true),
+      30_000,
+      'the admission policy to be enforced',
+    );
+
+    const run = await runSweep(kc, { namespaces: [ns], policy: DEFAULT_POLICY });
+    assert.equal(run.exitCode, 1);
+    const byJob = Object.fromEntries(run.lines.map((l) => [l.job, l]));
+    assert.equal(byJob.frozen!.outcome, 'error');
+    assert.match(byJob.frozen!.error!, /frozen by the e2e test/);
+    assert.equal(byJob.fine!.outcome, 'failed');
+    assert.equal(run.summary!.actionErrors, 1);
+    await waitForJobFailed(kc, ns, 'fine');
+    const frozen = await readJob(kc, ns, 'frozen');
+    assert.equal(trueCondition(frozen, 'Failed'), undefined);
+    assert.equal(frozen.metadata?.annotations?.['imagepull-sweeper/failed-at'], undefined);
+  });
+
+  it('a Job changed between judging and acting is re-read and re-judged (a real 409)', TIMEOUT, async () => {
+    const ns = await namespace('race');
+    await createStuckJob(kc, ns, 'touched', { stuckFor: 9999 });
+    await createStuckJob(kc, ns, 'ignored-meanwhile', { stuckFor: 9999 });
+    await settledSnapshot(kc, ns);
+    const gateway = createGateway(kc);
+    const observation = await observeStuckContainers(gateway, { namespaces: [ns], pageSize: 100 });
+    const attribution = await attributeToJobs(gateway, observation.stuck, { concurrency: 2, listThreshold: 10 });
+    const input: JudgeInput = { stuck: observation.stuck, ownerOf: attribution.ownerOf, namespaceLabels: new Map(), policy: DEFAULTS, now: new Date() };
+    const plan = judge(input);
+    assert.deepEqual(plan.decisions.map((d) => d.plan), ['fail', 'fail']);
+
+    const batch = kc.makeApiClient(BatchV1Api);
+    const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+    await batch.patchNamespacedJob({ namespace: ns, name: 'touched', body: { metadata: { annotations: { 'team/owner': 'data' } } } }, merge);
+    await batch.patchNamespacedJob({ namespace: ns, name: 'ignored-meanwhile', body: { metadata: { annotations: { 'imagepull-sweeper/ignore': 'true' } } } }, merge);
+
+    let rejudged = 0;
+    const results = await act(gateway, plan.decisions, {
+      dryRun: false,
+      concurrency: 2,
+      now: input.now,
+      instance: 'e2e',
+      rejudge: (d, fresh) => {
+        rejudged += 1;
+        return rejudgeJob(input, d, fresh);
+      },
+    });
+    assert.equal(rejudged, 2);
+    const byJob = Object.fromEntries(results.map((r) => [r.decision.job, r]));
+    assert.equal(byJob.touched!.outcome, 'failed');
+    assert.equal(byJob['ignored-meanwhile']!.outcome, 'skipped');
+    assert.equal(byJob['ignored-meanwhile']!.decision.action, 'ignore');
+    await waitForJobFailed(kc, ns, 'touched');
+    const ignored = await readJob(kc, ns, 'ignored-meanwhile');
+    assert.equal(ignored.metadata!.annotations!['imagepull-sweeper/failed-at'], undefined);
+    assert.equal(ignored.spec!.activeDeadlineSeconds, undefined);
+  });
+
+  it('pages through the pod list (limit + continue) and finds every stuck pod', TIMEOUT, async () => {
+    const ns = await namespace('paged');
+    for (let i = 0; i < 5; i += 1) await createStuckJob(kc, ns, `job-${i}`, { stuckFor: 30 });
+    const run = await runSweep(kc, { namespaces: [ns], policy: DEFAULT_POLICY, pageSize: 2 });
+    assert.equal(run.exitCode, 0);
+    assert.deepEqual(run.lines.map((l) => l.job).sort(), ['job-0', 'job-1', 'job-2', 'job-3', 'job-4']);
+    assert.equal(run.summary!.podsScanned, 5);
   });
 });

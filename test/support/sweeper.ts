@@ -35,7 +35,7 @@ export function policyFile(yaml: string): PolicyLocation {
 
 export async function runSweep(
   kc: KubeConfig,
-  options: { namespaces: string[]; policy: PolicyLocation; dryRun?: boolean },
+  options: { namespaces: string[]; policy: PolicyLocation; dryRun?: boolean; pageSize?: number },
 ): Promise<SweepRun> {
   const stream = new PassThrough();
   const chunks: string[] = [];
@@ -43,7 +43,7 @@ export async function runSweep(
   const logger = createLogger({ format: 'json', stream });
   const result = await sweep(
     { gateway: createGateway(kc), clock: () => new Date(), logger },
-    { dryRun: options.dryRun ?? false, namespaces: options.namespaces, policy: options.policy, instance: 'e2e' },
+    { dryRun: options.dryRun ?? false, namespaces: options.namespaces, policy: options.policy, instance: 'e2e', pageSize: options.pageSize },
   );
   await new Promise((r) => setImmediate(r));
   const records = chunks
