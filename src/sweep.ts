@@ -72,10 +72,10 @@ export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<Swe
     listThreshold: 10,
     retry,
   });
-  for (const e of attribution.errors) logger.error('could not read Job', { sweepId, ...e });
+  for (const e of attribution.errors) logger.error('could not read Job', { sweepId, namespace: e.namespace, job: e.job, error: e.message });
 
   const { labels, unreadable } = await readNamespaceLabels(gateway, policy, observation.stuck, retry);
-  for (const [namespace, message] of unreadable) logger.error('could not read Namespace labels', { sweepId, namespace, message });
+  for (const [namespace, message] of unreadable) logger.error('could not read Namespace labels', { sweepId, namespace, error: message });
   const containerByPod = new Map(observation.stuck.map((c) => [c.podUid, c]));
   const ownerOf = (podUid: string): PodOwner => {
     const owner = attribution.ownerOf(podUid);
@@ -140,7 +140,7 @@ async function policyFailure(
     try {
       await withRetry(() => deps.gateway.createEvent(namespace, event), options.retry ?? DEFAULT_RETRY);
     } catch (error) {
-      logger.error('could not write the InvalidPolicy Event', { sweepId, message: describeApiError(error).message });
+      logger.error('could not write the InvalidPolicy Event', { sweepId, error: describeApiError(error).message });
     }
   }
   return { exitCode: EXIT.invalid, summary: undefined, results: [] };

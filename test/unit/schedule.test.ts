@@ -1,0 +1,98 @@
+import assert from 'node:assert/strict';
+import { PassThrough } from 'node:stream';
+import { describe, it } from 'node:test';
+import { UsageError } from '../../src/cli/errors.ts';
+import { createLogger } from '../../src/report/logger.ts';
+import { parseListenAddress } from '../../src/schedule/metrics.ts';
+import { parseSchedule, runOnSchedule } from '../../src/schedule/scheduler.ts';
+import type { SweepResult } from '../../src/sweep.ts';
+
+const T0 = new Date('2026-11-29T12:00:30Z');
+const OK: SweepResult = { exitCode: 0, summary: undefined, results: [] };
+
+/** A clock that only moves when the scheduler sleeps or a sweep takes time. */
+function harness(sweepSeconds: number[], stopAfterSweeps: number) {
+  let now = T0.getTime();
+  const stop = new AbortController();
+  const sweeps: Date[] = [];
+  const out = new PassThrough();
+  const lines: Record<string, unknown>[] = [];
+  out.on('data', (c: Buffer) => lines.push(...c.toString().trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>)));
+  const deps = {
+    clock: () => new Date(now),
+    logger: createLogger({ format: 'json', stream: out }),
+    sleep: async (ms: number) => {
+      now += ms;
+    },
+    sweepOnce: async () => {
+      sweeps.push(new Date(now));
+      now += (sweepSeconds[sweeps.length - 1] ?? 1) * 1000;
+      if (sweeps.length >= stopAfterSweeps) stop.abort();
+      return OK;
+    },
+  };
+  return { deps, stop, sweeps, lines };
+}
+
+describe('parseSchedule', () => {
+  it('takes 5 fields, or 6 with seconds, in a time zone', () => {
+    assert.equal(parseSchedule('*/2 * * * *').next(T0).toISOString(), '2026-11-29T12:02:00.000Z');
+    assert.equal(parseSchedule('*/10 * * * * *').next(T0).toISOString(), '2026-11-29T12:00:40.000Z');
+    assert.equal(parseSchedule('0 9 * * *', 'Europe/Berlin').next(T0).toISOString(), '2026-11-30T08:00:00.000Z');
+  });
+
+  it('rejects bad expressions and zones with a usage error naming the flag', () => {
+    assert.throws(() => parseSchedule('* * *'), (e: unknown) => e instanceof UsageError && /expected 5 cron fields/.test(e.message));
+    assert.throws(() => parseSchedule('61 * * * *'), (e: unknown) => e instanceof UsageError && /--schedule/.test(e.message));
+    assert.throws(() => parseSchedule('* * * * *', 'Mars/Olympus'), (e: unknown) => e instanceof UsageError && /--timezone/.test(e.message));
+  });
+});
+
+describe('runOnSchedule', () => {
+  it('sweeps at each scheduled time and logs the next one', async () => {
+    const h = harness([1, 1, 1], 3);
+    await runOnSchedule(parseSchedule('* * * * *'), h.deps, h.stop.signal);
+    assert.deepEqual(h.sweeps.map((d) => d.toISOString()), ['2026-11-29T12:01:00.000Z', '2026-11-29T12:02:00.000Z', '2026-11-29T12:03:00.000Z']);
+    assert.equal(h.lines.filter((l) => l.message === 'next sweep scheduled').length, 3);
+  });
+
+  it('never overlaps: an overrunning sweep delays the next and says how many runs were missed', async () => {
+    const h = harness([150, 1], 2);
+    await runOnSchedule(parseSchedule('* * * * *'), h.deps, h.stop.signal);
+    assert.deepEqual(h.sweeps.map((d) => d.toISOString()), ['2026-11-29T12:01:00.000Z', '2026-11-29T12:04:00.000Z']);
+    const warning = h.lines.find((l) => l.message === 'sweep overran the schedule; missed runs are not made up');
+    assert.equal(warning?.missedRuns, 2);
+  });
+
+  it('on stop, finishes the sweep in flight and starts no other', async () => {
+    const h = harness([30], 1);
+    await runOnSchedule(parseSchedule('* * * * *'), h.deps, h.stop.signal);
+    assert.equal(h.sweeps.length, 1);
+    assert.ok(h.lines.some((l) => l.message === 'stopping: no sweep in flight'));
+  });
+
+  it('keeps its schedule when a sweep throws', async () => {
+    const h = harness([1, 1], 2);
+    let calls = 0;
+    const inner = h.deps.sweepOnce;
+    h.deps.sweepOnce = async () => {
+      calls += 1;
+      const r = await inner();
+      if (calls === 1) throw new Error('boom');
+      return r;
+    };
+    await runOnSchedule(parseSchedule('* * * * *'), h.deps, h.stop.signal);
+    assert.equal(h.sweeps.length, 2);
+    assert.ok(h.lines.some((l) => l.message === 'sweep crashed' && l.level === 'error'));
+  });
+});
+
+describe('parseListenAddress', () => {
+  it('accepts HOST:PORT, :PORT and [v6]:PORT', () => {
+    assert.deepEqual(parseListenAddress('127.0.0.1:9090'), { host: '127.0.0.1', port: 9090 });
+    assert.deepEqual(parseListenAddress(':9090'), { host: '0.0.0.0', port: 9090 });
+    assert.deepEqual(parseListenAddress('[::1]:80'), { host: '::1', port: 80 });
+    assert.throws(() => parseListenAddress('9090'), UsageError);
+    assert.throws(() => parseListenAddress(':99999'), UsageError);
+  });
+});
