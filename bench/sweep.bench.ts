@@ -9,47 +9,26 @@ import type { KubeGateway } from '../src/kube/gateway.ts';
 import type { JobView, StuckContainer } from '../src/model.ts';
 import { observeStuckContainers } from '../src/observe/pods.ts';
 import { parsePolicyYaml } from '../src/policy/parse.ts';
+import { NOW, job, secondsAgo, stuckIn } from '../test/unit/judge-fixtures.ts';
 
-const NOW = new Date('2026-11-29T12:00:00Z');
-
-function stuckContainer(i: number): StuckContainer {
-  return {
-    namespace: `ns-${i % 50}`,
+function stuckJob(i: number): { job: JobView; stuck: StuckContainer } {
+  const j = job(`job-${i}`, { namespace: `ns-${i % 50}`, uid: `job-uid-${i}` });
+  const stuck = stuckIn(j, {
     pod: `pod-${i}`,
     podUid: `pod-uid-${i}`,
-    container: 'main',
-    containerKind: 'regular',
     image: `registry.example/img-${i % 40}:1`,
-    reason: 'ImagePullBackOff',
-    message: 'Back-off pulling image: not found',
     pullClass: i % 3 === 0 ? 'transient' : 'permanent',
-    stuckSince: new Date(NOW.getTime() - (60 + (i % 5000)) * 1000),
-    controller: { apiVersion: 'batch/v1', kind: 'Job', name: `job-${i}`, uid: `job-uid-${i}`, controller: true },
-  };
-}
-
-function jobView(i: number): JobView {
-  return {
-    namespace: `ns-${i % 50}`,
-    name: `job-${i}`,
-    uid: `job-uid-${i}`,
-    resourceVersion: '1',
-    annotations: {},
-    finished: false,
-    deleting: false,
-    managedBy: undefined,
-    suspended: false,
-    failJobConditionType: undefined,
-    cronJob: undefined,
-    startTime: NOW,
-  };
+    stuckSince: secondsAgo(60 + (i % 5000)),
+  });
+  return { job: j, stuck };
 }
 
 function benchJudge(n: number): void {
   const parsed = parsePolicyYaml('rules:\n  - name: ci\n    namespaces: ["ns-1*"]\n    grace: { permanent: 30s }\n');
   if (!parsed.ok) throw new Error('policy');
-  const stuck = Array.from({ length: n }, (_, i) => stuckContainer(i));
-  const jobs = new Map(stuck.map((c, i) => [c.podUid, jobView(i)]));
+  const pairs = Array.from({ length: n }, (_, i) => stuckJob(i));
+  const stuck = pairs.map((p) => p.stuck);
+  const jobs = new Map(pairs.map((p) => [p.stuck.podUid, p.job]));
   const started = process.hrtime.bigint();
   const plan = judge({
     stuck,

@@ -1,4 +1,4 @@
-import type { Action, ContainerKind, JobView, OwnerRef, PullClass, StuckContainer, StuckReason } from '../model.ts';
+import type { Action, JobView, OwnerRef, StuckContainer } from '../model.ts';
 
 /** What the attribute stage found behind a stuck pod. */
 export type PodOwner =
@@ -12,19 +12,14 @@ export type PlannedAction = 'fail' | 'report' | 'skip' | 'defer' | 'error';
 
 export type FailMechanism = 'podFailurePolicy' | 'activeDeadlineSeconds';
 
-export interface Decision {
-  namespace: string;
+/** One decision per Job (or per pod without a Job), about its most overdue stuck container. */
+export interface Decision
+  extends Pick<
+    StuckContainer,
+    'namespace' | 'pod' | 'podUid' | 'container' | 'containerKind' | 'image' | 'reason' | 'message' | 'pullClass' | 'stuckSince'
+  > {
   job: string | undefined;
   cronJob: string | undefined;
-  pod: string;
-  podUid: string;
-  container: string;
-  containerKind: ContainerKind;
-  image: string;
-  reason: StuckReason;
-  message: string;
-  pullClass: PullClass;
-  stuckSince: Date;
   stuckSeconds: number;
   rule: string;
   /** What the policy prescribes for this Job: the rule's action, `ignore` by annotation, `report` under the outage breaker. */

@@ -5,44 +5,29 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { type KubeConfig } from '@kubernetes/client-node';
 import { parse } from 'yaml';
 import { REPO, ensureBuilt, jsonLines, runCli, startCli } from '../support/cli.ts';
-import { testCluster, type TestCluster } from '../support/cluster.ts';
-import { createNamespace } from '../support/fixtures.ts';
+import { useTestCluster } from '../support/hooks.ts';
 import { waitFor } from '../support/kubelet.ts';
 import { createStuckJob, sweeperEvents, trueCondition, readJob, waitForJobFailed } from '../support/sweeper.ts';
 
 const TIMEOUT = { timeout: 180_000 };
 const dir = mkdtempSync(join(tmpdir(), 'ips-cli-'));
-let cluster: TestCluster;
 let kc: KubeConfig;
 let kubeconfig: string;
-const cleanups: (() => Promise<void>)[] = [];
+const env = useTestCluster((hooks) => {
+  ensureBuilt();
+  kc = hooks.kc;
+  kubeconfig = hooks.cluster.kubeconfigPath;
+});
+const namespace = env.namespace;
 
 function file(name: string, text: string): string {
   const path = join(dir, name);
   writeFileSync(path, text);
   return path;
-}
-
-before(async () => {
-  ensureBuilt();
-  cluster = await testCluster();
-  kc = cluster.kubeConfig;
-  kubeconfig = cluster.kubeconfigPath;
-});
-
-after(async () => {
-  for (const c of cleanups) await c();
-  await cluster?.release();
-});
-
-async function namespace(prefix: string, labels: Record<string, string> = {}): Promise<string> {
-  const ns = await createNamespace(kc, prefix, labels);
-  cleanups.push(ns.remove);
-  return ns.name;
 }
 
 describe('usage', () => {

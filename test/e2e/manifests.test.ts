@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import {
   ApiException,
   BatchV1Api,
@@ -21,8 +21,7 @@ import {
   type V1Pod,
 } from '@kubernetes/client-node';
 import { parseAllDocuments, parse as parseYaml } from 'yaml';
-import { testCluster, type TestCluster } from '../support/cluster.ts';
-import { createNamespace } from '../support/fixtures.ts';
+import { useTestCluster } from '../support/hooks.ts';
 import { createStuckJob, sweeperEvents, trueCondition, waitForJobFailed } from '../support/sweeper.ts';
 import { CLI, ensureBuilt, exec, REPO } from '../support/cli.ts';
 
@@ -53,26 +52,12 @@ const CLUSTER_ROLE_GRANTS = [
   'events.k8s.io/events create', // createEvent: ImagePullStuck on Jobs, InvalidPolicy on the ConfigMap
 ].sort();
 
-let cluster: TestCluster;
 let kc: KubeConfig;
-const cleanups: (() => Promise<void>)[] = [];
-
-before(async () => {
-  cluster = await testCluster();
-  kc = cluster.kubeConfig;
+const env = useTestCluster(async (hooks) => {
+  kc = hooks.kc;
   await ensureBuilt();
 });
-
-after(async () => {
-  for (const c of cleanups.reverse()) await c().catch(() => undefined);
-  await cluster?.release();
-});
-
-async function namespace(prefix: string, labels: Record<string, string> = {}): Promise<string> {
-  const ns = await createNamespace(kc, prefix, labels);
-  cleanups.push(ns.remove);
-  return ns.name;
-}
+const namespace = env.namespace;
 
 function manifestFiles(): string[] {
   return readdirSync(MANIFESTS)
@@ -224,7 +209,7 @@ describe('the imagepull-sweeper ServiceAccount', () => {
     const core = kc.makeApiClient(CoreV1Api);
     // The policy is only read by the built CLI below; removing it afterwards leaves the default
     // policy location empty again for the other test files on the shared cluster.
-    cleanups.push(async () => {
+    env.onCleanup(async () => {
       await core.deleteNamespacedConfigMap({ namespace: INSTALL_NS, name: POLICY_CONFIGMAP });
     });
     const request = await core.createNamespacedServiceAccountToken({
@@ -248,7 +233,7 @@ describe('the imagepull-sweeper ServiceAccount', () => {
       'current-context': SERVICE_ACCOUNT,
     };
     writeFileSync(tokenKubeconfig, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
-    cleanups.push(async () => rmSync(tokenDir, { recursive: true, force: true }));
+    env.onCleanup(async () => rmSync(tokenDir, { recursive: true, force: true }));
     saKc = new KubeConfig();
     saKc.loadFromFile(tokenKubeconfig);
   });
@@ -335,7 +320,7 @@ describe('the imagepull-sweeper ServiceAccount', () => {
     await adminCore.createNamespacedConfigMap({ namespace: INSTALL_NS, body: { metadata: { name: other }, data: {} } }).catch((e: unknown) => {
       if (!(e instanceof ApiException && e.code === 409)) throw e;
     });
-    cleanups.push(async () => {
+    env.onCleanup(async () => {
       await adminCore.deleteNamespacedConfigMap({ namespace: INSTALL_NS, name: other });
     });
 

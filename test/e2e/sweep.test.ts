@@ -1,7 +1,7 @@
 // The sweep end to end against the real control plane: each path of SPEC, judged by what the
 // real Job controller does with the sweeper's writes, plus annotations, Events and audit lines.
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { AdmissionregistrationV1Api, BatchV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
 import { act } from '../../src/act/act.ts';
 import { attributeToJobs } from '../../src/attribute/attribute.ts';
@@ -9,8 +9,8 @@ import { judge, rejudgeJob, type JudgeInput } from '../../src/judge/plan.ts';
 import { createGateway } from '../../src/kube/gateway.ts';
 import { observeStuckContainers } from '../../src/observe/pods.ts';
 import { DEFAULTS } from '../../src/policy/parse.ts';
-import { testCluster, type TestCluster } from '../support/cluster.ts';
-import { createNamespace, jobManifest } from '../support/fixtures.ts';
+import { jobManifest } from '../support/fixtures.ts';
+import { useTestCluster } from '../support/hooks.ts';
 import { setImagePullStuck, setPodRunning, waitFor, waitForJobPods } from '../support/kubelet.ts';
 import {
   createStuckJob,
@@ -24,25 +24,11 @@ import {
 } from '../support/sweeper.ts';
 
 const TIMEOUT = { timeout: 180_000 };
-let cluster: TestCluster;
 let kc: KubeConfig;
-const cleanups: (() => Promise<void>)[] = [];
-
-before(async () => {
-  cluster = await testCluster();
-  kc = cluster.kubeConfig;
+const env = useTestCluster((hooks) => {
+  kc = hooks.kc;
 });
-
-after(async () => {
-  for (const c of cleanups) await c();
-  await cluster?.release();
-});
-
-async function namespace(prefix: string, labels: Record<string, string> = {}): Promise<string> {
-  const ns = await createNamespace(kc, prefix, labels);
-  cleanups.push(ns.remove);
-  return ns.name;
-}
+const namespace = env.namespace;
 
 const DEFAULT_POLICY = policyFile('');
 
@@ -313,7 +299,7 @@ describe('sweep under real API failures and races', () => {
     await admission.createValidatingAdmissionPolicyBinding({
       body: { metadata: { name: policyName }, spec: { policyName, validationActions: ['Deny'] } },
     });
-    cleanups.push(async () => {
+    env.onCleanup(async () => {
       await admission.deleteValidatingAdmissionPolicyBinding({ name: policyName }).catch(() => undefined);
       await admission.deleteValidatingAdmissionPolicy({ name: policyName }).catch(() => undefined);
     });
