@@ -27,20 +27,13 @@ export function describeStuck(d: Decision): string {
 export function stuckJobEvent(d: Decision, action: 'FailJob' | 'Report', reporter: Reporter): EventsV1Event {
   const job = d.jobView!;
   const verb = action === 'FailJob' ? 'Failing Job' : 'Job stuck (report only)';
-  return {
-    apiVersion: 'events.k8s.io/v1',
-    kind: 'Event',
-    metadata: { name: eventName(job.name), namespace: job.namespace },
-    eventTime: new V1MicroTime(reporter.now.getTime()),
-    type: 'Warning',
+  return warningEvent(reporter, {
     reason: EVENT_REASON_STUCK,
     action,
-    note: truncate(`${verb}: ${describeStuck(d)}`, NOTE_LIMIT),
+    note: `${verb}: ${describeStuck(d)}`,
     regarding: { apiVersion: 'batch/v1', kind: 'Job', name: job.name, namespace: job.namespace, uid: job.uid },
     related: { apiVersion: 'v1', kind: 'Pod', name: d.pod, namespace: d.namespace, uid: d.podUid },
-    reportingController: REPORTING_CONTROLLER,
-    reportingInstance: truncate(reporter.instance, 128),
-  };
+  });
 }
 
 export function invalidPolicyEvent(
@@ -49,16 +42,32 @@ export function invalidPolicyEvent(
   reporter: Reporter,
 ): EventsV1Event {
   const summary = `Policy is invalid, so the sweeper took no action (${problems.length} problem${problems.length === 1 ? '' : 's'}): `;
+  return warningEvent(reporter, {
+    reason: EVENT_REASON_INVALID_POLICY,
+    action: 'ValidatePolicy',
+    note: summary + problems.join('; '),
+    regarding: { apiVersion: 'v1', kind: 'ConfigMap', name: configMap.name, namespace: configMap.namespace, uid: configMap.uid },
+  });
+}
+
+type ObjectRef = NonNullable<EventsV1Event['regarding']> & { name: string; namespace: string };
+
+/** A Warning Event in the namespace of the object it is about. */
+function warningEvent(
+  reporter: Reporter,
+  e: { reason: string; action: string; note: string; regarding: ObjectRef; related?: ObjectRef },
+): EventsV1Event {
   return {
     apiVersion: 'events.k8s.io/v1',
     kind: 'Event',
-    metadata: { name: eventName(configMap.name), namespace: configMap.namespace },
+    metadata: { name: eventName(e.regarding.name), namespace: e.regarding.namespace },
     eventTime: new V1MicroTime(reporter.now.getTime()),
     type: 'Warning',
-    reason: EVENT_REASON_INVALID_POLICY,
-    action: 'ValidatePolicy',
-    note: truncate(summary + problems.join('; '), NOTE_LIMIT),
-    regarding: { apiVersion: 'v1', kind: 'ConfigMap', name: configMap.name, namespace: configMap.namespace, uid: configMap.uid },
+    reason: e.reason,
+    action: e.action,
+    note: truncate(e.note, NOTE_LIMIT),
+    regarding: e.regarding,
+    related: e.related,
     reportingController: REPORTING_CONTROLLER,
     reportingInstance: truncate(reporter.instance, 128),
   };
