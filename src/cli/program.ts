@@ -8,6 +8,7 @@ import type winston from 'winston';
 import { createGateway } from '../kube/gateway.ts';
 import { loadPolicy } from '../observe/policy.ts';
 import { policyJsonSchema } from '../policy/json-schema.ts';
+import { tryParseGoDuration } from '../policy/duration.ts';
 import { parsePolicyDocument } from '../policy/parse.ts';
 import { createLogger, type OutputFormat } from '../report/logger.ts';
 import { SweepMetrics, parseListenAddress, serveMetrics } from '../schedule/metrics.ts';
@@ -34,6 +35,7 @@ interface SweepFlags {
   output?: OutputFormat;
   kubeconfig?: string;
   context?: string;
+  requestTimeout?: string;
 }
 
 const SWEEP_EXAMPLES = `
@@ -64,7 +66,8 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
       .option('--namespace <ns>', 'sweep only this namespace (repeatable; default: all)', collect)
       .addOption(new Option('--output <format>', 'text or json (default: text on a terminal, else json)').choices(['text', 'json']))
       .option('--kubeconfig <file>', 'kubeconfig file (default: KUBECONFIG, ~/.kube/config, or in-cluster)')
-      .option('--context <name>', 'kubeconfig context to use');
+      .option('--context <name>', 'kubeconfig context to use')
+      .option('--request-timeout <duration>', 'give up on one API request after this long (Go duration)', '30s');
 
   withSweepOptions(program.command('sweep').description('run one sweep and exit'))
     .addHelpText('after', SWEEP_EXAMPLES)
@@ -139,8 +142,9 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
     .addOption(new Option('--output <format>', 'text or json').choices(['text', 'json']))
     .option('--kubeconfig <file>', 'kubeconfig file')
     .option('--context <name>', 'kubeconfig context to use')
+    .option('--request-timeout <duration>', 'give up on one API request after this long (Go duration)', '30s')
     .addHelpText('after', '\nExamples:\n  $ imagepull-sweeper policy explain --namespace ci-42\n  $ imagepull-sweeper policy explain --namespace ci-42 --job build-7 --policy-file policy.yaml')
-    .action(async (flags: { namespace: string; job?: string; policyConfigmap?: string; policyFile?: string; output?: OutputFormat; kubeconfig?: string; context?: string }) => {
+    .action(async (flags: { namespace: string; job?: string; policyConfigmap?: string; policyFile?: string; output?: OutputFormat; kubeconfig?: string; context?: string; requestTimeout?: string }) => {
       const location = policyLocation(flags);
       const gateway = tryGateway(flags, location.kind === 'configmap' || flags.job !== undefined);
       const loaded = await loadPolicy(gateway, location);
@@ -171,10 +175,11 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
 
 function prepareSweep(flags: SweepFlags, io: CliIo): { deps: { gateway: ReturnType<typeof createGateway>; clock: () => Date; logger: winston.Logger }; options: SweepOptions } {
   const policy = policyLocation(flags);
+  const timeoutMs = requestTimeoutMs(flags.requestTimeout);
   const kubeConfig = loadKubeConfig(flags);
   const logger = createLogger({ format: outputFormat(flags.output, io), stream: io.stdout });
   return {
-    deps: { gateway: createGateway(kubeConfig), clock: () => new Date(), logger },
+    deps: { gateway: createGateway(kubeConfig, { timeoutMs }), clock: () => new Date(), logger },
     options: {
       dryRun: flags.dryRun === true,
       namespaces: flags.namespace ?? [],
@@ -184,13 +189,26 @@ function prepareSweep(flags: SweepFlags, io: CliIo): { deps: { gateway: ReturnTy
   };
 }
 
-function tryGateway(flags: { kubeconfig?: string; context?: string }, required: boolean): ReturnType<typeof createGateway> | undefined {
+function tryGateway(
+  flags: { kubeconfig?: string; context?: string; requestTimeout?: string },
+  required: boolean,
+): ReturnType<typeof createGateway> | undefined {
+  const timeoutMs = requestTimeoutMs(flags.requestTimeout);
   try {
-    return createGateway(loadKubeConfig(flags));
+    return createGateway(loadKubeConfig(flags), { timeoutMs });
   } catch (error) {
     if (required) throw error;
     return undefined;
   }
+}
+
+function requestTimeoutMs(text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const parsed = tryParseGoDuration(text);
+  if (!parsed.ok || parsed.seconds <= 0) {
+    throw new UsageError(`--request-timeout ${text}: ${parsed.ok ? 'must be more than 0' : parsed.error}`);
+  }
+  return parsed.seconds * 1000;
 }
 
 function outputFormat(flag: OutputFormat | undefined, io: CliIo): OutputFormat {

@@ -38,7 +38,8 @@ export function describeApiError(error: unknown): ApiFailure {
     };
   }
   const code = networkCode(error);
-  const message = error instanceof Error ? error.message : String(error);
+  const aborted = ['AbortError', 'TimeoutError'].includes(String((error as { name?: unknown } | undefined)?.name));
+  const message = aborted ? 'no answer within the request timeout' : error instanceof Error ? error.message : String(error);
   return {
     status: undefined,
     unreachable: code !== undefined || /certificate|self[- ]signed|socket hang up|fetch failed/i.test(message),
@@ -61,6 +62,8 @@ export function isCredentialFailure(f: ApiFailure): boolean {
 
 function networkCode(error: unknown): string | undefined {
   for (let e: unknown = error, depth = 0; e && depth < 4; depth += 1) {
+    const name = (e as { name?: unknown }).name;
+    if (name === 'AbortError' || name === 'TimeoutError') return 'ETIMEDOUT';
     const code = (e as { code?: unknown }).code;
     if (typeof code === 'string' && UNREACHABLE_CODES.has(code)) return code;
     if (typeof code === 'string' && /^(ERR_TLS|CERT_|DEPTH_ZERO|UNABLE_TO_VERIFY|SELF_SIGNED)/.test(code)) return code;

@@ -1,5 +1,8 @@
 import {
   BatchV1Api,
+  type ConfigurationOptions,
+  Observable,
+  type ObservableMiddleware,
   CoreV1Api,
   EventsV1Api,
   type EventsV1Event,
@@ -37,35 +40,51 @@ export interface KubeGateway {
   createEvent(namespace: string, event: EventsV1Event): Promise<void>;
 }
 
-const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
-const strategicMergePatch = setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch);
+export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 
-export function createGateway(kubeConfig: KubeConfig): KubeGateway {
+/** Every request is aborted after `timeoutMs`, so a hung API server cannot hang a sweep. */
+function requestOptions(timeoutMs: number, contentType?: string): ConfigurationOptions<ObservableMiddleware> {
+  const timeout: ObservableMiddleware = {
+    pre: (request) => {
+      request.setSignal(AbortSignal.timeout(timeoutMs));
+      return new Observable(Promise.resolve(request));
+    },
+    post: (response) => new Observable(Promise.resolve(response)),
+  };
+  const base: ConfigurationOptions<ObservableMiddleware> = { middleware: [timeout], middlewareMergeStrategy: 'append' };
+  return contentType ? setHeaderOptions('Content-Type', contentType, base) : base;
+}
+
+export function createGateway(kubeConfig: KubeConfig, options: { timeoutMs?: number } = {}): KubeGateway {
+  const timeoutMs = options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+  const plain = requestOptions(timeoutMs);
+  const mergePatch = requestOptions(timeoutMs, PatchStrategy.MergePatch);
+  const strategicMergePatch = requestOptions(timeoutMs, PatchStrategy.StrategicMergePatch);
   const core = kubeConfig.makeApiClient(CoreV1Api);
   const batch = kubeConfig.makeApiClient(BatchV1Api);
   const events = kubeConfig.makeApiClient(EventsV1Api);
   return {
     async listPods({ namespace, fieldSelector, limit, continueToken }) {
       const page = namespace
-        ? await core.listNamespacedPod({ namespace, fieldSelector, limit, _continue: continueToken })
-        : await core.listPodForAllNamespaces({ fieldSelector, limit, _continue: continueToken });
+        ? await core.listNamespacedPod({ namespace, fieldSelector, limit, _continue: continueToken }, plain)
+        : await core.listPodForAllNamespaces({ fieldSelector, limit, _continue: continueToken }, plain);
       return { pods: page.items, continueToken: page.metadata?._continue || undefined };
     },
     async listJobs({ namespace, limit, continueToken }) {
-      const page = await batch.listNamespacedJob({ namespace, limit, _continue: continueToken });
+      const page = await batch.listNamespacedJob({ namespace, limit, _continue: continueToken }, plain);
       return { jobs: page.items, continueToken: page.metadata?._continue || undefined };
     },
-    readJob: (namespace, name) => batch.readNamespacedJob({ namespace, name }),
-    readNamespace: (name) => core.readNamespace({ name }),
-    readConfigMap: (namespace, name) => core.readNamespacedConfigMap({ namespace, name }),
+    readJob: (namespace, name) => batch.readNamespacedJob({ namespace, name }, plain),
+    readNamespace: (name) => core.readNamespace({ name }, plain),
+    readConfigMap: (namespace, name) => core.readNamespacedConfigMap({ namespace, name }, plain),
     mergePatchJob: (namespace, name, body) => batch.patchNamespacedJob({ namespace, name, body }, mergePatch),
     patchPodStatus: (namespace, name, body) =>
       core.patchNamespacedPodStatus({ namespace, name, body }, strategicMergePatch),
     async deletePod(namespace, name, uid) {
-      await core.deleteNamespacedPod({ namespace, name, body: { preconditions: { uid } } });
+      await core.deleteNamespacedPod({ namespace, name, body: { preconditions: { uid } } }, plain);
     },
     async createEvent(namespace, body) {
-      await events.createNamespacedEvent({ namespace, body });
+      await events.createNamespacedEvent({ namespace, body }, plain);
     },
   };
 }

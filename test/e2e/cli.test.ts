@@ -2,7 +2,7 @@
 // mode with its metrics endpoint, against the real control plane where a cluster is involved.
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -197,6 +197,31 @@ describe('sweep', () => {
     assert.equal(r.code, 3, r.stdout + r.stderr);
     assert.match(r.stdout + r.stderr, /could not be reached.*nothing was changed/);
     assert.doesNotMatch(r.stdout + r.stderr, /\n\s+at /);
+  });
+
+  it('gives up on an API server that never answers (--request-timeout) and exits 3', async () => {
+    const sockets: Socket[] = [];
+    const blackHole = createServer((socket) => void sockets.push(socket));
+    await new Promise<void>((resolve) => blackHole.listen(0, '127.0.0.1', resolve));
+    const { port } = blackHole.address() as { port: number };
+    try {
+      const config = file('blackhole.kubeconfig', kubeconfigYaml(`https://127.0.0.1:${port}`, 'token'));
+      const started = Date.now();
+      const r = await runCli(['sweep', '--kubeconfig', config, '--policy-file', file('p-bh.yaml', ''), '--request-timeout', '500ms', '--output', 'text']);
+      assert.equal(r.code, 3, r.stdout + r.stderr);
+      assert.match(r.stdout, /could not be reached \(ETIMEDOUT: no answer within the request timeout\)/);
+      assert.ok(Date.now() - started < 30_000);
+      assert.ok(sockets.length >= 2, 'the list was retried');
+    } finally {
+      for (const s of sockets) s.destroy();
+      blackHole.close();
+    }
+  });
+
+  it('exits 2 on a bad --request-timeout', async () => {
+    const r = await runCli(['sweep', '--request-timeout', 'soon']);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /--request-timeout soon/);
   });
 
   it('exits 3 when the cluster refuses the credentials', async () => {
