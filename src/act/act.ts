@@ -1,3 +1,4 @@
+import type { EventsV1Event } from '@kubernetes/client-node';
 import type { JobView, Outcome } from '../model.ts';
 import type { Decision } from '../judge/types.ts';
 import { describeApiError } from '../kube/errors.ts';
@@ -90,12 +91,10 @@ async function failJob(gateway: KubeGateway, d: Decision, options: ActOptions): 
   const job = d.jobView!;
   const retry = options.retry ?? DEFAULT_RETRY;
   const annotations = failureAnnotations(d, options.now);
+  const metadata = { resourceVersion: job.resourceVersion, annotations };
   if (d.mechanism === 'podFailurePolicy') {
     // Claim the Job first (resourceVersion makes it a compare-and-swap), so a concurrent sweeper backs off.
-    await withRetry(
-      () => gateway.mergePatchJob(job.namespace, job.name, { metadata: { resourceVersion: job.resourceVersion, annotations } }),
-      retry,
-    );
+    await claimJob(gateway, job, { metadata }, annotations, retry);
     const condition = {
       type: job.failJobConditionType!,
       status: 'True',
@@ -106,7 +105,7 @@ async function failJob(gateway: KubeGateway, d: Decision, options: ActOptions): 
     };
     try {
       await withRetry(() => gateway.patchPodStatus(d.namespace, d.pod, { status: { conditions: [condition] } }), retry);
-      await withRetry(() => gateway.deletePod(d.namespace, d.pod, d.podUid), retry);
+      await withRetry(() => ignoreStatus(404, gateway.deletePod(d.namespace, d.pod, d.podUid)), retry);
     } catch (error) {
       // Release the claim so the next sweep tries again instead of seeing the Job as handled.
       const release = Object.fromEntries(Object.keys(annotations).map((k) => [k, null]));
@@ -116,27 +115,54 @@ async function failJob(gateway: KubeGateway, d: Decision, options: ActOptions): 
       throw error;
     }
   } else {
-    await withRetry(
-      () =>
-        gateway.mergePatchJob(job.namespace, job.name, {
-          metadata: { resourceVersion: job.resourceVersion, annotations },
-          spec: { activeDeadlineSeconds: passedDeadlineSeconds(job, options.now) },
-        }),
-      retry,
-    );
+    const spec = { activeDeadlineSeconds: passedDeadlineSeconds(job, options.now) };
+    await claimJob(gateway, job, { metadata, spec }, annotations, retry);
   }
-  await withRetry(() => gateway.createEvent(job.namespace, stuckJobEvent(d, 'FailJob', { instance: options.instance, now: options.now })), retry).catch(
-    (error: unknown) => {
-      throw new EventFailedError(error);
-    },
-  );
+  const event = stuckJobEvent(d, 'FailJob', { instance: options.instance, now: options.now });
+  await createEventOnce(gateway, event, retry).catch((error: unknown) => {
+    throw new EventFailedError(error);
+  });
+}
+
+/**
+ * The compare-and-swap patch that marks the Job as ours. A conflict after a retried request whose
+ * first attempt did land (our own annotation is there) counts as success, not as a race lost.
+ */
+async function claimJob(
+  gateway: KubeGateway,
+  job: JobView,
+  patch: object,
+  annotations: Record<string, string>,
+  retry: RetryOptions,
+): Promise<void> {
+  try {
+    await withRetry(() => gateway.mergePatchJob(job.namespace, job.name, patch), retry);
+  } catch (error) {
+    if (describeApiError(error).status !== 409) throw error;
+    const current = await withRetry(() => gateway.readJob(job.namespace, job.name), retry).catch(() => undefined);
+    const ours = current?.metadata?.uid === job.uid && current?.metadata?.annotations?.[ANNOTATIONS.failedAt] === annotations[ANNOTATIONS.failedAt];
+    if (!ours) throw error;
+  }
+}
+
+/** Same object each attempt, so a retried create that had landed answers 409 and counts as done. */
+function createEventOnce(gateway: KubeGateway, event: EventsV1Event, retry: RetryOptions): Promise<void> {
+  return withRetry(() => ignoreStatus(409, gateway.createEvent(event.metadata!.namespace!, event)), retry);
+}
+
+async function ignoreStatus(status: number, call: Promise<unknown>): Promise<void> {
+  try {
+    await call;
+  } catch (error) {
+    if (describeApiError(error).status !== status) throw error;
+  }
 }
 
 async function reportJob(gateway: KubeGateway, d: Decision, options: ActOptions): Promise<void> {
   const job = d.jobView!;
   if (job.annotations[ANNOTATIONS.reportedAt] !== undefined) return;
   const retry = options.retry ?? DEFAULT_RETRY;
-  await withRetry(() => gateway.createEvent(job.namespace, stuckJobEvent(d, 'Report', { instance: options.instance, now: options.now })), retry);
+  await createEventOnce(gateway, stuckJobEvent(d, 'Report', { instance: options.instance, now: options.now }), retry);
   const reportedAt = options.now.toISOString().replace(/\.\d{3}Z$/, 'Z');
   await withRetry(
     () => gateway.mergePatchJob(job.namespace, job.name, { metadata: { annotations: { [ANNOTATIONS.reportedAt]: reportedAt } } }),
