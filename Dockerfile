@@ -5,7 +5,7 @@
 # them in step with it.
 
 # --- build: compile TypeScript to dist/ ----------------------------------------------------
-FROM node:24-bookworm-slim AS build
+FROM node:26-slim AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
@@ -14,7 +14,7 @@ COPY src ./src
 RUN npm run build
 
 # --- runtime: production dependencies and the compiled code, as a non-root user ------------
-FROM node:24-bookworm-slim AS runtime
+FROM node:26-slim AS runtime
 ENV NODE_ENV=production
 WORKDIR /app
 COPY package.json package-lock.json ./
