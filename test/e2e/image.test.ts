@@ -126,7 +126,9 @@ describe('Dockerfile', () => {
     const build = stages.find((s) => s.instructions.some((i) => i.op === 'RUN' && npmCommand(i.args, 'run')?.join(' ') === 'run build'));
     assert.ok(build?.name, 'a named stage runs `npm run build`');
     assert.ok(build.instructions.some((i) => i.op === 'RUN' && npmCommand(i.args, 'ci')), 'the build stage runs npm ci');
-    assert.match(runtime.from, /^node:\d+-[a-z]+-slim$|^node:\d+-alpine/);
+    const major = /^node:(\d+)(?:-[a-z]+)?-(?:slim|alpine)$/.exec(runtime.from)?.[1];
+    assert.ok(major, `runtime base ${runtime.from} is a slim or alpine official Node image`);
+    assert.ok(Number(major) >= 20 && Number(major) % 2 === 0, `Node ${major} is an LTS line`);
     assert.notEqual(runtime, build, 'the runtime stage is not the build stage');
     assert.deepEqual(instructions('USER').map((i) => i.args), ['65532:65532']);
     assert.deepEqual(execForm(runtime, 'CMD'), ['sweep']);
