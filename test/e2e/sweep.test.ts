@@ -1,12 +1,15 @@
 // The sweep end to end against the real control plane: each path of SPEC, judged by what the
 // real Job controller does with the sweeper's writes, plus annotations, Events and audit lines.
 import assert from 'node:assert/strict';
+import { PassThrough } from 'node:stream';
 import { describe, it } from 'node:test';
 import { AdmissionregistrationV1Api, BatchV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
 import { act } from '../../src/act/act.ts';
 import { attributeToJobs } from '../../src/attribute/attribute.ts';
 import { judge, rejudgeJob, type JudgeInput } from '../../src/judge/plan.ts';
-import { createGateway } from '../../src/kube/gateway.ts';
+import { createGateway, type KubeGateway } from '../../src/kube/gateway.ts';
+import { createLogger } from '../../src/report/logger.ts';
+import { sweep } from '../../src/sweep.ts';
 import { observeStuckContainers } from '../../src/observe/pods.ts';
 import { DEFAULTS } from '../../src/policy/parse.ts';
 import { jobManifest } from '../support/fixtures.ts';
@@ -379,5 +382,59 @@ describe('sweep under real API failures and races', () => {
     assert.equal(run.exitCode, 0);
     assert.deepEqual(run.lines.map((l) => l.job).sort(), ['job-0', 'job-1', 'job-2', 'job-3', 'job-4']);
     assert.equal(run.summary!.podsScanned, 5);
+  });
+});
+
+describe('sweep when responses are lost', () => {
+  /** The real gateway, except that the first response of each listed call is lost after the write landed. */
+  function losingFirstResponses(names: (keyof KubeGateway)[]): { gateway: KubeGateway; lost: string[] } {
+    const real = createGateway(kc);
+    const lost: string[] = [];
+    const gateway = { ...real };
+    for (const name of names) {
+      const call = real[name] as (...args: unknown[]) => Promise<unknown>;
+      (gateway as Record<string, unknown>)[name] = async (...args: unknown[]) => {
+        const result = await call(...args);
+        if (!lost.includes(name)) {
+          lost.push(name);
+          throw Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
+        }
+        return result;
+      };
+    }
+    return { gateway, lost };
+  }
+
+  async function sweepWith(gateway: KubeGateway, ns: string) {
+    const logger = createLogger({ format: 'json', stream: new PassThrough().resume() });
+    return sweep({ gateway, clock: () => new Date(), logger }, { dryRun: false, namespaces: [ns], policy: DEFAULT_POLICY, instance: 'e2e' });
+  }
+
+  it('retries a landed Job patch and Event create without losing or repeating anything', TIMEOUT, async () => {
+    const ns = await namespace('lost');
+    await createStuckJob(kc, ns, 'job', { stuckFor: 9999 });
+    const { gateway, lost } = losingFirstResponses(['mergePatchJob', 'createEvent']);
+    const result = await sweepWith(gateway, ns);
+    assert.deepEqual(lost.sort(), ['createEvent', 'mergePatchJob']);
+    assert.equal(result.exitCode, 0);
+    assert.equal(result.results[0]!.outcome, 'failed');
+    assert.equal(trueCondition(await waitForJobFailed(kc, ns, 'job'), 'Failed')?.reason, 'DeadlineExceeded');
+    assert.equal((await sweeperEvents(kc, ns)).length, 1);
+  });
+
+  it('retries a landed pod delete on the pod-failure-policy path', TIMEOUT, async () => {
+    const ns = await namespace('lostpod');
+    await createStuckJob(kc, ns, 'job', {
+      stuckFor: 9999,
+      spec: { podFailurePolicy: { rules: [{ action: 'FailJob', onPodConditions: [{ type: 'ImagePullStuck', status: 'True' }] }] } },
+    });
+    const { gateway, lost } = losingFirstResponses(['mergePatchJob', 'patchPodStatus', 'deletePod']);
+    const result = await sweepWith(gateway, ns);
+    assert.equal(lost.length, 3);
+    assert.equal(result.exitCode, 0);
+    assert.equal(result.results[0]!.outcome, 'failed');
+    const job = await waitForJobFailed(kc, ns, 'job');
+    assert.equal(trueCondition(job, 'Failed')?.reason, 'PodFailurePolicy');
+    assert.ok(job.metadata!.annotations!['imagepull-sweeper/failed-at']);
   });
 });
