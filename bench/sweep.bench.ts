@@ -83,7 +83,7 @@ function pagedGateway(total: number, stuckEvery: number): KubeGateway {
       const start = Number(continueToken ?? 0);
       const end = Math.min(total, start + limit);
       const pods = Array.from({ length: end - start }, (_, k) => pod(start + k, (start + k) % stuckEvery === 0));
-      return { pods, continueToken: end < total ? String(end) : undefined };
+      return { items: pods, continueToken: end < total ? String(end) : undefined };
     },
     listJobs: notUsed,
     readJob: notUsed,

@@ -1,8 +1,8 @@
-import type { V1Job } from '@kubernetes/client-node';
 import type { PodOwner } from '../judge/types.ts';
 import type { JobView, StuckContainer } from '../model.ts';
 import { describeApiError } from '../kube/errors.ts';
 import type { KubeGateway } from '../kube/gateway.ts';
+import { forEachPage } from '../kube/paging.ts';
 import { DEFAULT_RETRY, mapBounded, withRetry, type RetryOptions } from '../kube/retry.ts';
 import { jobOwner, toJobView } from './job-view.ts';
 
@@ -42,9 +42,12 @@ export async function attributeToJobs(
   for (const [namespace, names] of wanted) {
     if (names.size >= options.listThreshold) {
       try {
-        for (const job of await listAllJobs(gateway, namespace, retry)) {
-          if (names.has(job.metadata?.name ?? '')) found.set(`${namespace}/${job.metadata!.name}`, toJobView(job));
-        }
+        const listPage = (continueToken: string | undefined) => gateway.listJobs({ namespace, limit: 500, continueToken });
+        await forEachPage(listPage, retry, (jobs) => {
+          for (const job of jobs) {
+            if (names.has(job.metadata?.name ?? '')) found.set(`${namespace}/${job.metadata!.name}`, toJobView(job));
+          }
+        });
       } catch (error) {
         const { message } = describeApiError(error);
         for (const name of names) errors.push({ namespace, job: name, message });
@@ -87,16 +90,4 @@ export async function attributeToJobs(
     jobsFetched: found.size,
     errors,
   };
-}
-
-async function listAllJobs(gateway: KubeGateway, namespace: string, retry: RetryOptions): Promise<V1Job[]> {
-  const jobs: V1Job[] = [];
-  let continueToken: string | undefined;
-  do {
-    const token = continueToken;
-    const page = await withRetry(() => gateway.listJobs({ namespace, limit: 500, continueToken: token }), retry);
-    jobs.push(...page.jobs);
-    continueToken = page.continueToken;
-  } while (continueToken);
-  return jobs;
 }

@@ -15,20 +15,15 @@ import {
   setHeaderOptions,
 } from '@kubernetes/client-node';
 
-export interface PodPage {
-  pods: V1Pod[];
-  continueToken: string | undefined;
-}
-
-export interface JobPage {
-  jobs: V1Job[];
+export interface Page<T> {
+  items: T[];
   continueToken: string | undefined;
 }
 
 /** Every Kubernetes call the sweeper makes. Nothing else in the code talks to the API. */
 export interface KubeGateway {
-  listPods(opts: { namespace?: string; fieldSelector: string; limit: number; continueToken?: string }): Promise<PodPage>;
-  listJobs(opts: { namespace: string; limit: number; continueToken?: string }): Promise<JobPage>;
+  listPods(opts: { namespace?: string; fieldSelector: string; limit: number; continueToken?: string }): Promise<Page<V1Pod>>;
+  listJobs(opts: { namespace: string; limit: number; continueToken?: string }): Promise<Page<V1Job>>;
   readJob(namespace: string, name: string): Promise<V1Job>;
   readNamespace(name: string): Promise<V1Namespace>;
   readConfigMap(namespace: string, name: string): Promise<V1ConfigMap>;
@@ -68,11 +63,11 @@ export function createGateway(kubeConfig: KubeConfig, options: { timeoutMs?: num
       const page = namespace
         ? await core.listNamespacedPod({ namespace, fieldSelector, limit, _continue: continueToken }, plain)
         : await core.listPodForAllNamespaces({ fieldSelector, limit, _continue: continueToken }, plain);
-      return { pods: page.items, continueToken: page.metadata?._continue || undefined };
+      return { items: page.items, continueToken: page.metadata?._continue || undefined };
     },
     async listJobs({ namespace, limit, continueToken }) {
       const page = await batch.listNamespacedJob({ namespace, limit, _continue: continueToken }, plain);
-      return { jobs: page.items, continueToken: page.metadata?._continue || undefined };
+      return { items: page.items, continueToken: page.metadata?._continue || undefined };
     },
     readJob: (namespace, name) => batch.readNamespacedJob({ namespace, name }, plain),
     readNamespace: (name) => core.readNamespace({ name }, plain),

@@ -1,9 +1,9 @@
-import type { V1Pod } from '@kubernetes/client-node';
 import { findStuckContainers } from '../classify/index.ts';
 import type { StuckContainer } from '../model.ts';
 import { describeApiError } from '../kube/errors.ts';
 import type { KubeGateway } from '../kube/gateway.ts';
-import { withRetry, type RetryOptions, DEFAULT_RETRY } from '../kube/retry.ts';
+import { forEachPage } from '../kube/paging.ts';
+import { DEFAULT_RETRY, type RetryOptions } from '../kube/retry.ts';
 
 export const PENDING_PODS = 'status.phase=Pending';
 
@@ -44,7 +44,9 @@ async function listScope(gateway: KubeGateway, namespace: string | undefined, op
   for (let restart = 0; ; restart += 1) {
     const acc: Observation = { stuck: [], podsScanned: 0, pages: 0 };
     try {
-      await forEachPage(gateway, namespace, options, (pods) => {
+      const listPage = (continueToken: string | undefined) =>
+        gateway.listPods({ namespace, fieldSelector: PENDING_PODS, limit: options.pageSize, continueToken });
+      await forEachPage(listPage, options.retry ?? DEFAULT_RETRY, (pods) => {
         acc.pages += 1;
         acc.podsScanned += pods.length;
         for (const pod of pods) acc.stuck.push(...findStuckContainers(pod));
@@ -55,22 +57,4 @@ async function listScope(gateway: KubeGateway, namespace: string | undefined, op
       options.onRestart?.(namespace, restart + 1);
     }
   }
-}
-
-async function forEachPage(
-  gateway: KubeGateway,
-  namespace: string | undefined,
-  options: ObserveOptions,
-  onPage: (pods: V1Pod[]) => void,
-): Promise<void> {
-  let continueToken: string | undefined;
-  do {
-    const token = continueToken;
-    const page = await withRetry(
-      () => gateway.listPods({ namespace, fieldSelector: PENDING_PODS, limit: options.pageSize, continueToken: token }),
-      options.retry ?? DEFAULT_RETRY,
-    );
-    onPage(page.pods);
-    continueToken = page.continueToken;
-  } while (continueToken);
 }

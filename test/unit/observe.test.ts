@@ -25,7 +25,7 @@ function scripted(pages: (V1Pod[] | 'expired')[]): { gateway: KubeGateway; calls
       calls.push({ continueToken: opts.continueToken, fieldSelector: opts.fieldSelector });
       const page = pages[served++];
       if (page === 'expired') throw new ApiException(410, 'Gone', JSON.stringify({ reason: 'Expired', message: 'continue token expired' }), {});
-      return { pods: page ?? [], continueToken: served < pages.length ? `t${served}` : undefined };
+      return { items: page ?? [], continueToken: served < pages.length ? `t${served}` : undefined };
     },
   } as unknown as KubeGateway;
   return { gateway, calls };
