@@ -47,11 +47,12 @@ async function actOne(gateway: KubeGateway, first: Decision, options: ActOptions
     const planned: ActResult = { decision, outcome: OUTCOME_OF_PLAN[decision.plan], error: undefined };
     if (options.dryRun || (decision.plan !== 'fail' && decision.plan !== 'report')) return planned;
     try {
-      if (decision.plan === 'fail') await failJob(gateway, decision, options);
-      else await reportJob(gateway, decision, options);
-      return planned;
+      if (decision.plan === 'report') {
+        await reportJob(gateway, decision, options);
+        return planned;
+      }
+      return { ...planned, error: await failJob(gateway, decision, options) };
     } catch (error) {
-      if (error instanceof EventFailedError) return { ...planned, error: error.message };
       const failure = describeApiError(error);
       if (failure.status === 404) {
         return { decision: { ...decision, plan: 'skip', detail: 'Job or pod no longer exists' }, outcome: 'skipped', error: undefined };
@@ -81,13 +82,14 @@ async function readJobQuietly(gateway: KubeGateway, d: Decision, options: ActOpt
 
 function failureAnnotations(d: Decision, now: Date): Record<string, string> {
   return {
-    [ANNOTATIONS.failedAt]: now.toISOString().replace(/\.\d{3}Z$/, 'Z'),
+    [ANNOTATIONS.failedAt]: rfc3339Seconds(now),
     [ANNOTATIONS.reason]: d.reason,
     [ANNOTATIONS.message]: truncate(describeStuck(d), 4096),
   };
 }
 
-async function failJob(gateway: KubeGateway, d: Decision, options: ActOptions): Promise<void> {
+/** Fails the Job; resolves to an error message when only its Event could not be written. */
+async function failJob(gateway: KubeGateway, d: Decision, options: ActOptions): Promise<string | undefined> {
   const job = d.jobView!;
   const retry = options.retry ?? DEFAULT_RETRY;
   const annotations = failureAnnotations(d, options.now);
@@ -119,9 +121,10 @@ async function failJob(gateway: KubeGateway, d: Decision, options: ActOptions): 
     await claimJob(gateway, job, { metadata, spec }, annotations, retry);
   }
   const event = stuckJobEvent(d, 'FailJob', { instance: options.instance, now: options.now });
-  await createEventOnce(gateway, event, retry).catch((error: unknown) => {
-    throw new EventFailedError(error);
-  });
+  return createEventOnce(gateway, event, retry).then(
+    () => undefined,
+    (error: unknown) => `Job failed, but its Event was not written: ${describeApiError(error).message}`,
+  );
 }
 
 /**
@@ -163,7 +166,7 @@ async function reportJob(gateway: KubeGateway, d: Decision, options: ActOptions)
   if (job.annotations[ANNOTATIONS.reportedAt] !== undefined) return;
   const retry = options.retry ?? DEFAULT_RETRY;
   await createEventOnce(gateway, stuckJobEvent(d, 'Report', { instance: options.instance, now: options.now }), retry);
-  const reportedAt = options.now.toISOString().replace(/\.\d{3}Z$/, 'Z');
+  const reportedAt = rfc3339Seconds(options.now);
   await withRetry(
     () => gateway.mergePatchJob(job.namespace, job.name, { metadata: { annotations: { [ANNOTATIONS.reportedAt]: reportedAt } } }),
     retry,
@@ -176,9 +179,6 @@ export function passedDeadlineSeconds(job: JobView, now: Date): number {
   return Math.max(1, Math.floor((now.getTime() - job.startTime.getTime()) / 1000));
 }
 
-/** The Job was failed but its Event could not be written: still an action failure (exit 1). */
-export class EventFailedError extends Error {
-  constructor(readonly causeError: unknown) {
-    super(`Event not written: ${describeApiError(causeError).message}`);
-  }
+function rfc3339Seconds(date: Date): string {
+  return date.toISOString().replace(/\.\d{3}Z$/, 'Z');
 }
