@@ -63,6 +63,12 @@ interface Slot {
   previous?: { kind: ContainerKind | undefined; status: V1ContainerStatus | undefined };
 }
 
+/** Cheap test run on every Pending pod of the cluster before any per-container work. */
+function hasStuckStatus(pod: V1Pod): boolean {
+  const waitingOnImage = (s: V1ContainerStatus): boolean => isStuckReason(s.state?.waiting?.reason);
+  return (pod.status?.containerStatuses ?? []).some(waitingOnImage) || (pod.status?.initContainerStatuses ?? []).some(waitingOnImage);
+}
+
 function initKind(spec: V1Container | undefined): ContainerKind {
   return spec?.restartPolicy === 'Always' ? 'sidecar' : 'init';
 }
@@ -122,7 +128,7 @@ function pullStartedAt(pod: V1Pod, slot: Slot): Date | undefined {
  * is left out rather than guessed.
  */
 export function findStuckContainers(pod: V1Pod): StuckContainer[] {
-  if (!isActivePod(pod)) return [];
+  if (!isActivePod(pod) || !hasStuckStatus(pod)) return [];
   const controller = controllerOf(pod);
   const out: StuckContainer[] = [];
   for (const slot of slotsOf(pod)) {
