@@ -70,8 +70,3 @@ export interface JobView {
   /** status.startTime, used to compute an already-passed activeDeadlineSeconds. */
   startTime: Date | undefined;
 }
-
-export interface NamespaceView {
-  name: string;
-  labels: Record<string, string>;
-}

@@ -10,13 +10,18 @@ import type { KubeGateway } from './kube/gateway.ts';
 import { DEFAULT_RETRY, mapBounded, withRetry, type RetryOptions } from './kube/retry.ts';
 import type { StuckContainer } from './model.ts';
 import { observeStuckContainers } from './observe/pods.ts';
-import { formatProblem, loadPolicy, type PolicyLocation } from './observe/policy.ts';
+import { formatProblem, loadPolicy, type LoadedPolicy, type PolicyLocation } from './observe/policy.ts';
 import { policyNeedsNamespaceLabels } from './policy/resolve.ts';
 import type { Policy } from './policy/types.ts';
 import { auditLine, summarize, type SweepSummary } from './report/audit.ts';
 import { logDecision, logSummary } from './report/logger.ts';
 
 export const EXIT = { ok: 0, actionsFailed: 1, invalid: 2, unreachable: 3 } as const;
+
+const CONCURRENT_READS = 8;
+const CONCURRENT_WRITES = 4;
+/** From this many stuck Jobs in one namespace on, one paged LIST is cheaper than GETs. */
+const LIST_JOBS_THRESHOLD = 10;
 
 export interface SweepOptions {
   dryRun: boolean;
@@ -26,7 +31,6 @@ export interface SweepOptions {
   /** Identifies this sweeper in Events (pod or host name). */
   instance: string;
   pageSize?: number;
-  concurrency?: number;
   retry?: RetryOptions;
 }
 
@@ -68,8 +72,8 @@ export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<Swe
   }
 
   const attribution = await attributeToJobs(gateway, observation.stuck, {
-    concurrency: options.concurrency ?? 8,
-    listThreshold: 10,
+    concurrency: CONCURRENT_READS,
+    listThreshold: LIST_JOBS_THRESHOLD,
     retry,
   });
   for (const e of attribution.errors) logger.error('could not read Job', { sweepId, namespace: e.namespace, job: e.job, error: e.message });
@@ -91,7 +95,7 @@ export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<Swe
   const plan = judge(judgeInput);
   const results = await act(gateway, plan.decisions, {
     dryRun: options.dryRun,
-    concurrency: options.concurrency ?? 4,
+    concurrency: CONCURRENT_WRITES,
     now,
     instance: options.instance,
     retry,
@@ -119,7 +123,7 @@ async function policyFailure(
   deps: SweepDeps,
   options: SweepOptions,
   sweepId: string,
-  loaded: Exclude<Awaited<ReturnType<typeof loadPolicy>>, { ok: true }>,
+  loaded: Exclude<LoadedPolicy, { ok: true }>,
 ): Promise<SweepResult> {
   const { logger } = deps;
   if (loaded.kind === 'unreachable') return unreachable(logger, sweepId, `reading ${loaded.description}`, loaded.failure);
@@ -166,7 +170,7 @@ async function readNamespaceLabels(
   const unreadable = new Map<string, string>();
   if (!policyNeedsNamespaceLabels(policy)) return { labels, unreadable };
   const namespaces = [...new Set(stuck.map((c) => c.namespace))];
-  await mapBounded(namespaces, 8, async (name) => {
+  await mapBounded(namespaces, CONCURRENT_READS, async (name) => {
     try {
       const ns = await withRetry(() => gateway.readNamespace(name), retry);
       labels.set(name, { ...(ns.metadata?.labels ?? {}) });

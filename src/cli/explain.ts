@@ -3,7 +3,7 @@ import type { KubeGateway } from '../kube/gateway.ts';
 import { PULL_CLASSES } from '../model.ts';
 import type { LoadedPolicy } from '../observe/policy.ts';
 import { formatDuration } from '../policy/duration.ts';
-import { graceForJob, policyNeedsNamespaceLabels, resolveForNamespace } from '../policy/resolve.ts';
+import { explainRules, graceForJob, policyNeedsNamespaceLabels, resolveForNamespace, type RuleMatch } from '../policy/resolve.ts';
 import type { OutputFormat } from '../report/logger.ts';
 import { EXIT } from '../sweep.ts';
 
@@ -28,7 +28,9 @@ export async function explainPolicy(
   } else if (policyNeedsNamespaceLabels(loaded.policy)) {
     notes.push('no cluster connection: rules with namespaceSelector see no labels');
   }
-  const effective = resolveForNamespace(loaded.policy, { name: namespace, labels: labels ?? {} });
+  const ns = { name: namespace, labels: labels ?? {} };
+  const effective = resolveForNamespace(loaded.policy, ns);
+  const rules = explainRules(loaded.policy, ns);
 
   let job: { name: string; annotations: Record<string, string> } | undefined;
   if (jobName) {
@@ -47,7 +49,7 @@ export async function explainPolicy(
 
   if (format === 'json') {
     out.write(
-      `${JSON.stringify({ policy: loaded.description, namespace, labels: labels ?? null, ...effective, job: job ? { name: job.name, ignored, grace: jobGrace } : null, notes })}\n`,
+      `${JSON.stringify({ policy: loaded.description, namespace, labels: labels ?? null, ...effective, rules, job: job ? { name: job.name, ignored, grace: jobGrace } : null, notes })}\n`,
     );
     return EXIT.ok;
   }
@@ -55,6 +57,7 @@ export async function explainPolicy(
     `Policy:      ${loaded.description}`,
     `Namespace:   ${namespace}${labels ? `  labels: ${formatLabels(labels)}` : ''}`,
     `Rule:        ${effective.rule}`,
+    ...rules.map((r) => `  ${r.matched ? 'matches' : 'no match'}: ${r.rule}${describeMatchers(r)}`),
     `Action:      ${effective.action}  (from ${effective.sources.action})`,
     'Grace:',
     ...PULL_CLASSES.map((c) => `  ${c.padEnd(10)} ${formatDuration(effective.grace[c]).padEnd(8)} (from ${effective.sources.grace[c]})`),
@@ -74,6 +77,14 @@ export async function explainPolicy(
   for (const n of notes) lines.push(`Note: ${n}`);
   out.write(`${lines.join('\n')}\n`);
   return EXIT.ok;
+}
+
+function describeMatchers(r: RuleMatch): string {
+  const parts = [
+    r.namespaces === undefined ? undefined : `namespaces ${r.namespaces ? 'yes' : 'no'}`,
+    r.namespaceSelector === undefined ? undefined : `namespaceSelector ${r.namespaceSelector ? 'yes' : 'no'}`,
+  ].filter(Boolean);
+  return parts.length > 0 ? ` (${parts.join(', ')})` : ' (matches every namespace)';
 }
 
 function formatLabels(labels: Record<string, string>): string {

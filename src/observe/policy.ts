@@ -60,7 +60,7 @@ export function formatProblem(source: string, p: PolicyProblem): string {
   return `${source}:${p.line}:${p.column} ${p.path || '(root)'}: ${p.message}`;
 }
 
-async function readStdin(): Promise<string> {
+export async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks).toString('utf8');

@@ -41,12 +41,6 @@ export interface Policy {
   limits: Limits;
 }
 
-/** Where a policy came from, for logs and `policy explain`. */
-export type PolicySource =
-  | { kind: 'builtin' }
-  | { kind: 'configmap'; namespace: string; name: string }
-  | { kind: 'file'; path: string };
-
 export interface PolicyProblem {
   line: number; // 1-based
   column: number; // 1-based

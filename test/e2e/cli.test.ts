@@ -9,6 +9,7 @@ import { describe, it } from 'node:test';
 import { type KubeConfig } from '@kubernetes/client-node';
 import { parse } from 'yaml';
 import { REPO, ensureBuilt, jsonLines, runCli, startCli } from '../support/cli.ts';
+import { freePort } from '../support/cluster.ts';
 import { useTestCluster } from '../support/hooks.ts';
 import { waitFor } from '../support/kubelet.ts';
 import { createStuckJob, sweeperEvents, trueCondition, readJob, waitForJobFailed } from '../support/sweeper.ts';
@@ -148,6 +149,7 @@ describe('policy explain', () => {
     assert.match(r.stdout, /permanent\s+30s\s+\(from batch\)/);
     assert.match(r.stdout, /auth\s+10m\s+\(from defaults\)/);
     assert.match(r.stdout, /team=batch/);
+    assert.match(r.stdout, /matches: batch \(namespaceSelector yes\)/);
   });
 
   it('works offline from a policy file, and says when selectors cannot see labels', async () => {
@@ -191,7 +193,7 @@ describe('policy explain', () => {
 
 describe('sweep', () => {
   it('exits 3 with one line when the cluster cannot be reached', async () => {
-    const port = await closedPort();
+    const port = await freePort();
     const config = file('unreachable.kubeconfig', kubeconfigYaml(`https://127.0.0.1:${port}`, 'token'));
     const r = await runCli(['sweep', '--kubeconfig', config, '--policy-file', file('p0.yaml', ''), '--output', 'text'], { timeoutMs: 120_000 });
     assert.equal(r.code, 3, r.stdout + r.stderr);
@@ -270,7 +272,7 @@ describe('run', () => {
     const ns = await namespace('clirun');
     await createStuckJob(kc, ns, 'first', { stuckFor: 9999 });
     const policy = file('run.yaml', 'defaults: { action: report }\n');
-    const port = await closedPort();
+    const port = await freePort();
     const proc = startCli([
       'run', '--schedule', '*/2 * * * * *', '--namespace', ns, '--policy-file', policy,
       '--kubeconfig', kubeconfig, '--listen', `127.0.0.1:${port}`, '--output', 'json',
@@ -310,16 +312,4 @@ users: [{ name: u, user: { token: ${token} } }]
 contexts: [{ name: ctx, context: { cluster: c, user: u } }]
 current-context: ctx
 `;
-}
-
-/** A loopback port nothing listens on (taken and released). */
-function closedPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
 }
