@@ -208,7 +208,7 @@ describe('graceForJob', () => {
       assert.deepEqual(job.grace, ci.grace);
       assert.equal(job.override, undefined);
       assert.equal(job.warnings.length, 1);
-      assert.ok(job.warnings[0]!.startsWith(`annotation imagepull-sweeper/grace=${JSON.stringify(value)} ignored: `), job.warnings[0]);
+      assert.ok(job.warnings[0]!.startsWith(`annotation imagepull-sweeper/grace=${JSON.stringify(value)} ignored: `), job.warnings[0]!);
     });
   }
 
