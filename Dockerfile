@@ -2,7 +2,8 @@
 # imagepull-sweeper container image.
 #   docker build -t <your-registry>/imagepull-sweeper:0.1.0 .
 # test/e2e/image.test.ts repeats the runtime stage's install steps outside Docker, so keep
-# them in step with it.
+# them in step with it. Both stages use the Node major that `npm test` runs on (the `node` dev
+# dependency; test/unit/runtime.test.ts keeps them equal).
 
 # --- build: compile TypeScript to dist/ ----------------------------------------------------
 FROM node:26-slim AS build
