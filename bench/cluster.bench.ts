@@ -3,8 +3,10 @@
 // control plane, with the default limits lifted so every Job is failed in one sweep.
 import { PassThrough } from 'node:stream';
 import { BatchV1Api, CoreV1Api } from '@kubernetes/client-node';
+import { exitStatusOf } from '../src/cli/exit.ts';
+import { mapBounded } from '../src/concurrency.ts';
 import { createGateway } from '../src/kube/gateway.ts';
-import { mapBounded } from '../src/kube/retry.ts';
+import { withRetries } from '../src/kube/retrying.ts';
 import { createLogger } from '../src/report/logger.ts';
 import { sweep } from '../src/sweep.ts';
 import { startCluster } from '../test/support/cluster.ts';
@@ -40,13 +42,13 @@ try {
   for (const dryRun of [true, false]) {
     const started = Date.now();
     const result = await sweep(
-      { gateway: createGateway(kc), clock: () => new Date(), logger: createLogger({ format: 'json', stream: new PassThrough().resume() }) },
+      { gateway: withRetries(createGateway(kc)), clock: () => new Date(), logger: createLogger({ format: 'json', stream: new PassThrough().resume() }) },
       { dryRun, namespaces: [], policy, instance: 'bench' },
     );
     const s = result.summary!;
     console.log(
       `${dryRun ? 'dry run' : 'sweep  '}: ${s.podsScanned} pending pods, ${s.outcomes.failed} ${dryRun ? 'would fail' : 'failed'}, ` +
-        `${s.actionErrors} errors, exit ${result.exitCode}, ${Date.now() - started} ms`,
+        `${s.actionErrors} errors, exit ${exitStatusOf(result.status)}, ${Date.now() - started} ms`,
     );
   }
   const started = Date.now();

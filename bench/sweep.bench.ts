@@ -4,7 +4,7 @@
 //    cluster size and of stuck pods (pages are generated on demand, as the API server would
 //    stream them, so the figure is the sweeper's own memory).
 import type { V1Pod } from '@kubernetes/client-node';
-import { judge } from '../src/judge/plan.ts';
+import { judge } from '../src/judge/judge.ts';
 import type { KubeGateway } from '../src/kube/gateway.ts';
 import type { JobView, StuckContainer } from '../src/model.ts';
 import { observeStuckContainers } from '../src/observe/pods.ts';

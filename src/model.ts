@@ -1,10 +1,25 @@
 // Domain types shared by every stage of a sweep. Pure data: no I/O, no client types.
+//
+// Glossary (code, audit lines and README use these words in these senses only):
+// - sweep: one pass observe → classify → attribute → judge → act → report.
+// - stuck container: a container waiting on its image (a stuck reason); its pull class
+//   (permanent|auth|transient|unknown) picks its grace.
+// - action: what the policy prescribes for a Job: fail | report | ignore.
+// - decision: the judge's verdict on one Job (or one pod without a Job), with its action, plan
+//   and the detail saying why.
+// - plan: what this sweep decided to do with that Job: fail | report | skip | defer | error.
+// - outcome: what then happened: failed | reported | skipped | deferred | error.
+// - judgement: all decisions of one sweep plus the outage assessment.
 
 export const PULL_CLASSES = ['permanent', 'auth', 'transient', 'unknown'] as const;
 export type PullClass = (typeof PULL_CLASSES)[number];
 
 export const ACTIONS = ['fail', 'report', 'ignore'] as const;
 export type Action = (typeof ACTIONS)[number];
+
+/** `error`: the Job could not be read, so nothing could be judged. */
+export const PLANS = ['fail', 'report', 'skip', 'defer', 'error'] as const;
+export type Plan = (typeof PLANS)[number];
 
 export const OUTCOMES = ['failed', 'reported', 'skipped', 'deferred', 'error'] as const;
 export type Outcome = (typeof OUTCOMES)[number];
@@ -20,6 +35,10 @@ export const STUCK_REASONS = [
   'ImageInspectError',
 ] as const;
 export type StuckReason = (typeof STUCK_REASONS)[number];
+
+export function isStuckReason(value: string | undefined): value is StuckReason {
+  return value !== undefined && (STUCK_REASONS as readonly string[]).includes(value);
+}
 
 export type ContainerKind = 'init' | 'sidecar' | 'regular';
 

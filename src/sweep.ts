@@ -3,20 +3,19 @@ import type winston from 'winston';
 import { act, type ActResult } from './act/act.ts';
 import { invalidPolicyEvent } from './act/events.ts';
 import { attributeToJobs } from './attribute/attribute.ts';
-import { judge, rejudgeJob, type JudgeInput } from './judge/plan.ts';
+import { judge, rejudgeJob, type JudgeInput } from './judge/judge.ts';
 import type { PodOwner } from './judge/types.ts';
 import { describeApiError, isCredentialFailure, type ApiFailure } from './kube/errors.ts';
 import type { KubeGateway } from './kube/gateway.ts';
-import { DEFAULT_RETRY, mapBounded, withRetry, type RetryOptions } from './kube/retry.ts';
+import { mapBounded } from './concurrency.ts';
 import type { StuckContainer } from './model.ts';
 import { observeStuckContainers } from './observe/pods.ts';
-import { formatProblem, loadPolicy, type LoadedPolicy, type PolicyLocation } from './observe/policy.ts';
+import { loadPolicy, type LoadedPolicy, type PolicyLocation } from './policy/load.ts';
+import { formatProblem } from './policy/problems.ts';
 import { policyNeedsNamespaceLabels } from './policy/resolve.ts';
 import type { Policy } from './policy/types.ts';
 import { auditLine, summarize, type SweepSummary } from './report/audit.ts';
 import { logDecision, logSummary } from './report/logger.ts';
-
-export const EXIT = { ok: 0, actionsFailed: 1, invalid: 2, unreachable: 3 } as const;
 
 const CONCURRENT_READS = 8;
 const CONCURRENT_WRITES = 4;
@@ -31,17 +30,23 @@ export interface SweepOptions {
   /** Identifies this sweeper in Events (pod or host name). */
   instance: string;
   pageSize?: number;
-  retry?: RetryOptions;
 }
 
 export interface SweepDeps {
+  /** Retries are the gateway's business (kube/retrying.ts); the sweep calls each method once. */
   gateway: KubeGateway;
   clock: () => Date;
   logger: winston.Logger;
 }
 
+/**
+ * How the sweep ended: `done` (whatever it decided), `actions-failed` (some action or lookup
+ * failed), `invalid-policy` or `unreachable` (nothing was changed).
+ */
+export type SweepStatus = 'done' | 'actions-failed' | 'invalid-policy' | 'unreachable';
+
 export interface SweepResult {
-  exitCode: number;
+  status: SweepStatus;
   summary: SweepSummary | undefined;
   results: ActResult[];
 }
@@ -51,7 +56,6 @@ export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<Swe
   const { gateway, clock, logger } = deps;
   const sweepId = randomUUID().slice(0, 8);
   const startedAt = clock();
-  const retry = options.retry ?? DEFAULT_RETRY;
 
   const loaded = await loadPolicy(gateway, options.policy);
   if (!loaded.ok) return policyFailure(deps, options, sweepId, loaded);
@@ -64,7 +68,6 @@ export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<Swe
     observation = await observeStuckContainers(gateway, {
       namespaces: options.namespaces,
       pageSize: options.pageSize ?? 500,
-      retry,
       onRestart: (ns, n) => logger.warn('pod list continue token expired; listing again from the start', { sweepId, namespace: ns ?? '*', restart: n }),
     });
   } catch (error) {
@@ -74,11 +77,10 @@ export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<Swe
   const attribution = await attributeToJobs(gateway, observation.stuck, {
     concurrency: CONCURRENT_READS,
     listThreshold: LIST_JOBS_THRESHOLD,
-    retry,
   });
   for (const e of attribution.errors) logger.error('could not read Job', { sweepId, namespace: e.namespace, job: e.job, error: e.message });
 
-  const { labels, unreadable } = await readNamespaceLabels(gateway, policy, observation.stuck, retry);
+  const { labels, unreadable } = await readNamespaceLabels(gateway, policy, observation.stuck);
   for (const [namespace, message] of unreadable) logger.error('could not read Namespace labels', { sweepId, namespace, error: message });
   const containerByPod = new Map(observation.stuck.map((c) => [c.podUid, c]));
   const ownerOf = (podUid: string): PodOwner => {
@@ -92,14 +94,13 @@ export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<Swe
 
   const now = clock();
   const judgeInput: JudgeInput = { stuck: observation.stuck, ownerOf, namespaceLabels: labels, policy, now };
-  const plan = judge(judgeInput);
-  const results = await act(gateway, plan.decisions, {
+  const judgement = judge(judgeInput);
+  const results = await act(gateway, judgement.decisions, {
     dryRun: options.dryRun,
     concurrency: CONCURRENT_WRITES,
     now,
     instance: options.instance,
-    retry,
-    rejudge: (decision, fresh) => rejudgeJob({ ...judgeInput, outage: plan.outage }, decision, fresh),
+    rejudge: (decision, fresh) => rejudgeJob({ ...judgeInput, outage: judgement.outage }, decision, fresh),
   });
 
   for (const result of results) logDecision(logger, auditLine(sweepId, result, options.dryRun));
@@ -112,11 +113,11 @@ export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<Swe
     finishedAt: clock(),
     podsScanned: observation.podsScanned,
     stuckContainers: observation.stuck.length,
-    outage: plan.outage,
+    outage: judgement.outage,
     results,
   });
   logSummary(logger, summary);
-  return { exitCode: summary.exitCode, summary, results };
+  return { status: summary.actionErrors > 0 ? 'actions-failed' : 'done', summary, results };
 }
 
 async function policyFailure(
@@ -129,7 +130,7 @@ async function policyFailure(
   if (loaded.kind === 'unreachable') return unreachable(logger, sweepId, `reading ${loaded.description}`, loaded.failure);
   if (loaded.kind === 'unreadable-file') {
     logger.error(`cannot read policy ${loaded.description}: ${loaded.message}; nothing was changed`, { sweepId });
-    return { exitCode: EXIT.invalid, summary: undefined, results: [] };
+    return { status: 'invalid-policy', summary: undefined, results: [] };
   }
   const source = options.policy.kind === 'file' ? options.policy.path : `${options.policy.namespace}/${options.policy.name}:policy.yaml`;
   const problems = loaded.problems.map((p) => formatProblem(source, p));
@@ -142,12 +143,12 @@ async function policyFailure(
       now: deps.clock(),
     });
     try {
-      await withRetry(() => deps.gateway.createEvent(namespace, event), options.retry ?? DEFAULT_RETRY);
+      await deps.gateway.createEvent(namespace, event);
     } catch (error) {
       logger.error('could not write the InvalidPolicy Event', { sweepId, error: describeApiError(error).message });
     }
   }
-  return { exitCode: EXIT.invalid, summary: undefined, results: [] };
+  return { status: 'invalid-policy', summary: undefined, results: [] };
 }
 
 function unreachable(logger: winston.Logger, sweepId: string, what: string, failure: ApiFailure): SweepResult {
@@ -157,14 +158,13 @@ function unreachable(logger: winston.Logger, sweepId: string, what: string, fail
       ? `the cluster could not be reached (${failure.reason}: ${failure.message})`
       : `the cluster answered ${failure.status ?? ''} ${failure.reason}: ${failure.message}`;
   logger.error(`${what}: ${why}; nothing was changed`, { sweepId });
-  return { exitCode: EXIT.unreachable, summary: undefined, results: [] };
+  return { status: 'unreachable', summary: undefined, results: [] };
 }
 
 async function readNamespaceLabels(
   gateway: KubeGateway,
   policy: Policy,
   stuck: readonly StuckContainer[],
-  retry: RetryOptions,
 ): Promise<{ labels: Map<string, Record<string, string>>; unreadable: Map<string, string> }> {
   const labels = new Map<string, Record<string, string>>();
   const unreadable = new Map<string, string>();
@@ -172,7 +172,7 @@ async function readNamespaceLabels(
   const namespaces = [...new Set(stuck.map((c) => c.namespace))];
   await mapBounded(namespaces, CONCURRENT_READS, async (name) => {
     try {
-      const ns = await withRetry(() => gateway.readNamespace(name), retry);
+      const ns = await gateway.readNamespace(name);
       labels.set(name, { ...(ns.metadata?.labels ?? {}) });
     } catch (error) {
       unreadable.set(name, describeApiError(error).message);

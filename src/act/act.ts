@@ -1,9 +1,8 @@
-import type { EventsV1Event } from '@kubernetes/client-node';
-import type { JobView, Outcome } from '../model.ts';
+import type { JobView, Outcome, Plan } from '../model.ts';
 import type { Decision } from '../judge/types.ts';
 import { describeApiError } from '../kube/errors.ts';
 import type { KubeGateway } from '../kube/gateway.ts';
-import { DEFAULT_RETRY, mapBounded, withRetry, type RetryOptions } from '../kube/retry.ts';
+import { mapBounded } from '../concurrency.ts';
 import { toJobView } from '../attribute/job-view.ts';
 import { ANNOTATIONS } from '../policy/annotations.ts';
 import { describeStuck, stuckJobEvent, truncate } from './events.ts';
@@ -13,7 +12,6 @@ export interface ActOptions {
   concurrency: number;
   now: Date;
   instance: string;
-  retry?: RetryOptions;
   /** Judges one Job again from a fresh read, after a write conflicted. */
   rejudge: (decision: Decision, fresh: JobView) => Decision;
   /** How many times a conflicting Job is re-read and re-judged. */
@@ -27,7 +25,7 @@ export interface ActResult {
   error: string | undefined;
 }
 
-const OUTCOME_OF_PLAN: Record<Decision['plan'], Outcome> = {
+const OUTCOME_OF_PLAN: Record<Plan, Outcome> = {
   fail: 'failed',
   report: 'reported',
   skip: 'skipped',
@@ -35,7 +33,7 @@ const OUTCOME_OF_PLAN: Record<Decision['plan'], Outcome> = {
   error: 'error',
 };
 
-/** Carries out the plan with bounded concurrency; one failing Job never stops the others. */
+/** Carries out each decision's plan with bounded concurrency; one failing Job never stops the others. */
 export async function act(gateway: KubeGateway, decisions: readonly Decision[], options: ActOptions): Promise<ActResult[]> {
   return mapBounded(decisions, options.concurrency, (decision) => actOne(gateway, decision, options));
 }
@@ -58,7 +56,7 @@ async function actOne(gateway: KubeGateway, first: Decision, options: ActOptions
         return { decision: { ...decision, plan: 'skip', detail: 'Job or pod no longer exists' }, outcome: 'skipped', error: undefined };
       }
       if (failure.status === 409 && conflicts < maxConflicts) {
-        const fresh = await readJobQuietly(gateway, decision, options);
+        const fresh = await readJobQuietly(gateway, decision);
         if (fresh === 'gone') {
           return { decision: { ...decision, plan: 'skip', detail: 'Job no longer exists' }, outcome: 'skipped', error: undefined };
         }
@@ -72,9 +70,9 @@ async function actOne(gateway: KubeGateway, first: Decision, options: ActOptions
   }
 }
 
-async function readJobQuietly(gateway: KubeGateway, d: Decision, options: ActOptions): Promise<JobView | 'gone' | undefined> {
+async function readJobQuietly(gateway: KubeGateway, d: Decision): Promise<JobView | 'gone' | undefined> {
   try {
-    return toJobView(await withRetry(() => gateway.readJob(d.namespace, d.job!), options.retry ?? DEFAULT_RETRY));
+    return toJobView(await gateway.readJob(d.namespace, d.job!));
   } catch (error) {
     return describeApiError(error).status === 404 ? 'gone' : undefined;
   }
@@ -91,12 +89,11 @@ function failureAnnotations(d: Decision, now: Date): Record<string, string> {
 /** Fails the Job; resolves to an error message when only its Event could not be written. */
 async function failJob(gateway: KubeGateway, d: Decision, options: ActOptions): Promise<string | undefined> {
   const job = d.jobView!;
-  const retry = options.retry ?? DEFAULT_RETRY;
   const annotations = failureAnnotations(d, options.now);
   const metadata = { resourceVersion: job.resourceVersion, annotations };
   if (d.mechanism === 'podFailurePolicy') {
     // Claim the Job first (resourceVersion makes it a compare-and-swap), so a concurrent sweeper backs off.
-    await claimJob(gateway, job, { metadata }, annotations, retry);
+    await gateway.mergePatchJob(job.namespace, job.name, { metadata });
     const condition = {
       type: job.failJobConditionType!,
       status: 'True',
@@ -106,71 +103,32 @@ async function failJob(gateway: KubeGateway, d: Decision, options: ActOptions): 
       lastProbeTime: null,
     };
     try {
-      await withRetry(() => gateway.patchPodStatus(d.namespace, d.pod, { status: { conditions: [condition] } }), retry);
-      await withRetry(() => ignoreStatus(404, gateway.deletePod(d.namespace, d.pod, d.podUid)), retry);
+      await gateway.patchPodStatus(d.namespace, d.pod, { status: { conditions: [condition] } });
+      await gateway.deletePod(d.namespace, d.pod, d.podUid);
     } catch (error) {
       // Release the claim so the next sweep tries again instead of seeing the Job as handled.
       const release = Object.fromEntries(Object.keys(annotations).map((k) => [k, null]));
-      await withRetry(() => gateway.mergePatchJob(job.namespace, job.name, { metadata: { annotations: release } }), retry).catch(
-        () => undefined,
-      );
+      await gateway.mergePatchJob(job.namespace, job.name, { metadata: { annotations: release } }).catch(() => undefined);
       throw error;
     }
   } else {
     const spec = { activeDeadlineSeconds: passedDeadlineSeconds(job, options.now) };
-    await claimJob(gateway, job, { metadata, spec }, annotations, retry);
+    await gateway.mergePatchJob(job.namespace, job.name, { metadata, spec });
   }
   const event = stuckJobEvent(d, 'FailJob', { instance: options.instance, now: options.now });
-  return createEventOnce(gateway, event, retry).then(
+  return gateway.createEvent(event.metadata!.namespace!, event).then(
     () => undefined,
     (error: unknown) => `Job failed, but its Event was not written: ${describeApiError(error).message}`,
   );
 }
 
-/**
- * The compare-and-swap patch that marks the Job as ours. A conflict after a retried request whose
- * first attempt did land (our own annotation is there) counts as success, not as a race lost.
- */
-async function claimJob(
-  gateway: KubeGateway,
-  job: JobView,
-  patch: object,
-  annotations: Record<string, string>,
-  retry: RetryOptions,
-): Promise<void> {
-  try {
-    await withRetry(() => gateway.mergePatchJob(job.namespace, job.name, patch), retry);
-  } catch (error) {
-    if (describeApiError(error).status !== 409) throw error;
-    const current = await withRetry(() => gateway.readJob(job.namespace, job.name), retry).catch(() => undefined);
-    const ours = current?.metadata?.uid === job.uid && current?.metadata?.annotations?.[ANNOTATIONS.failedAt] === annotations[ANNOTATIONS.failedAt];
-    if (!ours) throw error;
-  }
-}
-
-/** Same object each attempt, so a retried create that had landed answers 409 and counts as done. */
-function createEventOnce(gateway: KubeGateway, event: EventsV1Event, retry: RetryOptions): Promise<void> {
-  return withRetry(() => ignoreStatus(409, gateway.createEvent(event.metadata!.namespace!, event)), retry);
-}
-
-async function ignoreStatus(status: number, call: Promise<unknown>): Promise<void> {
-  try {
-    await call;
-  } catch (error) {
-    if (describeApiError(error).status !== status) throw error;
-  }
-}
-
 async function reportJob(gateway: KubeGateway, d: Decision, options: ActOptions): Promise<void> {
   const job = d.jobView!;
   if (job.annotations[ANNOTATIONS.reportedAt] !== undefined) return;
-  const retry = options.retry ?? DEFAULT_RETRY;
-  await createEventOnce(gateway, stuckJobEvent(d, 'Report', { instance: options.instance, now: options.now }), retry);
+  const event = stuckJobEvent(d, 'Report', { instance: options.instance, now: options.now });
+  await gateway.createEvent(event.metadata!.namespace!, event);
   const reportedAt = rfc3339Seconds(options.now);
-  await withRetry(
-    () => gateway.mergePatchJob(job.namespace, job.name, { metadata: { annotations: { [ANNOTATIONS.reportedAt]: reportedAt } } }),
-    retry,
-  );
+  await gateway.mergePatchJob(job.namespace, job.name, { metadata: { annotations: { [ANNOTATIONS.reportedAt]: reportedAt } } });
 }
 
 /** An activeDeadlineSeconds that has already run out, counted from the Job's start. */

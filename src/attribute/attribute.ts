@@ -1,16 +1,15 @@
+import { mapBounded } from '../concurrency.ts';
 import type { PodOwner } from '../judge/types.ts';
 import type { JobView, StuckContainer } from '../model.ts';
 import { describeApiError } from '../kube/errors.ts';
 import type { KubeGateway } from '../kube/gateway.ts';
 import { forEachPage } from '../kube/paging.ts';
-import { DEFAULT_RETRY, mapBounded, withRetry, type RetryOptions } from '../kube/retry.ts';
 import { jobOwner, toJobView } from './job-view.ts';
 
 export interface AttributeOptions {
   concurrency: number;
   /** At or above this many Jobs wanted in one namespace, one paged LIST replaces the GETs. */
   listThreshold: number;
-  retry?: RetryOptions;
 }
 
 export interface Attribution {
@@ -37,13 +36,12 @@ export async function attributeToJobs(
 
   const found = new Map<string, JobView>(); // namespace/name → Job
   const errors: Attribution['errors'] = [];
-  const retry = options.retry ?? DEFAULT_RETRY;
   const gets: { namespace: string; name: string }[] = [];
   for (const [namespace, names] of wanted) {
     if (names.size >= options.listThreshold) {
       try {
         const listPage = (continueToken: string | undefined) => gateway.listJobs({ namespace, limit: 500, continueToken });
-        await forEachPage(listPage, retry, (jobs) => {
+        await forEachPage(listPage, (jobs) => {
           for (const job of jobs) {
             if (names.has(job.metadata?.name ?? '')) found.set(`${namespace}/${job.metadata!.name}`, toJobView(job));
           }
@@ -58,7 +56,7 @@ export async function attributeToJobs(
   }
   await mapBounded(gets, options.concurrency, async ({ namespace, name }) => {
     try {
-      found.set(`${namespace}/${name}`, toJobView(await withRetry(() => gateway.readJob(namespace, name), retry)));
+      found.set(`${namespace}/${name}`, toJobView(await gateway.readJob(namespace, name)));
     } catch (error) {
       const failure = describeApiError(error);
       if (failure.status !== 404) errors.push({ namespace, job: name, message: failure.message });

@@ -1,6 +1,6 @@
 // Turns a kubelet waiting message into the text the class rules look at.
 
-import { STUCK_REASONS, type StuckReason } from '../model.ts';
+import { isStuckReason, STUCK_REASONS, type StuckReason } from '../model.ts';
 
 export interface PullCause {
   /** The reason that produced the cause (the embedded one for a v1.32+ back-off message). */
@@ -11,10 +11,6 @@ export interface PullCause {
 
 const BACK_OFF = /^\s*Back-off pulling image\s+(?:"(?:[^"\\]|\\.)*"|\S+)\s*(?::\s*([\s\S]*))?$/i;
 const EMBEDDED_REASON = new RegExp(`^(${STUCK_REASONS.join('|')}):\\s*([\\s\\S]*)$`);
-
-function isStuckReason(value: string): value is StuckReason {
-  return (STUCK_REASONS as readonly string[]).includes(value);
-}
 
 /**
  * Splits `Back-off pulling image "x": ErrImagePull: <cause>` (kubelet v1.32+) into the embedded

@@ -1,7 +1,7 @@
 // Finds the containers of a pod that wait on their image, and since when they could have pulled it.
 
 import type { V1Container, V1ContainerStatus, V1OwnerReference, V1Pod, V1PodCondition } from '@kubernetes/client-node';
-import { STUCK_REASONS, type ContainerKind, type OwnerRef, type StuckContainer, type StuckReason } from '../model.ts';
+import { isStuckReason, type ContainerKind, type OwnerRef, type StuckContainer } from '../model.ts';
 import { classifyPullFailure } from './pull-class.ts';
 
 /** client-node gives `Date`s; raw JSON gives RFC 3339 strings. Accept both. */
@@ -17,10 +17,6 @@ function latest(...dates: (Date | undefined)[]): Date | undefined {
   let out: Date | undefined;
   for (const d of dates) if (d && (!out || d.getTime() > out.getTime())) out = d;
   return out;
-}
-
-function isStuckReason(value: string | undefined): value is StuckReason {
-  return value !== undefined && (STUCK_REASONS as readonly string[]).includes(value);
 }
 
 /** Not being deleted and not finished. */

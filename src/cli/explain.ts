@@ -1,11 +1,11 @@
 import { describeApiError } from '../kube/errors.ts';
 import type { KubeGateway } from '../kube/gateway.ts';
 import { PULL_CLASSES } from '../model.ts';
-import type { LoadedPolicy } from '../observe/policy.ts';
+import type { LoadedPolicy } from '../policy/load.ts';
 import { formatDuration } from '../policy/duration.ts';
 import { explainRules, graceForJob, policyNeedsNamespaceLabels, resolveForNamespace, type RuleMatch } from '../policy/resolve.ts';
 import type { OutputFormat } from '../report/logger.ts';
-import { EXIT } from '../sweep.ts';
+import { EXIT } from './exit.ts';
 
 /** `policy explain`: the effective policy for one namespace (and Job), with where each value came from. */
 export async function explainPolicy(

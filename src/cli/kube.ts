@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { homedir, hostname } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
-import { DEFAULT_POLICY_CONFIGMAP, type PolicyLocation } from '../observe/policy.ts';
+import { DEFAULT_POLICY_CONFIGMAP, type PolicyLocation } from '../policy/load.ts';
 import { UsageError } from './errors.ts';
 
 const SERVICE_ACCOUNT_NAMESPACE_FILE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { readStdin } from '../observe/policy.ts';
+import { readStdin } from '../policy/load.ts';
 import { runCli } from './program.ts';
 
 const code = await runCli(process.argv.slice(2), {

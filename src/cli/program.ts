@@ -1,23 +1,23 @@
-import { readFile } from 'node:fs/promises';
 import type { Writable } from 'node:stream';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, Option } from 'commander';
-import type winston from 'winston';
-import { createGateway } from '../kube/gateway.ts';
-import { loadPolicy } from '../observe/policy.ts';
-import { policyJsonSchema } from '../policy/json-schema.ts';
+import { createGateway, type KubeGateway } from '../kube/gateway.ts';
+import { withRetries, type RetryNotice } from '../kube/retrying.ts';
+import { parsePolicyDocument } from '../policy/configmap.ts';
 import { tryParseGoDuration } from '../policy/duration.ts';
-import { parsePolicyDocument } from '../policy/parse.ts';
+import { policyJsonSchema } from '../policy/json-schema.ts';
+import { loadPolicy, readPolicyFile } from '../policy/load.ts';
+import { formatProblem } from '../policy/problems.ts';
 import { createLogger, type OutputFormat } from '../report/logger.ts';
 import { SweepMetrics, parseListenAddress, serveMetrics } from '../schedule/metrics.ts';
 import { abortableSleep, parseSchedule, runOnSchedule } from '../schedule/scheduler.ts';
-import { EXIT, sweep, type SweepOptions } from '../sweep.ts';
+import { sweep, type SweepDeps, type SweepOptions } from '../sweep.ts';
 import { UsageError } from './errors.ts';
+import { EXIT, exitStatusOf } from './exit.ts';
 import { explainPolicy } from './explain.ts';
 import { instanceName, loadKubeConfig, policyLocation } from './kube.ts';
-import { formatProblem } from '../observe/policy.ts';
 
 export interface CliIo {
   stdout: Writable & { isTTY?: boolean };
@@ -27,15 +27,36 @@ export interface CliIo {
   onStopSignal: (stop: () => void) => void;
 }
 
-interface SweepFlags {
-  dryRun?: boolean;
-  policyConfigmap?: string;
-  policyFile?: string;
-  namespace?: string[];
-  output?: OutputFormat;
+interface ConnectionFlags {
   kubeconfig?: string;
   context?: string;
   requestTimeout?: string;
+}
+
+interface PolicyFlags {
+  policyConfigmap?: string;
+  policyFile?: string;
+}
+
+interface SweepFlags extends ConnectionFlags, PolicyFlags {
+  dryRun?: boolean;
+  namespace?: string[];
+  output?: OutputFormat;
+}
+
+/** Options shared by `sweep`, `run` and `policy explain`, declared once. */
+function withPolicyOptions(cmd: Command): Command {
+  return cmd
+    .option('--policy-configmap <ns/name>', 'policy ConfigMap (default: imagepull-sweeper-policy in the sweeper\'s namespace)')
+    .option('--policy-file <file>', 'read the policy from a file instead of a ConfigMap');
+}
+
+function withOutputAndConnectionOptions(cmd: Command): Command {
+  return cmd
+    .addOption(new Option('--output <format>', 'text or json (default: text on a terminal, else json)').choices(['text', 'json']))
+    .option('--kubeconfig <file>', 'kubeconfig file (default: KUBECONFIG, ~/.kube/config, or in-cluster)')
+    .option('--context <name>', 'kubeconfig context to use')
+    .option('--request-timeout <duration>', 'give up on one API request after this long (Go duration)', '30s');
 }
 
 const SWEEP_EXAMPLES = `
@@ -59,21 +80,19 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
     .exitOverride();
 
   const withSweepOptions = (cmd: Command): Command =>
-    cmd
-      .option('--dry-run', 'decide everything, write nothing (no patch, delete, Event or annotation)')
-      .option('--policy-configmap <ns/name>', 'policy ConfigMap (default: imagepull-sweeper-policy in the sweeper\'s namespace)')
-      .option('--policy-file <file>', 'read the policy from a file instead of a ConfigMap')
-      .option('--namespace <ns>', 'sweep only this namespace (repeatable; default: all)', collect)
-      .addOption(new Option('--output <format>', 'text or json (default: text on a terminal, else json)').choices(['text', 'json']))
-      .option('--kubeconfig <file>', 'kubeconfig file (default: KUBECONFIG, ~/.kube/config, or in-cluster)')
-      .option('--context <name>', 'kubeconfig context to use')
-      .option('--request-timeout <duration>', 'give up on one API request after this long (Go duration)', '30s');
+    withOutputAndConnectionOptions(
+      withPolicyOptions(cmd.option('--dry-run', 'decide everything, write nothing (no patch, delete, Event or annotation)')).option(
+        '--namespace <ns>',
+        'sweep only this namespace (repeatable; default: all)',
+        collect,
+      ),
+    );
 
   withSweepOptions(program.command('sweep').description('run one sweep and exit'))
     .addHelpText('after', SWEEP_EXAMPLES)
     .action(async (flags: SweepFlags) => {
       const { deps, options } = prepareSweep(flags, io);
-      setExitCode((await sweep(deps, options)).exitCode);
+      setExitCode(exitStatusOf((await sweep(deps, options)).status));
     });
 
   withSweepOptions(program.command('run').description('sweep on a cron schedule until SIGTERM/SIGINT'))
@@ -116,7 +135,7 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
     .argument('<file>', 'policy file, or - for stdin')
     .addHelpText('after', '\nExamples:\n  $ imagepull-sweeper policy validate policy.yaml\n  $ kubectl get cm imagepull-sweeper-policy -n imagepull-sweeper -o yaml | imagepull-sweeper policy validate -')
     .action(async (file: string) => {
-      const text = file === '-' ? await io.readStdin() : await readFile(file, 'utf8').catch((e: Error) => {
+      const text = await readPolicyFile(file, io.readStdin).catch((e: Error) => {
         throw new UsageError(`${file}: ${e.message}`);
       });
       const parsed = parsePolicyDocument(text);
@@ -132,21 +151,19 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
       setExitCode(EXIT.ok);
     });
 
-  policy
-    .command('explain')
-    .description('print the effective policy for a namespace (and Job), and which rule each value came from')
-    .requiredOption('--namespace <ns>', 'namespace to explain')
-    .option('--job <name>', 'also apply this Job\'s annotations (read live)')
-    .option('--policy-configmap <ns/name>', 'policy ConfigMap (default: imagepull-sweeper-policy in the sweeper\'s namespace)')
-    .option('--policy-file <file>', 'read the policy from a file')
-    .addOption(new Option('--output <format>', 'text or json').choices(['text', 'json']))
-    .option('--kubeconfig <file>', 'kubeconfig file')
-    .option('--context <name>', 'kubeconfig context to use')
-    .option('--request-timeout <duration>', 'give up on one API request after this long (Go duration)', '30s')
+  withOutputAndConnectionOptions(
+    withPolicyOptions(
+      policy
+        .command('explain')
+        .description('print the effective policy for a namespace (and Job), and which rule each value came from')
+        .requiredOption('--namespace <ns>', 'namespace to explain')
+        .option('--job <name>', 'also apply this Job\'s annotations (read live)'),
+    ),
+  )
     .addHelpText('after', '\nExamples:\n  $ imagepull-sweeper policy explain --namespace ci-42\n  $ imagepull-sweeper policy explain --namespace ci-42 --job build-7 --policy-file policy.yaml')
-    .action(async (flags: { namespace: string; job?: string; policyConfigmap?: string; policyFile?: string; output?: OutputFormat; kubeconfig?: string; context?: string; requestTimeout?: string }) => {
+    .action(async (flags: ConnectionFlags & PolicyFlags & { namespace: string; job?: string; output?: OutputFormat }) => {
       const location = policyLocation(flags);
-      const gateway = tryGateway(flags, location.kind === 'configmap' || flags.job !== undefined);
+      const gateway = tryGateway(flags, location.kind === 'configmap' || flags.job !== undefined, (n) => io.stderr.write(`imagepull-sweeper: ${retryLine(n)}\n`));
       const loaded = await loadPolicy(gateway, location);
       if (!loaded.ok) {
         if (loaded.kind === 'invalid') {
@@ -173,13 +190,14 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
   return program;
 }
 
-function prepareSweep(flags: SweepFlags, io: CliIo): { deps: { gateway: ReturnType<typeof createGateway>; clock: () => Date; logger: winston.Logger }; options: SweepOptions } {
+function prepareSweep(flags: SweepFlags, io: CliIo): { deps: SweepDeps; options: SweepOptions } {
   const policy = policyLocation(flags);
   const timeoutMs = requestTimeoutMs(flags.requestTimeout);
   const kubeConfig = loadKubeConfig(flags);
   const logger = createLogger({ format: outputFormat(flags.output, io), stream: io.stdout });
+  const gateway = withRetries(createGateway(kubeConfig, { timeoutMs }), { onRetry: (n) => logger.warn(retryLine(n), retryFields(n)) });
   return {
-    deps: { gateway: createGateway(kubeConfig, { timeoutMs }), clock: () => new Date(), logger },
+    deps: { gateway, clock: () => new Date(), logger },
     options: {
       dryRun: flags.dryRun === true,
       namespaces: flags.namespace ?? [],
@@ -189,17 +207,23 @@ function prepareSweep(flags: SweepFlags, io: CliIo): { deps: { gateway: ReturnTy
   };
 }
 
-function tryGateway(
-  flags: { kubeconfig?: string; context?: string; requestTimeout?: string },
-  required: boolean,
-): ReturnType<typeof createGateway> | undefined {
+function tryGateway(flags: ConnectionFlags, required: boolean, onRetry: (n: RetryNotice) => void): KubeGateway | undefined {
   const timeoutMs = requestTimeoutMs(flags.requestTimeout);
   try {
-    return createGateway(loadKubeConfig(flags), { timeoutMs });
+    return withRetries(createGateway(loadKubeConfig(flags), { timeoutMs }), { onRetry });
   } catch (error) {
     if (required) throw error;
     return undefined;
   }
+}
+
+/** One warn line per retried request: what, why, which attempt, how long until the next. */
+function retryLine(n: RetryNotice): string {
+  return `retrying ${n.request} after attempt ${n.attempt} (${n.failure.status ?? ''} ${n.failure.reason}: ${n.failure.message}) in ${n.delayMs} ms`.replace('( ', '(');
+}
+
+function retryFields(n: RetryNotice): Record<string, unknown> {
+  return { request: n.request, status: n.failure.status, reason: n.failure.reason, attempt: n.attempt, delayMs: n.delayMs };
 }
 
 function requestTimeoutMs(text: string | undefined): number | undefined {

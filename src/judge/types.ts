@@ -1,4 +1,4 @@
-import type { Action, JobView, OwnerRef, StuckContainer } from '../model.ts';
+import type { Action, JobView, OwnerRef, Plan, StuckContainer } from '../model.ts';
 
 /** What the attribute stage found behind a stuck pod. */
 export type PodOwner =
@@ -6,9 +6,6 @@ export type PodOwner =
   | { kind: 'not-a-job'; owner: OwnerRef | undefined }
   | { kind: 'job-gone'; owner: OwnerRef; detail: string }
   | { kind: 'unreadable'; owner: OwnerRef | undefined; detail: string };
-
-/** `error`: the Job could not be read, so nothing could be judged. */
-export type PlannedAction = 'fail' | 'report' | 'skip' | 'defer' | 'error';
 
 export type FailMechanism = 'podFailurePolicy' | 'activeDeadlineSeconds';
 
@@ -25,7 +22,8 @@ export interface Decision
   /** What the policy prescribes for this Job: the rule's action, `ignore` by annotation, `report` under the outage breaker. */
   action: Action;
   graceSeconds: number | undefined;
-  plan: PlannedAction;
+  /** What this sweep does with the Job (see the glossary in model.ts). */
+  plan: Plan;
   /** Why, in a few words an operator can act on. */
   detail: string;
   mechanism: FailMechanism | undefined;
@@ -44,9 +42,8 @@ export interface OutageAssessment {
   transientFraction: number;
 }
 
-export interface Plan {
+/** Every decision of one sweep, and the outage breaker they were judged under. */
+export interface Judgement {
   decisions: Decision[];
   outage: OutageAssessment;
 }
-
-export type { StuckContainer };

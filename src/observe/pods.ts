@@ -3,7 +3,6 @@ import type { StuckContainer } from '../model.ts';
 import { describeApiError } from '../kube/errors.ts';
 import type { KubeGateway } from '../kube/gateway.ts';
 import { forEachPage } from '../kube/paging.ts';
-import { DEFAULT_RETRY, type RetryOptions } from '../kube/retry.ts';
 
 export const PENDING_PODS = 'status.phase=Pending';
 
@@ -11,7 +10,6 @@ export interface ObserveOptions {
   /** Namespaces to sweep; empty means all. */
   namespaces: readonly string[];
   pageSize: number;
-  retry?: RetryOptions;
   /** How many times a list may start over after its continue token expired (410 Gone). */
   maxRestarts?: number;
   onRestart?: (namespace: string | undefined, restart: number) => void;
@@ -46,7 +44,7 @@ async function listScope(gateway: KubeGateway, namespace: string | undefined, op
     try {
       const listPage = (continueToken: string | undefined) =>
         gateway.listPods({ namespace, fieldSelector: PENDING_PODS, limit: options.pageSize, continueToken });
-      await forEachPage(listPage, options.retry ?? DEFAULT_RETRY, (pods) => {
+      await forEachPage(listPage, (pods) => {
         acc.pages += 1;
         acc.podsScanned += pods.length;
         for (const pod of pods) acc.stuck.push(...findStuckContainers(pod));

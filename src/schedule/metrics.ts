@@ -1,10 +1,10 @@
 import { createServer, type Server } from 'node:http';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { OUTCOMES } from '../model.ts';
-import type { SweepResult } from '../sweep.ts';
+import type { SweepResult, SweepStatus } from '../sweep.ts';
 import { UsageError } from '../cli/errors.ts';
 
-const RESULT_BY_EXIT: Record<number, string> = { 0: 'ok', 1: 'actions_failed', 2: 'invalid_policy', 3: 'unreachable' };
+const RESULT_LABEL: Record<SweepStatus, string> = { done: 'ok', 'actions-failed': 'actions_failed', 'invalid-policy': 'invalid_policy', unreachable: 'unreachable' };
 
 export class SweepMetrics {
   readonly registry = new Registry();
@@ -33,13 +33,13 @@ export class SweepMetrics {
   });
 
   constructor() {
-    for (const result of [...Object.values(RESULT_BY_EXIT), 'crashed']) this.sweeps.inc({ result }, 0);
+    for (const result of [...Object.values(RESULT_LABEL), 'crashed']) this.sweeps.inc({ result }, 0);
     for (const outcome of OUTCOMES) this.jobs.inc({ outcome }, 0);
     collectDefaultMetrics({ register: this.registry, prefix: 'imagepull_sweeper_' });
   }
 
   record(result: SweepResult | undefined, seconds: number, finishedAt: Date): void {
-    this.sweeps.inc({ result: result ? (RESULT_BY_EXIT[result.exitCode] ?? 'crashed') : 'crashed' });
+    this.sweeps.inc({ result: result ? RESULT_LABEL[result.status] : 'crashed' });
     for (const r of result?.results ?? []) this.jobs.inc({ outcome: r.outcome });
     this.duration.observe(seconds);
     this.lastSweep.set(finishedAt.getTime() / 1000);

@@ -6,12 +6,13 @@ import { describe, it } from 'node:test';
 import { AdmissionregistrationV1Api, BatchV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
 import { act } from '../../src/act/act.ts';
 import { attributeToJobs } from '../../src/attribute/attribute.ts';
-import { judge, rejudgeJob, type JudgeInput } from '../../src/judge/plan.ts';
+import { judge, rejudgeJob, type JudgeInput } from '../../src/judge/judge.ts';
 import { createGateway, type KubeGateway } from '../../src/kube/gateway.ts';
+import { withRetries } from '../../src/kube/retrying.ts';
 import { createLogger } from '../../src/report/logger.ts';
 import { sweep } from '../../src/sweep.ts';
 import { observeStuckContainers } from '../../src/observe/pods.ts';
-import { DEFAULTS } from '../../src/policy/parse.ts';
+import { DEFAULT_POLICY } from '../../src/policy/defaults.ts';
 import { jobManifest } from '../support/fixtures.ts';
 import { useTestCluster } from '../support/hooks.ts';
 import { setImagePullStuck, setPodRunning, waitFor, waitForJobPods } from '../support/kubelet.ts';
@@ -33,13 +34,13 @@ const env = useTestCluster((hooks) => {
 });
 const namespace = env.namespace;
 
-const DEFAULT_POLICY = policyFile('');
+const EMPTY_POLICY_FILE = policyFile('');
 
 describe('sweep fails stuck Jobs', () => {
   it('via activeDeadlineSeconds: Failed/DeadlineExceeded, annotations, Event, audit line', TIMEOUT, async () => {
     const ns = await namespace('deadline');
     const { pod } = await createStuckJob(kc, ns, 'build', { stuckFor: 300 });
-    const run = await runSweep(kc, { namespaces: [ns], policy: DEFAULT_POLICY });
+    const run = await runSweep(kc, { namespaces: [ns], policy: EMPTY_POLICY_FILE });
     assert.equal(run.exitCode, 0);
 
     const job = await waitForJobFailed(kc, ns, 'build');
@@ -73,7 +74,7 @@ describe('sweep fails stuck Jobs', () => {
 
     // A second sweep changes nothing.
     const before = await settledSnapshot(kc, ns);
-    const again = await runSweep(kc, { namespaces: [ns], policy: DEFAULT_POLICY });
+    const again = await runSweep(kc, { namespaces: [ns], policy: EMPTY_POLICY_FILE });
     assert.equal(again.exitCode, 0);
     assert.ok(again.lines.every((l) => l.outcome === 'skipped'));
     assert.deepEqual(await settledSnapshot(kc, ns), before);
@@ -86,7 +87,7 @@ describe('sweep fails stuck Jobs', () => {
       stuckFor: 300,
       spec: { podFailurePolicy: { rules: [{ action: 'FailJob', onPodConditions: [{ type: 'ImagePullStuck', status: 'True' }] }] } },
     });
-    const run = await runSweep(kc, { namespaces: [ns], policy: DEFAULT_POLICY });
+    const run = await runSweep(kc, { namespaces: [ns], policy: EMPTY_POLICY_FILE });
     assert.equal(run.exitCode, 0);
     assert.equal(run.lines[0]!.mechanism, 'podFailurePolicy');
     assert.equal(run.lines[0]!.pod, pod);
@@ -100,7 +101,7 @@ describe('sweep fails stuck Jobs', () => {
   it('stuck init containers count', TIMEOUT, async () => {
     const ns = await namespace('init');
     await createStuckJob(kc, ns, 'with-init', { stuckFor: 300, init: true, reason: 'ErrImagePull' });
-    const run = await runSweep(kc, { namespaces: [ns], policy: DEFAULT_POLICY });
+    const run = await runSweep(kc, { namespaces: [ns], policy: EMPTY_POLICY_FILE });
     assert.equal(run.lines[0]!.containerKind, 'init');
     assert.equal(run.lines[0]!.container, 'fetch');
     assert.equal(run.lines[0]!.outcome, 'failed');
@@ -121,7 +122,7 @@ describe('sweep fails stuck Jobs', () => {
       stuckFor: 300,
       ownerReferences: [{ apiVersion: 'batch/v1', kind: 'CronJob', name: 'nightly', uid: cron.metadata!.uid!, controller: true }],
     });
-    const run = await runSweep(kc, { namespaces: [ns], policy: DEFAULT_POLICY });
+    const run = await runSweep(kc, { namespaces: [ns], policy: EMPTY_POLICY_FILE });
     assert.equal(run.lines[0]!.cronJob, 'nightly');
     assert.equal(run.lines[0]!.outcome, 'failed');
     await waitForJobFailed(kc, ns, 'nightly-manual');
@@ -131,7 +132,7 @@ describe('sweep fails stuck Jobs', () => {
     const ns = await namespace('override');
     await createStuckJob(kc, ns, 'quick', { stuckFor: 20, annotations: { 'imagepull-sweeper/grace': '10s' } });
     await createStuckJob(kc, ns, 'default-grace', { stuckFor: 20 });
-    const run = await runSweep(kc, { namespaces: [ns], policy: DEFAULT_POLICY });
+    const run = await runSweep(kc, { namespaces: [ns], policy: EMPTY_POLICY_FILE });
     const byJob = Object.fromEntries(run.lines.map((l) => [l.job, l]));
     assert.equal(byJob.quick!.outcome, 'failed');
     assert.equal(byJob.quick!.graceSeconds, 10);
@@ -166,7 +167,7 @@ describe('sweep leaves alone what it must', () => {
     });
 
     const before = await settledSnapshot(kc, ns);
-    const run = await runSweep(kc, { namespaces: [ns], policy: DEFAULT_POLICY });
+    const run = await runSweep(kc, { namespaces: [ns], policy: EMPTY_POLICY_FILE });
     assert.equal(run.exitCode, 0);
     const byTarget = Object.fromEntries(run.lines.map((l) => [l.job ?? `pod/${l.pod}`, l]));
     assert.deepEqual(Object.keys(byTarget).sort(), ['ignored', 'other-controller', 'pod/bare', 'young']);
@@ -217,7 +218,7 @@ describe('sweep leaves alone what it must', () => {
     await createStuckJob(kc, ns, 'a', { stuckFor: 9999 });
     await createStuckJob(kc, ns, 'b', { stuckFor: 9999, spec: { podFailurePolicy: { rules: [{ action: 'FailJob', onPodConditions: [{ type: 'ImagePullStuck', status: 'True' }] }] } } });
     const before = await settledSnapshot(kc, ns);
-    const run = await runSweep(kc, { namespaces: [ns], policy: DEFAULT_POLICY, dryRun: true });
+    const run = await runSweep(kc, { namespaces: [ns], policy: EMPTY_POLICY_FILE, dryRun: true });
     assert.equal(run.exitCode, 0);
     assert.equal(run.lines.length, 2);
     for (const l of run.lines) {
@@ -323,7 +324,7 @@ describe('sweep under real API failures and races', () => {
       'the admission policy to be enforced',
     );
 
-    const run = await runSweep(kc, { namespaces: [ns], policy: DEFAULT_POLICY });
+    const run = await runSweep(kc, { namespaces: [ns], policy: EMPTY_POLICY_FILE });
     assert.equal(run.exitCode, 1);
     const byJob = Object.fromEntries(run.lines.map((l) => [l.job, l]));
     assert.equal(byJob.frozen!.outcome, 'error');
@@ -341,10 +342,10 @@ describe('sweep under real API failures and races', () => {
     await createStuckJob(kc, ns, 'touched', { stuckFor: 9999 });
     await createStuckJob(kc, ns, 'ignored-meanwhile', { stuckFor: 9999 });
     await settledSnapshot(kc, ns);
-    const gateway = createGateway(kc);
+    const gateway = withRetries(createGateway(kc));
     const observation = await observeStuckContainers(gateway, { namespaces: [ns], pageSize: 100 });
     const attribution = await attributeToJobs(gateway, observation.stuck, { concurrency: 2, listThreshold: 10 });
-    const input: JudgeInput = { stuck: observation.stuck, ownerOf: attribution.ownerOf, namespaceLabels: new Map(), policy: DEFAULTS, now: new Date() };
+    const input: JudgeInput = { stuck: observation.stuck, ownerOf: attribution.ownerOf, namespaceLabels: new Map(), policy: DEFAULT_POLICY, now: new Date() };
     const plan = judge(input);
     assert.deepEqual(plan.decisions.map((d) => d.plan), ['fail', 'fail']);
 
@@ -378,7 +379,7 @@ describe('sweep under real API failures and races', () => {
   it('pages through the pod list (limit + continue) and finds every stuck pod', TIMEOUT, async () => {
     const ns = await namespace('paged');
     for (let i = 0; i < 5; i += 1) await createStuckJob(kc, ns, `job-${i}`, { stuckFor: 30 });
-    const run = await runSweep(kc, { namespaces: [ns], policy: DEFAULT_POLICY, pageSize: 2 });
+    const run = await runSweep(kc, { namespaces: [ns], policy: EMPTY_POLICY_FILE, pageSize: 2 });
     assert.equal(run.exitCode, 0);
     assert.deepEqual(run.lines.map((l) => l.job).sort(), ['job-0', 'job-1', 'job-2', 'job-3', 'job-4']);
     assert.equal(run.summary!.podsScanned, 5);
@@ -386,7 +387,7 @@ describe('sweep under real API failures and races', () => {
 });
 
 describe('sweep when responses are lost', () => {
-  /** The real gateway, except that the first response of each listed call is lost after the write landed. */
+  /** The real plain gateway, except that the first response of each listed call is lost after the write landed. */
   function losingFirstResponses(names: (keyof KubeGateway)[]): { gateway: KubeGateway; lost: string[] } {
     const real = createGateway(kc);
     const lost: string[] = [];
@@ -407,7 +408,7 @@ describe('sweep when responses are lost', () => {
 
   async function sweepWith(gateway: KubeGateway, ns: string) {
     const logger = createLogger({ format: 'json', stream: new PassThrough().resume() });
-    return sweep({ gateway, clock: () => new Date(), logger }, { dryRun: false, namespaces: [ns], policy: DEFAULT_POLICY, instance: 'e2e' });
+    return sweep({ gateway: withRetries(gateway), clock: () => new Date(), logger }, { dryRun: false, namespaces: [ns], policy: EMPTY_POLICY_FILE, instance: 'e2e' });
   }
 
   it('retries a landed Job patch and Event create without losing or repeating anything', TIMEOUT, async () => {
@@ -416,7 +417,7 @@ describe('sweep when responses are lost', () => {
     const { gateway, lost } = losingFirstResponses(['mergePatchJob', 'createEvent']);
     const result = await sweepWith(gateway, ns);
     assert.deepEqual(lost.sort(), ['createEvent', 'mergePatchJob']);
-    assert.equal(result.exitCode, 0);
+    assert.equal(result.status, 'done');
     assert.equal(result.results[0]!.outcome, 'failed');
     assert.equal(trueCondition(await waitForJobFailed(kc, ns, 'job'), 'Failed')?.reason, 'DeadlineExceeded');
     assert.equal((await sweeperEvents(kc, ns)).length, 1);
@@ -431,7 +432,7 @@ describe('sweep when responses are lost', () => {
     const { gateway, lost } = losingFirstResponses(['mergePatchJob', 'patchPodStatus', 'deletePod']);
     const result = await sweepWith(gateway, ns);
     assert.equal(lost.length, 3);
-    assert.equal(result.exitCode, 0);
+    assert.equal(result.status, 'done');
     assert.equal(result.results[0]!.outcome, 'failed');
     const job = await waitForJobFailed(kc, ns, 'job');
     assert.equal(trueCondition(job, 'Failed')?.reason, 'PodFailurePolicy');

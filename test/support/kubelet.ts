@@ -29,7 +29,7 @@ import {
 } from '@kubernetes/client-node';
 
 /** One container that waits on its image. */
-export interface StuckContainer {
+export interface WaitingOnImage {
   container: string;
   /** The container is in spec.initContainers (init container or sidecar). */
   init?: boolean;
@@ -42,7 +42,7 @@ export interface StuckContainer {
 export interface ImagePullStuckOptions {
   /** When the containers could first start pulling (PodReadyToStartContainers / Initialized time). */
   since: Date;
-  stuck: StuckContainer[];
+  stuck: WaitingOnImage[];
   /** status.startTime (default: since). */
   startTime?: Date;
 }
@@ -165,7 +165,7 @@ export function setImagePullStuck(
         throw new Error(`pod ${namespace}/${podName} has no ${s.init ? 'init ' : ''}container ${s.container}`);
       }
     }
-    const stuckOf = (c: V1Container, init: boolean): StuckContainer | undefined =>
+    const stuckOf = (c: V1Container, init: boolean): WaitingOnImage | undefined =>
       opts.stuck.find((s) => s.container === c.name && Boolean(s.init) === init);
 
     // The kubelet starts init containers one at a time: those before the first stuck one have

@@ -5,8 +5,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { BatchV1Api, CoreV1Api, EventsV1Api, type EventsV1Event, type KubeConfig, type V1Job } from '@kubernetes/client-node';
+import { exitStatusOf } from '../../src/cli/exit.ts';
 import { createGateway } from '../../src/kube/gateway.ts';
-import type { PolicyLocation } from '../../src/observe/policy.ts';
+import { withRetries } from '../../src/kube/retrying.ts';
+import type { PolicyLocation } from '../../src/policy/load.ts';
 import type { AuditLine, SweepSummary } from '../../src/report/audit.ts';
 import { createLogger } from '../../src/report/logger.ts';
 import { sweep } from '../../src/sweep.ts';
@@ -42,7 +44,7 @@ export async function runSweep(
   stream.on('data', (c: Buffer) => chunks.push(c.toString()));
   const logger = createLogger({ format: 'json', stream });
   const result = await sweep(
-    { gateway: createGateway(kc), clock: () => new Date(), logger },
+    { gateway: withRetries(createGateway(kc)), clock: () => new Date(), logger },
     { dryRun: options.dryRun ?? false, namespaces: options.namespaces, policy: options.policy, instance: 'e2e', pageSize: options.pageSize },
   );
   await new Promise((r) => setImmediate(r));
@@ -52,7 +54,7 @@ export async function runSweep(
     .filter(Boolean)
     .map((l) => JSON.parse(l) as Record<string, unknown>);
   return {
-    exitCode: result.exitCode,
+    exitCode: exitStatusOf(result.status),
     lines: records.filter((r) => r.message === 'decision') as unknown as AuditLine[],
     summary: records.find((r) => r.message === 'summary') as unknown as SweepSummary | undefined,
     records,

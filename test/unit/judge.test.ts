@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { judge, rejudgeJob, type JudgeInput } from '../../src/judge/plan.ts';
+import { judge, rejudgeJob, type JudgeInput } from '../../src/judge/judge.ts';
 import type { Decision } from '../../src/judge/types.ts';
 import type { JobView, StuckContainer } from '../../src/model.ts';
-import { BUILTIN_POLICY, parsePolicyYaml } from '../../src/policy/parse.ts';
+import { FALLBACK_POLICY } from '../../src/policy/defaults.ts';
+import { parsePolicyYaml } from '../../src/policy/parse.ts';
 import type { Policy } from '../../src/policy/types.ts';
 import { NOW, job, ownersFor, secondsAgo, stuckIn } from './judge-fixtures.ts';
 
@@ -185,7 +186,7 @@ describe('judge: never touches what it must not', () => {
 
   it('the built-in policy ignores kube-system', () => {
     const j = job('sys', { namespace: 'kube-system' });
-    const d = only(run([stuckIn(j, { stuckSince: secondsAgo(99_999) })], [j], BUILTIN_POLICY).plan.decisions);
+    const d = only(run([stuckIn(j, { stuckSince: secondsAgo(99_999) })], [j], FALLBACK_POLICY).plan.decisions);
     assert.equal(d.plan, 'skip');
     assert.equal(d.action, 'ignore');
   });

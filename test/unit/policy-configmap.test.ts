@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { parsePolicyDocument, parsePolicyYaml } from '../../src/policy/parse.ts';
-import type { PolicyDocumentResult } from '../../src/policy/parse.ts';
+import { parsePolicyDocument, type PolicyDocumentResult } from '../../src/policy/configmap.ts';
+import { parsePolicyYaml } from '../../src/policy/parse.ts';
 import type { PolicyProblem } from '../../src/policy/types.ts';
 
 function manifest(policyBlock: string, header = 'policy.yaml: |'): string {

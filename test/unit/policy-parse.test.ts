@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { BUILTIN_POLICY, DEFAULTS, formatPath, parsePolicyYaml } from '../../src/policy/parse.ts';
+import { DEFAULT_POLICY, FALLBACK_POLICY } from '../../src/policy/defaults.ts';
+import { parsePolicyYaml } from '../../src/policy/parse.ts';
+import { formatPath } from '../../src/policy/problems.ts';
 import type { Policy, PolicyProblem } from '../../src/policy/types.ts';
 
 /** The policy example of SPEC.md, verbatim. */
@@ -80,8 +82,8 @@ describe('parsePolicyYaml: valid policies', () => {
 
   it('the SPEC example defaults are the built-in defaults', () => {
     const spec = valid(SPEC_EXAMPLE);
-    assert.deepEqual(spec.defaults, DEFAULTS.defaults);
-    assert.deepEqual(spec.limits, DEFAULTS.limits);
+    assert.deepEqual(spec.defaults, DEFAULT_POLICY.defaults);
+    assert.deepEqual(spec.limits, DEFAULT_POLICY.limits);
   });
 
   for (const [name, text] of [
@@ -405,24 +407,12 @@ bogus: true
 });
 
 describe('built-in policies', () => {
-  it('DEFAULTS has no rules', () => {
-    assert.deepEqual(DEFAULTS, { defaults: BUILTIN_DEFAULTS, rules: [], limits: BUILTIN_LIMITS });
-  });
-
-  it('BUILTIN_POLICY adds one rule that ignores the system namespaces', () => {
-    assert.deepEqual(BUILTIN_POLICY.defaults, BUILTIN_DEFAULTS);
-    assert.deepEqual(BUILTIN_POLICY.limits, BUILTIN_LIMITS);
-    assert.deepEqual(BUILTIN_POLICY.rules, [
-      { name: 'builtin-system-namespaces', namespaces: ['kube-system', 'kube-public', 'kube-node-lease'], action: 'ignore' },
-    ]);
-  });
-
   it('built-in policies cannot be changed by accident', () => {
     assert.throws(() => {
-      (BUILTIN_POLICY.rules as unknown[]).push({ name: 'x' });
+      (FALLBACK_POLICY.rules as unknown[]).push({ name: 'x' });
     }, TypeError);
     assert.throws(() => {
-      (DEFAULTS.defaults.grace as { permanent: number }).permanent = 1;
+      (DEFAULT_POLICY.defaults.grace as { permanent: number }).permanent = 1;
     }, TypeError);
   });
 });

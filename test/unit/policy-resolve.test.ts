@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ANNOTATION_PREFIX, ANNOTATIONS, ignoredByAnnotation } from '../../src/policy/annotations.ts';
-import { BUILTIN_POLICY, DEFAULTS, parsePolicyYaml } from '../../src/policy/parse.ts';
+import { DEFAULT_POLICY, FALLBACK_POLICY } from '../../src/policy/defaults.ts';
+import { parsePolicyYaml } from '../../src/policy/parse.ts';
 import {
   explainRules,
   graceForJob,
@@ -134,21 +135,21 @@ describe('resolveForNamespace', () => {
 describe('policyNeedsNamespaceLabels', () => {
   it('is true only when some rule has a namespaceSelector', () => {
     assert.equal(policyNeedsNamespaceLabels(POLICY), true);
-    assert.equal(policyNeedsNamespaceLabels(BUILTIN_POLICY), false);
-    assert.equal(policyNeedsNamespaceLabels(DEFAULTS), false);
+    assert.equal(policyNeedsNamespaceLabels(FALLBACK_POLICY), false);
+    assert.equal(policyNeedsNamespaceLabels(DEFAULT_POLICY), false);
   });
 });
 
-describe('built-in policy', () => {
+describe('fallback policy', () => {
   for (const ns of ['kube-system', 'kube-public', 'kube-node-lease']) {
     it(`ignores ${ns}`, () => {
-      const effective = resolveForNamespace(BUILTIN_POLICY, { name: ns });
+      const effective = resolveForNamespace(FALLBACK_POLICY, { name: ns });
       assert.equal(effective.action, 'ignore');
       assert.equal(effective.rule, 'builtin-system-namespaces');
     });
   }
   it('fails other namespaces on the default grace', () => {
-    const effective = resolveForNamespace(BUILTIN_POLICY, { name: 'default' });
+    const effective = resolveForNamespace(FALLBACK_POLICY, { name: 'default' });
     assert.equal(effective.action, 'fail');
     assert.equal(effective.rule, 'defaults');
     assert.deepEqual(effective.grace, { permanent: 120, auth: 600, transient: 3600, unknown: 900 });

@@ -5,9 +5,8 @@ import { ApiException } from '@kubernetes/client-node';
 import type { ActResult } from '../../src/act/act.ts';
 import { passedDeadlineSeconds } from '../../src/act/act.ts';
 import { describeStuck, stuckJobEvent, truncate } from '../../src/act/events.ts';
-import { judge } from '../../src/judge/plan.ts';
+import { judge } from '../../src/judge/judge.ts';
 import { describeApiError, isRetryable } from '../../src/kube/errors.ts';
-import { mapBounded, withRetry } from '../../src/kube/retry.ts';
 import { parsePolicyYaml } from '../../src/policy/parse.ts';
 import { auditLine, summarize } from '../../src/report/audit.ts';
 import { createLogger, logDecision, logSummary } from '../../src/report/logger.ts';
@@ -151,60 +150,5 @@ describe('API errors and retries', () => {
     assert.equal(isRetryable(describeApiError(new ApiException(409, 'x', '', {}))), false);
     assert.equal(isRetryable(describeApiError(new ApiException(404, 'x', '', {}))), false);
     assert.equal(isRetryable(describeApiError(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }))), true);
-  });
-
-  it('withRetry backs off, honours Retry-After and gives up after the attempts', async () => {
-    const sleeps: number[] = [];
-    let calls = 0;
-    const result = await withRetry(
-      async () => {
-        calls += 1;
-        if (calls === 1) throw new ApiException(429, 'x', '', { 'retry-after': '2' });
-        if (calls === 2) throw new ApiException(500, 'x', '', {});
-        return 'ok';
-      },
-      { attempts: 4, baseDelayMs: 100, maxDelayMs: 10_000, sleep: async (ms) => void sleeps.push(ms) },
-    );
-    assert.equal(result, 'ok');
-    assert.deepEqual(sleeps, [2000, 200]);
-    let attempts = 0;
-    await assert.rejects(
-      withRetry(
-        async () => {
-          attempts += 1;
-          throw new ApiException(503, 'x', '', {});
-        },
-        { attempts: 3, baseDelayMs: 1, maxDelayMs: 1, sleep: async () => undefined },
-      ),
-    );
-    assert.equal(attempts, 3);
-  });
-
-  it('does not retry a conflict', async () => {
-    let attempts = 0;
-    await assert.rejects(
-      withRetry(
-        async () => {
-          attempts += 1;
-          throw new ApiException(409, 'x', '', {});
-        },
-        { attempts: 3, baseDelayMs: 1, maxDelayMs: 1, sleep: async () => undefined },
-      ),
-    );
-    assert.equal(attempts, 1);
-  });
-
-  it('mapBounded keeps order and never runs more than the limit at once', async () => {
-    let inFlight = 0;
-    let peak = 0;
-    const out = await mapBounded([1, 2, 3, 4, 5, 6, 7], 3, async (n) => {
-      inFlight += 1;
-      peak = Math.max(peak, inFlight);
-      await new Promise((r) => setTimeout(r, 5));
-      inFlight -= 1;
-      return n * 10;
-    });
-    assert.deepEqual(out, [10, 20, 30, 40, 50, 60, 70]);
-    assert.equal(peak, 3);
   });
 });

@@ -8,7 +8,7 @@ import { parseSchedule, runOnSchedule } from '../../src/schedule/scheduler.ts';
 import type { SweepResult } from '../../src/sweep.ts';
 
 const T0 = new Date('2026-11-29T12:00:30Z');
-const OK: SweepResult = { exitCode: 0, summary: undefined, results: [] };
+const OK: SweepResult = { status: 'done', summary: undefined, results: [] };
 
 /** A clock that only moves when the scheduler sleeps or a sweep takes time. */
 function harness(sweepSeconds: number[], stopAfterSweeps: number) {

@@ -4,7 +4,7 @@ import { formatDuration } from '../policy/duration.ts';
 import { graceForJob, resolveForNamespace } from '../policy/resolve.ts';
 import type { EffectivePolicy, GraceSeconds, Policy } from '../policy/types.ts';
 import { assessOutage } from './outage.ts';
-import type { Decision, OutageAssessment, Plan, PodOwner } from './types.ts';
+import type { Decision, Judgement, OutageAssessment, PodOwner } from './types.ts';
 
 /** The Job controller's own name in spec.managedBy; any other value means another controller owns the Job. */
 export const BUILTIN_JOB_CONTROLLER = 'kubernetes.io/job-controller';
@@ -20,7 +20,7 @@ export interface JudgeInput {
 }
 
 /** Pure: stuck containers + their owners + policy + now → one decision per Job (or per non-Job pod). */
-export function judge(input: JudgeInput): Plan {
+export function judge(input: JudgeInput): Judgement {
   const outage = input.outage ?? assessOutage(input.stuck, input.policy.limits.outage);
   const decisions: Decision[] = [];
   for (const group of groupByOwner(input)) {
@@ -235,6 +235,6 @@ export function rejudgeJob(input: JudgeInput, previous: Decision, fresh: JobView
     return owner.kind === 'job' && owner.job.uid === fresh.uid;
   });
   const outage = input.outage ?? assessOutage(input.stuck, input.policy.limits.outage);
-  const plan = judge({ ...input, stuck, outage, ownerOf: () => ({ kind: 'job', job: fresh }) });
-  return plan.decisions[0] ?? { ...previous, plan: 'skip', mechanism: undefined, detail: 'no longer stuck' };
+  const judgement = judge({ ...input, stuck, outage, ownerOf: () => ({ kind: 'job', job: fresh }) });
+  return judgement.decisions[0] ?? { ...previous, plan: 'skip', mechanism: undefined, detail: 'no longer stuck' };
 }

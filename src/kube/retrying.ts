@@ -1,0 +1,117 @@
+// The retry policy, decided once for every call the sweeper makes: what is safe to repeat, how
+// long to wait, and how a write whose response was lost is made idempotent.
+import type { V1Job } from '@kubernetes/client-node';
+import { describeApiError, isRetryable, type ApiFailure } from './errors.ts';
+import type { KubeGateway } from './gateway.ts';
+
+export interface RetryNotice {
+  /** The gateway method and its target, e.g. `readJob ci/build-7`. */
+  request: string;
+  failure: ApiFailure;
+  /** The attempt that failed (1-based). */
+  attempt: number;
+  delayMs: number;
+}
+
+export interface RetryPolicy {
+  attempts: number;
+  baseDelayMs: number;
+  maxDelayMs: number;
+  sleep: (ms: number) => Promise<void>;
+  /** Called once per retried request, before the wait. */
+  onRetry?: (notice: RetryNotice) => void;
+}
+
+export const DEFAULT_RETRY_POLICY: RetryPolicy = {
+  attempts: 4,
+  baseDelayMs: 250,
+  maxDelayMs: 10_000,
+  sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+};
+
+/** Wait before the next attempt: the server's Retry-After if given, else exponential back-off; capped. */
+export function retryDelayMs(policy: RetryPolicy, failure: ApiFailure, attempt: number): number {
+  if (failure.retryAfterSeconds !== undefined) return Math.min(policy.maxDelayMs, failure.retryAfterSeconds * 1000);
+  return Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (attempt - 1));
+}
+
+/**
+ * Retries 429, 5xx and dropped connections. `settle` sees every error with whether an earlier
+ * attempt was made; it may turn an error into a result (the request had landed).
+ */
+async function retrying<T>(
+  policy: RetryPolicy,
+  request: string,
+  call: () => Promise<T>,
+  settle?: (error: unknown, retried: boolean) => Promise<T | typeof FAILED>,
+): Promise<T> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await call();
+    } catch (error) {
+      if (settle) {
+        const settled = await settle(error, attempt > 1);
+        if (settled !== FAILED) return settled;
+      }
+      const failure = describeApiError(error);
+      if (attempt >= policy.attempts || !isRetryable(failure)) throw error;
+      const delayMs = retryDelayMs(policy, failure, attempt);
+      policy.onRetry?.({ request, failure, attempt, delayMs });
+      await policy.sleep(delayMs);
+    }
+  }
+}
+
+const FAILED = Symbol('failed');
+
+/**
+ * The plain gateway with retries. Reads are repeated as they are. Writes are repeated because
+ * each is made idempotent:
+ * - `mergePatchJob` without a resourceVersion and `patchPodStatus` give the same result twice;
+ * - `mergePatchJob` with a resourceVersion (a claim) that conflicts after a retry reads the Job:
+ *   if it carries every annotation the patch sets, the first attempt landed;
+ * - `createEvent` sends the same object (same name) every attempt, so a 409 after a retry is done;
+ * - `deletePod` resolves when the pod is gone, whoever deleted it (404 is done).
+ */
+export function withRetries(plain: KubeGateway, options: Partial<RetryPolicy> = {}): KubeGateway {
+  const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...options };
+  const retry = <T>(request: string, call: () => Promise<T>, settle?: (e: unknown, retried: boolean) => Promise<T | typeof FAILED>) =>
+    retrying(policy, request, call, settle);
+  return {
+    listPods: (opts) => retry(`listPods ${opts.namespace ?? '*'}`, () => plain.listPods(opts)),
+    listJobs: (opts) => retry(`listJobs ${opts.namespace}`, () => plain.listJobs(opts)),
+    readJob: (namespace, name) => retry(`readJob ${namespace}/${name}`, () => plain.readJob(namespace, name)),
+    readNamespace: (name) => retry(`readNamespace ${name}`, () => plain.readNamespace(name)),
+    readConfigMap: (namespace, name) => retry(`readConfigMap ${namespace}/${name}`, () => plain.readConfigMap(namespace, name)),
+    patchPodStatus: (namespace, name, patch) =>
+      retry(`patchPodStatus ${namespace}/${name}`, () => plain.patchPodStatus(namespace, name, patch)),
+    mergePatchJob: (namespace, name, patch) =>
+      retry(`mergePatchJob ${namespace}/${name}`, () => plain.mergePatchJob(namespace, name, patch), async (error, retried) => {
+        if (!retried || !isConditional(patch) || describeApiError(error).status !== 409) return FAILED;
+        const current = await plain.readJob(namespace, name).catch(() => undefined);
+        return current && carriesAnnotations(current, patch) ? current : FAILED;
+      }),
+    deletePod: (namespace, name, uid) =>
+      retry(`deletePod ${namespace}/${name}`, () => plain.deletePod(namespace, name, uid), async (error) =>
+        describeApiError(error).status === 404 ? undefined : FAILED,
+      ),
+    createEvent: (namespace, event) =>
+      retry(`createEvent ${namespace}/${event.metadata?.name ?? ''}`, () => plain.createEvent(namespace, event), async (error, retried) =>
+        retried && describeApiError(error).status === 409 ? undefined : FAILED,
+      ),
+  };
+}
+
+interface AnnotationPatch {
+  metadata?: { resourceVersion?: string; annotations?: Record<string, string | null> };
+}
+
+function isConditional(patch: object): boolean {
+  return typeof (patch as AnnotationPatch).metadata?.resourceVersion === 'string';
+}
+
+function carriesAnnotations(job: V1Job, patch: object): boolean {
+  const wanted = Object.entries((patch as AnnotationPatch).metadata?.annotations ?? {});
+  const actual = job.metadata?.annotations ?? {};
+  return wanted.length > 0 && wanted.every(([key, value]) => actual[key] === value);
+}

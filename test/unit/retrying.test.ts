@@ -1,0 +1,102 @@
+// The retry policy of the gateway (kube/retrying.ts) on scripted failures. That the real API
+// server answers a lost write this way is proven in test/e2e/sweep.test.ts.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { ApiException, type EventsV1Event, type V1Job } from '@kubernetes/client-node';
+import { mapBounded } from '../../src/concurrency.ts';
+import type { KubeGateway } from '../../src/kube/gateway.ts';
+import { withRetries, type RetryNotice } from '../../src/kube/retrying.ts';
+
+const dropped = () => Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
+const status = (code: number, headers: Record<string, string> = {}) => new ApiException(code, 'x', '', headers);
+
+/** A plain gateway whose methods answer from `script` (an Error is thrown), counting calls. */
+function scripted(script: Partial<Record<keyof KubeGateway, unknown[]>>) {
+  const calls: Partial<Record<keyof KubeGateway, number>> = {};
+  const gateway = new Proxy({} as KubeGateway, {
+    get: (_t, name: keyof KubeGateway) => async () => {
+      const n = (calls[name] = (calls[name] ?? 0) + 1);
+      const answers = script[name] ?? [];
+      const answer = answers[Math.min(n, answers.length) - 1];
+      if (answer instanceof Error) throw answer;
+      return answer;
+    },
+  });
+  return { gateway, calls };
+}
+
+function retrying(plain: KubeGateway, notices: RetryNotice[] = [], sleeps: number[] = []): KubeGateway {
+  return withRetries(plain, {
+    attempts: 4,
+    baseDelayMs: 100,
+    maxDelayMs: 10_000,
+    sleep: async (ms) => void sleeps.push(ms),
+    onRetry: (n) => notices.push(n),
+  });
+}
+
+const job = (annotations: Record<string, string>): V1Job => ({ metadata: { name: 'j', annotations } });
+const event: EventsV1Event = { metadata: { name: 'j.1', namespace: 'ns' }, eventTime: new Date() };
+
+describe('the retrying gateway', () => {
+  it('backs off, honours Retry-After and reports each retried request once', async () => {
+    const { gateway } = scripted({ readJob: [status(429, { 'Retry-After': '2' }), status(500), job({})] });
+    const notices: RetryNotice[] = [];
+    const sleeps: number[] = [];
+    await retrying(gateway, notices, sleeps).readJob('ns', 'j');
+    assert.deepEqual(sleeps, [2000, 200]);
+    assert.deepEqual(
+      notices.map((n) => [n.request, n.failure.status, n.attempt, n.delayMs]),
+      [
+        ['readJob ns/j', 429, 1, 2000],
+        ['readJob ns/j', 500, 2, 200],
+      ],
+    );
+  });
+
+  it('gives up after the attempts, and never repeats a 4xx', async () => {
+    const down = scripted({ readNamespace: [status(503)] });
+    await assert.rejects(retrying(down.gateway).readNamespace('ns'));
+    assert.equal(down.calls.readNamespace, 4);
+    const conflict = scripted({ mergePatchJob: [status(409)] });
+    await assert.rejects(retrying(conflict.gateway).mergePatchJob('ns', 'j', { metadata: { annotations: { a: '1' } } }));
+    assert.equal(conflict.calls.mergePatchJob, 1);
+  });
+
+  it('counts a claim that conflicts after a retry as done when the Job carries its annotations', async () => {
+    const claim = { metadata: { resourceVersion: '7', annotations: { 'imagepull-sweeper/failed-at': 'T' } } };
+    const landed = scripted({ mergePatchJob: [dropped(), status(409)], readJob: [job({ 'imagepull-sweeper/failed-at': 'T' })] });
+    await retrying(landed.gateway).mergePatchJob('ns', 'j', claim);
+    const lost = scripted({ mergePatchJob: [dropped(), status(409)], readJob: [job({ 'imagepull-sweeper/failed-at': 'other' })] });
+    await assert.rejects(retrying(lost.gateway).mergePatchJob('ns', 'j', claim), (e: unknown) => e instanceof ApiException && e.code === 409);
+    const firstTry = scripted({ mergePatchJob: [status(409)], readJob: [job({ 'imagepull-sweeper/failed-at': 'T' })] });
+    await assert.rejects(retrying(firstTry.gateway).mergePatchJob('ns', 'j', claim));
+    assert.equal(firstTry.calls.readJob, undefined, 'a conflict on the first attempt is a race lost, not checked');
+  });
+
+  it('counts an Event create answered 409 after a retry as done, not on the first attempt', async () => {
+    await retrying(scripted({ createEvent: [dropped(), status(409)] }).gateway).createEvent('ns', event);
+    await assert.rejects(retrying(scripted({ createEvent: [status(409)] }).gateway).createEvent('ns', event));
+  });
+
+  it('counts a pod delete answered 404 as done', async () => {
+    await retrying(scripted({ deletePod: [status(404)] }).gateway).deletePod('ns', 'p', 'uid');
+    await retrying(scripted({ deletePod: [dropped(), status(404)] }).gateway).deletePod('ns', 'p', 'uid');
+  });
+});
+
+describe('mapBounded', () => {
+  it('keeps order and never runs more than the limit at once', async () => {
+    let inFlight = 0;
+    let peak = 0;
+    const out = await mapBounded([1, 2, 3, 4, 5, 6, 7], 3, async (n) => {
+      inFlight += 1;
+      peak = Math.max(peak, inFlight);
+      await new Promise((r) => setTimeout(r, 5));
+      inFlight -= 1;
+      return n * 10;
+    });
+    assert.deepEqual(out, [10, 20, 30, 40, 50, 60, 70]);
+    assert.equal(peak, 3);
+  });
+});
