@@ -2,7 +2,7 @@
 // the Job controller (pods, activeDeadlineSeconds, podFailurePolicy), podgc, the garbage
 // collector, TokenRequest and RBAC, and a kubelet stand-in that writes pod status.
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import {
   ApiException,
   BatchV1Api,
@@ -14,8 +14,8 @@ import {
   type V1Job,
   type V1Pod,
 } from '@kubernetes/client-node';
-import { testCluster, type TestCluster } from '../support/cluster.ts';
-import { createNamespace, jobManifest } from '../support/fixtures.ts';
+import { jobManifest } from '../support/fixtures.ts';
+import { useTestCluster } from '../support/hooks.ts';
 import { addPodCondition, setImagePullStuck, setPodRunning, waitFor, waitForJobPods } from '../support/kubelet.ts';
 
 // Controllers act within seconds; podgc (which fails deleted, never-scheduled pods) runs every
@@ -26,14 +26,11 @@ const TEST_TIMEOUT = 150_000;
 const MISSING_IMAGE = 'registry.invalid/imagepull-sweeper/missing:1.0';
 const BACKOFF_MESSAGE = `Back-off pulling image "${MISSING_IMAGE}": ErrImagePull: failed to pull and unpack image "${MISSING_IMAGE}": failed to resolve reference "${MISSING_IMAGE}": ${MISSING_IMAGE}: not found`;
 
-let cluster: TestCluster;
 let core: CoreV1Api;
 let batch: BatchV1Api;
 let rbac: RbacAuthorizationV1Api;
-const cleanups: Array<() => Promise<void>> = [];
 
-before(async () => {
-  cluster = await testCluster();
+const env = useTestCluster(({ cluster }) => {
   core = cluster.kubeConfig.makeApiClient(CoreV1Api);
   batch = cluster.kubeConfig.makeApiClient(BatchV1Api);
   rbac = cluster.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
@@ -42,17 +39,7 @@ before(async () => {
       (cluster.shared ? ' (shared cluster started by run-e2e)' : ''),
   );
 });
-
-after(async () => {
-  for (const c of cleanups.reverse()) await c();
-  await cluster?.release();
-});
-
-async function namespace(prefix: string): Promise<string> {
-  const ns = await createNamespace(cluster.kubeConfig, prefix);
-  cleanups.push(ns.remove);
-  return ns.name;
-}
+const namespace = (prefix: string): Promise<string> => env.namespace(prefix);
 
 function jobCondition(job: V1Job, type: string): { reason?: string; message?: string } | undefined {
   return job.status?.conditions?.find((c) => c.type === type && c.status === 'True');
@@ -269,7 +256,7 @@ describe('TokenRequest and RBAC', { timeout: TEST_TIMEOUT }, () => {
     const token = tr.status?.token;
     assert.ok(token, 'TokenRequest returned a token');
 
-    const admin = cluster.kubeConfig.getCurrentCluster();
+    const admin = env.kc.getCurrentCluster();
     assert.ok(admin);
     const kc = new KubeConfig();
     kc.loadFromClusterAndUser(admin, { name: 'sweeper', token });
@@ -290,7 +277,7 @@ describe('TokenRequest and RBAC', { timeout: TEST_TIMEOUT }, () => {
         rules: [{ apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] }],
       },
     });
-    cleanups.push(async () => {
+    env.onCleanup(async () => {
       await rbac.deleteClusterRole({ name: roleName }).catch(() => undefined);
     });
     await rbac.createClusterRoleBinding({
@@ -300,7 +287,7 @@ describe('TokenRequest and RBAC', { timeout: TEST_TIMEOUT }, () => {
         subjects: [{ kind: 'ServiceAccount', name: 'sweeper', namespace: ns }],
       },
     });
-    cleanups.push(async () => {
+    env.onCleanup(async () => {
       await rbac.deleteClusterRoleBinding({ name: roleName }).catch(() => undefined);
     });
 
