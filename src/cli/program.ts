@@ -219,7 +219,8 @@ function tryGateway(flags: ConnectionFlags, required: boolean, onRetry: (n: Retr
 
 /** One warn line per retried request: what, why, which attempt, how long until the next. */
 function retryLine(n: RetryNotice): string {
-  return `retrying ${n.request} after attempt ${n.attempt} (${n.failure.status ?? ''} ${n.failure.reason}: ${n.failure.message}) in ${n.delayMs} ms`.replace('( ', '(');
+  const why = `${n.failure.status === undefined ? '' : `${n.failure.status} `}${n.failure.reason}: ${n.failure.message}`;
+  return `retrying ${n.request} after attempt ${n.attempt} (${why}) in ${n.delayMs} ms`;
 }
 
 function retryFields(n: RetryNotice): Record<string, unknown> {
