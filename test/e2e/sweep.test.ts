@@ -408,7 +408,10 @@ describe('sweep when responses are lost', () => {
 
   async function sweepWith(gateway: KubeGateway, ns: string) {
     const logger = createLogger({ format: 'json', stream: new PassThrough().resume() });
-    return sweep({ gateway: withRetries(gateway), clock: () => new Date(), logger }, { dryRun: false, namespaces: [ns], policy: EMPTY_POLICY_FILE, instance: 'e2e' });
+    const retried: string[] = [];
+    const retrying = withRetries(gateway, { onRetry: (n) => retried.push(n.request.split(' ')[0]!) });
+    const result = await sweep({ gateway: retrying, clock: () => new Date(), logger }, { dryRun: false, namespaces: [ns], policy: EMPTY_POLICY_FILE, instance: 'e2e' });
+    return { ...result, retried };
   }
 
   it('retries a landed Job patch and Event create without losing or repeating anything', TIMEOUT, async () => {
@@ -417,6 +420,7 @@ describe('sweep when responses are lost', () => {
     const { gateway, lost } = losingFirstResponses(['mergePatchJob', 'createEvent']);
     const result = await sweepWith(gateway, ns);
     assert.deepEqual(lost.sort(), ['createEvent', 'mergePatchJob']);
+    assert.deepEqual(result.retried.sort(), ['createEvent', 'mergePatchJob'], 'one retry notice per retried request');
     assert.equal(result.status, 'done');
     assert.equal(result.results[0]!.outcome, 'failed');
     assert.equal(trueCondition(await waitForJobFailed(kc, ns, 'job'), 'Failed')?.reason, 'DeadlineExceeded');
