@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds the local e2e control plane (etcd, kube-apiserver, kube-controller-manager) from the
-# pinned Go module in this folder and caches the binaries outside the clone:
+# Builds the local e2e control plane (etcd, kube-apiserver, kube-controller-manager) and the
+# test node's kubelet from the pinned Go module in this folder and caches the binaries outside
+# the clone:
 #
 #   ${IMAGEPULL_SWEEPER_CONTROLPLANE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/imagepull-sweeper/controlplane}/v1.37.2-<hash>/
 #
@@ -24,7 +25,7 @@ cd "$here"
 cache_root="${IMAGEPULL_SWEEPER_CONTROLPLANE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/imagepull-sweeper/controlplane}"
 hash="$( { cat go.mod go.sum cmd/etcd/main.go build.sh; go version; go env GOOS GOARCH; } | sha256sum | cut -c1-16)"
 out="$cache_root/$K8S_VERSION-$hash"
-components=(etcd kube-apiserver kube-controller-manager)
+components=(etcd kube-apiserver kube-controller-manager kubelet)
 
 if [[ "${1:-}" == "--print-dir" ]]; then
   echo "$out"
@@ -106,6 +107,7 @@ declare -A pkgs=(
   [etcd]=./cmd/etcd
   [kube-apiserver]=k8s.io/kubernetes/cmd/kube-apiserver
   [kube-controller-manager]=k8s.io/kubernetes/cmd/kube-controller-manager
+  [kubelet]=k8s.io/kubernetes/cmd/kubelet
 )
 for c in "${components[@]}"; do
   log "building $c (${pkgs[$c]})"
@@ -113,6 +115,7 @@ for c in "${components[@]}"; do
 done
 
 "$tmp/kube-apiserver" --version >&2
+"$tmp/kubelet" --version >&2
 touch "$tmp/.complete"
 rm -rf "$out"
 mv "$tmp" "$out"
