@@ -1,7 +1,7 @@
 // A real, local Kubernetes control plane for the e2e tests: etcd, kube-apiserver and
 // kube-controller-manager v1.37.2, each its own process, built from source by
-// test/controlplane/build.sh (cached outside the clone). There is no scheduler and no kubelet:
-// pods stay unscheduled and test/support/kubelet.ts writes their status as a kubelet would.
+// test/controlplane/build.sh (cached outside the clone). There is no scheduler: pods stay
+// unscheduled unless they name a node (test/support/node.ts runs a real kubelet where it can).
 //
 //   startCluster()   start a fresh control plane (temp dirs, free loopback ports), wait until
 //                    ready; stop() tears it down. Children die with this process (exit, signals,

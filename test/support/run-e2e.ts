@@ -1,11 +1,16 @@
-// Runs a command (the e2e test runner) against one shared local control plane:
+// Runs a command (the e2e test runner) against one shared local control plane and, where the
+// machine allows (Linux, root), one real node joined to it:
 //   node --import tsx test/support/run-e2e.ts <command> [args...]
-// Builds the binaries if needed, starts the cluster, exports its admin kubeconfig as
-// $IMAGEPULL_SWEEPER_TEST_KUBECONFIG, runs the command with inherited stdio, stops the cluster
-// (keeping the logs if the command failed) and exits with the command's exit code.
+// Builds the binaries if needed, installs the node's packages if missing, starts the cluster and
+// the node, exports $IMAGEPULL_SWEEPER_TEST_KUBECONFIG and $IMAGEPULL_SWEEPER_TEST_NODE (or
+// $IMAGEPULL_SWEEPER_TEST_NODE_SKIP with the reason the node tests are skipped), runs the command
+// with inherited stdio, stops the node and the cluster (keeping the logs if the command failed)
+// and exits with the command's exit code.
 import { spawn } from 'node:child_process';
+import * as path from 'node:path';
 import { constants } from 'node:os';
 import { startCluster, TEST_KUBECONFIG_ENV, TEST_STARTUP_MS_ENV } from './cluster.ts';
+import { ensureNodePackages, nodeSupport, startNode, TEST_NODE_ENV, TEST_NODE_SKIP_ENV } from './node.ts';
 
 const [command, ...args] = process.argv.slice(2);
 if (!command) {
@@ -13,19 +18,38 @@ if (!command) {
   process.exit(2);
 }
 
+const t0 = Date.now();
 const cluster = await startCluster();
 process.stderr.write(
   `[cluster] control plane startup-to-ready: ${cluster.startupMs} ms; kubeconfig ${cluster.kubeconfigPath}\n`,
 );
 
-const child = spawn(command, args, {
-  stdio: 'inherit',
-  env: {
-    ...process.env,
-    [TEST_KUBECONFIG_ENV]: cluster.kubeconfigPath,
-    [TEST_STARTUP_MS_ENV]: String(cluster.startupMs),
-  },
-});
+const env: NodeJS.ProcessEnv = {
+  ...process.env,
+  [TEST_KUBECONFIG_ENV]: cluster.kubeconfigPath,
+  [TEST_STARTUP_MS_ENV]: String(cluster.startupMs),
+};
+const skip = process.env[TEST_NODE_SKIP_ENV] || nodeSupport();
+let node: Awaited<ReturnType<typeof startNode>> | undefined;
+if (skip) {
+  env[TEST_NODE_SKIP_ENV] = skip;
+  process.stderr.write(`[node] no real node: ${skip}; the node tests will be reported as skipped\n`);
+} else {
+  try {
+    const tNode = Date.now();
+    await ensureNodePackages();
+    node = await startNode({ kubeconfigPath: cluster.kubeconfigPath });
+    env[TEST_NODE_ENV] = path.join(node.runDir, 'node.json');
+    process.stderr.write(`[node] ${node.name} set up in ${Date.now() - tNode} ms (Ready ${node.startupMs} ms after first spawn)\n`);
+  } catch (e) {
+    await cluster.stop({ keepLogs: true });
+    process.stderr.write(`[node] ${(e as Error).message}\n`);
+    process.exit(1);
+  }
+}
+process.stderr.write(`[e2e] environment ready in ${Date.now() - t0} ms\n`);
+
+const child = spawn(command, args, { stdio: 'inherit', env });
 const code = await new Promise<number>((resolve) => {
   child.on('error', (e) => {
     process.stderr.write(`[cluster] could not run ${command}: ${e.message}\n`);
@@ -35,6 +59,10 @@ const code = await new Promise<number>((resolve) => {
 });
 
 const keepLogs = code !== 0 || process.env.IMAGEPULL_SWEEPER_KEEP_CLUSTER_LOGS === '1';
+if (node) {
+  await node.stop({ keepLogs });
+  if (keepLogs) process.stderr.write(`[node] node logs kept in ${node.logDir}\n`);
+}
 await cluster.stop({ keepLogs });
 if (keepLogs) process.stderr.write(`[cluster] control-plane logs kept in ${cluster.logDir}\n`);
 process.stderr.write(`[cluster] control plane startup-to-ready was ${cluster.startupMs} ms\n`);
