@@ -1,0 +1,95 @@
+// The real node itself: Ready, runs a pod from the local registry, pulls with credentials from
+// the auth registry, and listens on nothing but 127.0.0.1.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { before, describe, it } from 'node:test';
+import { CoreV1Api } from '@kubernetes/client-node';
+import { useTestCluster } from '../support/hooks.ts';
+import { waitFor } from '../support/kubelet.ts';
+import { nodeSkipReason, testNode, type TestNodeHandle } from '../support/node.ts';
+import { nodePodSpec } from '../support/node-cases.ts';
+
+const skip = nodeSkipReason();
+const env = useTestCluster();
+const TIMEOUT = { timeout: 120_000 };
+
+/** Pids of the node: its own processes and everything in its cgroup (shims, containers). */
+function nodePids(node: TestNodeHandle): Set<number> {
+  const pids = new Set(Object.values(node.pids));
+  const envFile = fs.readFileSync(path.join(node.runDir, 'node.env'), 'utf8');
+  const cgname = /cgname=(.*)/.exec(envFile)?.[1] ?? '';
+  for (const base of ['/sys/fs/cgroup/pids', '/sys/fs/cgroup']) {
+    const root = path.join(base, cgname);
+    if (!cgname || !fs.existsSync(root)) continue;
+    const walk = (dir: string): void => {
+      for (const p of fs.readFileSync(path.join(dir, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean)) pids.add(Number(p));
+      for (const e of fs.readdirSync(dir, { withFileTypes: true })) if (e.isDirectory()) walk(path.join(dir, e.name));
+    };
+    walk(root);
+    break;
+  }
+  return pids;
+}
+
+describe('the real node', { skip }, () => {
+  let node: TestNodeHandle;
+  before(async () => {
+    node = await testNode(env.cluster.kubeconfigPath);
+  });
+
+  it('is Ready and runs a pod whose image comes from the local registry', TIMEOUT, async () => {
+    const core = env.kc.makeApiClient(CoreV1Api);
+    const n = await core.readNode({ name: node.name });
+    assert.ok(n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
+    assert.equal(n.status?.nodeInfo?.kubeletVersion, 'v1.37.2');
+    assert.match(n.status?.nodeInfo?.containerRuntimeVersion ?? '', /^containerd:\/\/1\.6\./);
+
+    const ns = await env.namespace('node-run');
+    await core.createNamespacedSecret({
+      namespace: ns,
+      body: {
+        metadata: { name: 'pull' },
+        type: 'kubernetes.io/dockerconfigjson',
+        stringData: {
+          '.dockerconfigjson': JSON.stringify({ auths: { [node.authRegistry]: { username: node.authUser, password: node.authPassword } } }),
+        },
+      },
+    });
+    await core.createNamespacedPod({
+      namespace: ns,
+      body: {
+        metadata: { name: 'runs' },
+        spec: nodePodSpec(node, [
+          { name: 'open', image: node.pauseImage },
+          { name: 'private', image: `${node.authRegistry}/pause:3.10` },
+        ], { imagePullSecrets: [{ name: 'pull' }] }),
+      },
+    });
+    const pod = await waitFor(
+      async () => {
+        const p = await core.readNamespacedPod({ namespace: ns, name: 'runs' });
+        return p.status?.phase === 'Running' && p.status.containerStatuses?.every((c) => c.ready) ? p : undefined;
+      },
+      60_000,
+      'pod runs Running and ready',
+      250,
+    );
+    assert.equal(pod.status?.containerStatuses?.length, 2);
+    assert.ok(pod.status?.podIP, 'the CNI bridge gave the pod an address');
+  });
+
+  it('listens on nothing but 127.0.0.1', TIMEOUT, () => {
+    const pids = nodePids(node);
+    const out = execFileSync('ss', ['-H', '-l', '-t', '-n', '-p'], { encoding: 'utf8' });
+    const ours = out
+      .split('\n')
+      .filter((l) => [...l.matchAll(/pid=(\d+)/g)].some((m) => pids.has(Number(m[1]))));
+    assert.ok(ours.length >= 3, `the kubelet, the registries and containerd's stream server listen:\n${out}`);
+    for (const l of ours) {
+      const local = l.trim().split(/\s+/)[3] ?? '';
+      assert.match(local, /^127\.0\.0\.1:\d+$/, `listening beyond loopback: ${l}`);
+    }
+  });
+});

@@ -1,0 +1,118 @@
+// Every image-pull failure class from a real pull on the real node (kubelet + containerd + local
+// registries), with the message the real kubelet writes, judged by the sweeper (dry run).
+import assert from 'node:assert/strict';
+import { before, describe, it } from 'node:test';
+import { CoreV1Api, type V1Pod } from '@kubernetes/client-node';
+import { useTestCluster } from '../support/hooks.ts';
+import { waitFor } from '../support/kubelet.ts';
+import { nodeSkipReason, testNode, type TestNodeHandle } from '../support/node.ts';
+import { caseContainerStatus, createCasePod, nodeCases, nodePodSpec, observeReasons, type NodeCase } from '../support/node-cases.ts';
+import { policyFile, runSweep, type SweepRun } from '../support/sweeper.ts';
+
+const skip = nodeSkipReason();
+const env = useTestCluster();
+const TIMEOUT = { timeout: 180_000 };
+
+/** The cause each case's ErrImagePull message must state (as containerd/kubelet word it). */
+const CAUSES: Record<string, RegExp> = {
+  'repo-missing': /^rpc error: code = NotFound desc = failed to pull and unpack image ".*": failed to resolve reference ".*": .*: not found$/,
+  'tag-missing': /^rpc error: code = NotFound desc = failed to pull and unpack image ".*": failed to resolve reference ".*": .*: not found$/,
+  'auth-no-secret': /401 Unauthorized/,
+  'auth-wrong-password': /401 Unauthorized/,
+  'unresolvable-host': /lookup registry\.no-such-host\.invalid.*no such host/,
+  'connection-refused': /connect: connection refused/,
+  'invalid-name': /invalid reference format/,
+  'never-pull': /is not present with pull policy of Never/,
+  'init-container': /not found/,
+  sidecar: /not found/,
+};
+
+describe('real pulls on the real node', { skip }, () => {
+  let node: TestNodeHandle;
+  let ns: string;
+  let cases: NodeCase[];
+  const seen = new Map<string, Map<string, V1Pod>>();
+  let dryRun: SweepRun;
+
+  before(async () => {
+    node = await testNode(env.cluster.kubeconfigPath);
+    ns = await env.namespace('node-pull');
+    cases = await nodeCases(node);
+    await Promise.all(cases.map((c) => createCasePod(env.kc, ns, c.id, c)));
+    await Promise.all(
+      cases.map(async (c) => {
+        seen.set(c.id, await observeReasons(env.kc, ns, c.id, c));
+      }),
+    );
+    dryRun = await runSweep(env.kc, { namespaces: [ns], policy: policyFile('{}'), dryRun: true });
+  });
+
+  const one = (id: string): { c: NodeCase; forms: Map<string, V1Pod> } => {
+    const c = cases.find((x) => x.id === id);
+    const forms = seen.get(id);
+    assert.ok(c && forms, `case ${id} ran`);
+    return { c, forms };
+  };
+
+  for (const id of Object.keys(CAUSES)) {
+    it(`${id}: the kubelet's real message, classified`, TIMEOUT, () => {
+      const { c, forms } = one(id);
+      const first = caseContainerStatus(forms.get(c.reasons[0]!)!, c)!.state!.waiting!;
+      assert.match(first.message ?? '', CAUSES[id]!);
+      if (c.reasons.includes('ImagePullBackOff')) {
+        // The back-off form wraps the last pull error: Back-off pulling image "X": ErrImagePull: <cause>.
+        const back = caseContainerStatus(forms.get('ImagePullBackOff')!, c)!.state!.waiting!;
+        assert.ok(
+          back.message?.startsWith(`Back-off pulling image "${c.image}": ErrImagePull: `),
+          `back-off message: ${back.message}`,
+        );
+        assert.match(back.message!.slice(back.message!.indexOf('ErrImagePull: ') + 14), CAUSES[id]!);
+      }
+      const lines = dryRun.lines.filter((l) => l.pod === id);
+      assert.equal(lines.length, 1, `one audit line for ${id}: ${JSON.stringify(dryRun.lines.map((l) => l.pod))}`);
+      const line = lines[0]!;
+      assert.equal(line.container, c.container);
+      assert.equal(line.containerKind, c.containerKind);
+      assert.equal(line.class, c.expectedClass, `${id}: ${line.waitingMessage}`);
+      assert.equal(line.job, null);
+      assert.ok(!['failed', 'would-fail'].includes(line.outcome), 'a pod with no Job is reported, never acted on');
+    });
+  }
+
+  it('a pod whose image appears after a few failed pulls recovers and is never touched', TIMEOUT, async () => {
+    const core = env.kc.makeApiClient(CoreV1Api);
+    const image = `${node.registry}/team/late:1`;
+    await core.createNamespacedPod({
+      namespace: ns,
+      body: { metadata: { name: 'late' }, spec: nodePodSpec(node, [{ name: 'main', image }]) },
+    });
+    const c = { container: 'main', containerKind: 'regular' as const, reasons: ['ErrImagePull', 'ImagePullBackOff'] };
+    await observeReasons(env.kc, ns, 'late', c);
+    // While it fails, a sweep with the default grace leaves it alone.
+    const during = await runSweep(env.kc, { namespaces: [ns], policy: policyFile('{}') });
+    const lateLines = during.lines.filter((l) => l.pod === 'late');
+    assert.equal(lateLines.length, 1);
+    assert.notEqual(lateLines[0]!.outcome, 'failed');
+    await node.pushImage('team/late:1');
+    const running = await waitFor(
+      async () => {
+        const p = await core.readNamespacedPod({ namespace: ns, name: 'late' });
+        return p.status?.phase === 'Running' ? p : undefined;
+      },
+      120_000,
+      'pod late Running after the push',
+      500,
+    );
+    assert.ok(running.status?.containerStatuses?.[0]?.state?.running);
+    // Nothing stuck any more: even a zero grace finds nothing to do with it.
+    const after = await runSweep(env.kc, {
+      namespaces: [ns],
+      policy: policyFile('defaults: { grace: { permanent: 0s, auth: 0s, transient: 0s, unknown: 0s } }\n'),
+      dryRun: true,
+    });
+    assert.deepEqual(after.lines.filter((l) => l.pod === 'late'), []);
+    const now = await core.readNamespacedPod({ namespace: ns, name: 'late' });
+    assert.equal(now.metadata?.annotations?.['imagepull-sweeper/failed-at'], undefined);
+    assert.equal(now.metadata?.deletionTimestamp, undefined);
+  });
+});
