@@ -2,12 +2,12 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { V1Container, V1ContainerStatus, V1Pod, V1PodCondition } from '@kubernetes/client-node';
 import { controllerOf, findStuckContainers, isActivePod, toDate } from '../../src/classify/index.ts';
+import { REAL_NODE, recordedPod, recordedMessage } from './real-node.ts';
 
 const T = (minute: number): Date => new Date(Date.UTC(2025, 0, 1, 12, minute, 0));
 
-const NOT_FOUND =
-  'rpc error: code = NotFound desc = failed to pull and unpack image "docker.io/library/nope:1": ' +
-  'failed to resolve reference "docker.io/library/nope:1": docker.io/library/nope:1: not found';
+// What the real kubelet wrote on the test node (test/fixtures/real-node-statuses.json).
+const NOT_FOUND = recordedMessage('tag-missing', 'ErrImagePull');
 
 function waiting(name: string, reason: string, extra: Partial<V1ContainerStatus> = {}, message?: string): V1ContainerStatus {
   return {
@@ -388,5 +388,51 @@ describe('isActivePod and toDate', () => {
     assert.equal(toDate(new Date(NaN)), undefined);
     assert.equal(toDate(null), undefined);
     assert.equal(toDate(undefined), undefined);
+  });
+});
+
+describe('findStuckContainers on pods recorded from the real node', () => {
+  const trueAt = (p: V1Pod, type: string): Date => {
+    const c = p.status?.conditions?.find((x) => x.type === type && x.status === 'True');
+    assert.ok(c?.lastTransitionTime, `${type} True`);
+    return new Date(c.lastTransitionTime);
+  };
+
+  for (const c of REAL_NODE.cases) {
+    for (const reason of Object.keys(c.pods)) {
+      it(`${c.title} (${reason}): one ${c.containerKind} container, stuck since the pod could pull`, () => {
+        const p = recordedPod(c.id, reason);
+        const [s, ...more] = findStuckContainers(p);
+        assert.equal(more.length, 0);
+        assert.equal(s!.container, c.container);
+        assert.equal(s!.containerKind, c.containerKind);
+        assert.equal(s!.reason, reason);
+        assert.equal(s!.image, c.image);
+        assert.equal(s!.pullClass, c.expectedClass);
+        // No init container ran before it: the clock starts when the sandbox was ready.
+        assert.deepEqual(s!.stuckSince, trueAt(p, 'PodReadyToStartContainers'));
+      });
+    }
+  }
+
+  it('a regular container after a 4 s init container: the clock starts at Initialized, not at the sandbox', () => {
+    const p = structuredClone(REAL_NODE.clock);
+    const sandbox = trueAt(p, 'PodReadyToStartContainers');
+    const initialized = trueAt(p, 'Initialized');
+    assert.ok(initialized.getTime() - sandbox.getTime() >= 3000, 'the real kubelet stamps them apart');
+    const [s] = findStuckContainers(p);
+    assert.equal(s!.container, 'main');
+    assert.deepEqual(s!.stuckSince, initialized);
+  });
+
+  it('a running pod and the pod the kubelet leaves after deleting a waiting one are not stuck', () => {
+    assert.deepEqual(findStuckContainers(structuredClone(REAL_NODE.running)), []);
+    const left = structuredClone(REAL_NODE.deletedWaitingPod.pod);
+    assert.equal(left.status?.phase, 'Failed');
+    const term = left.status?.containerStatuses?.[0]?.state?.terminated;
+    assert.equal(term?.exitCode, 137);
+    assert.equal(term?.reason, 'ContainerStatusUnknown');
+    assert.equal(isActivePod(left), false);
+    assert.deepEqual(findStuckContainers(left), []);
   });
 });
