@@ -1,6 +1,9 @@
-// Kubelet stand-in for the e2e control plane (which has no nodes): writes a pod's status through
-// the `status` subresource the way a kubelet does, so readers of the API (the sweeper) see what
-// they would see in a real cluster.
+// Kubelet stand-in, kept for scale (benchmarks with thousands of pods, where a real node is
+// impractical) and for laptops without a real node: writes a pod's status through the `status`
+// subresource the way the real kubelet on the test node does (test/support/node.ts). Its shape,
+// condition times and messages follow what that kubelet wrote (test/fixtures/real-node-statuses.json):
+// the pod starts (startTime, Initialized for pods without init containers, Ready/ContainersReady
+// False) a sandbox-creation delay before PodReadyToStartContainers, and `since` is that last time.
 //
 //   setImagePullStuck(core, ns, pod, { since, stuck })  phase Pending, named containers waiting
 //       with the given reason/message (e.g. ImagePullBackOff). An init (or sidecar) container
@@ -16,6 +19,7 @@
 //
 // Like a kubelet, status writes keep conditions the kubelet does not own (custom ones, or
 // DisruptionTarget), keep status fields set by others (qosClass), and never touch the spec.
+import { readFileSync } from 'node:fs';
 import {
   ApiException,
   PatchStrategy,
@@ -43,8 +47,52 @@ export interface ImagePullStuckOptions {
   /** When the containers could first start pulling (PodReadyToStartContainers / Initialized time). */
   since: Date;
   stuck: WaitingOnImage[];
-  /** status.startTime (default: since). */
+  /** status.startTime (default: SANDBOX_DELAY_MS before since, as the real node stamps it). */
   startTime?: Date;
+}
+
+interface Recorded {
+  cases: { id: string; image: string; pods: Record<string, V1Pod> }[];
+}
+const RECORDED = JSON.parse(
+  readFileSync(new URL('../fixtures/real-node-statuses.json', import.meta.url), 'utf8'),
+) as Recorded;
+
+/** Median time the real node took from the pod's start to PodReadyToStartContainers. */
+export const SANDBOX_DELAY_MS = ((): number => {
+  const delays = RECORDED.cases
+    .flatMap((c) => Object.values(c.pods))
+    .map((p) => {
+      const ready = p.status?.conditions?.find((x) => x.type === 'PodReadyToStartContainers')?.lastTransitionTime;
+      return new Date(ready ?? 0).getTime() - new Date(p.status?.startTime ?? 0).getTime();
+    })
+    .sort((a, b) => a - b);
+  return delays[Math.floor(delays.length / 2)] ?? 0;
+})();
+
+/** Recorded cases whose message the stand-in can replay for another image. */
+export type RecordedPullCase = 'repo-missing' | 'tag-missing' | 'auth-no-secret' | 'unresolvable-host' | 'connection-refused';
+
+/**
+ * The waiting message the real kubelet wrote for `kind` with `reason` (ErrImagePull or
+ * ImagePullBackOff), with the recorded image (and its registry host) replaced by `image`'s.
+ */
+export function realPullMessage(kind: RecordedPullCase, image: string, reason: 'ErrImagePull' | 'ImagePullBackOff' = 'ImagePullBackOff'): string {
+  const c = RECORDED.cases.find((x) => x.id === kind);
+  const pod = c?.pods[reason];
+  const st = [...(pod?.status?.containerStatuses ?? []), ...(pod?.status?.initContainerStatuses ?? [])].find(
+    (s) => s.state?.waiting?.reason === reason,
+  );
+  const message = st?.state?.waiting?.message;
+  if (!c || !message) throw new Error(`test/fixtures/real-node-statuses.json has no ${reason} message for ${kind}`);
+  const host = (ref: string): string => ref.split('/')[0] ?? ref;
+  const path = (ref: string): string => ref.slice(host(ref).length + 1).replace(/[:@].*$/, '');
+  let out = message.replaceAll(c.image, image);
+  // URLs name the repository path and the host on their own (…/v2/team/app/manifests/1).
+  const tag = (ref: string): string => ref.split(':').pop() ?? '';
+  out = out.replaceAll(`/v2/${path(c.image)}/manifests/${tag(c.image)}`, `/v2/${path(image)}/manifests/${tag(image)}`);
+  out = out.replaceAll(`[manifests ${tag(c.image)}]`, `[manifests ${tag(image)}]`);
+  return out.replaceAll(host(c.image), host(image));
 }
 
 const KUBELET_CONDITIONS = new Set([
@@ -116,7 +164,7 @@ function condition(
 }
 
 function baseStatus(c: V1Container): V1ContainerStatus {
-  return { name: c.name, image: c.image ?? '', imageID: '', ready: false, restartCount: 0, started: false };
+  return { name: c.name, image: c.image ?? '', imageID: '', lastState: {}, ready: false, restartCount: 0, started: false };
 }
 
 /** Reads the pod, builds the new status with `build`, writes it; retries on write conflicts. */
@@ -208,29 +256,35 @@ export function setImagePullStuck(
     const sidecarsUnready = initStatuses.filter((s, i) => initSpecs[i]?.restartPolicy === 'Always' && !s.ready);
     const allUnready = [...sidecarsUnready.map((s) => s.name), ...unready];
 
-    const created = pod.metadata?.creationTimestamp ?? since;
+    // As on the real node: the kubelet starts the pod (startTime; Initialized True at once when
+    // there are no init containers; Ready False), then the sandbox is ready SANDBOX_DELAY_MS later.
+    // Init containers that ran end at `since`, so Initialized (True) is stamped then.
+    const started = opts.startTime ?? new Date(since.getTime() - SANDBOX_DELAY_MS);
+    const sandboxReady = initSpecs.length > 0 && !initBlocked ? new Date(Math.min(since.getTime(), started.getTime() + SANDBOX_DELAY_MS)) : since;
+    const initializedAt = initSpecs.length > 0 ? since : started;
     const notReady = `containers with unready status: ${names(allUnready)}`;
     const conditions = [
-      condition(pod, 'PodReadyToStartContainers', 'True', since),
+      condition(pod, 'PodReadyToStartContainers', 'True', sandboxReady),
       initBlocked
         ? condition(
             pod,
             'Initialized',
             'False',
-            since,
+            started,
             'ContainersNotInitialized',
             `containers with incomplete status: ${names(incompleteInit)}`,
           )
-        : condition(pod, 'Initialized', 'True', since),
-      condition(pod, 'Ready', 'False', since, 'ContainersNotReady', notReady),
-      condition(pod, 'ContainersReady', 'False', since, 'ContainersNotReady', notReady),
-      condition(pod, 'PodScheduled', 'True', created),
+        : condition(pod, 'Initialized', 'True', initializedAt),
+      condition(pod, 'Ready', 'False', started, 'ContainersNotReady', notReady),
+      condition(pod, 'ContainersReady', 'False', started, 'ContainersNotReady', notReady),
+      condition(pod, 'PodScheduled', 'True', started),
     ];
     const status: V1PodStatus = {
       ...pod.status,
       phase: 'Pending',
       conditions,
-      startTime: pod.status?.startTime ?? opts.startTime ?? since,
+      qosClass: pod.status?.qosClass ?? 'BestEffort',
+      startTime: pod.status?.startTime ?? started,
       containerStatuses,
     };
     if (initSpecs.length) status.initContainerStatuses = initStatuses;

@@ -13,10 +13,11 @@ import type { AuditLine, SweepSummary } from '../../src/report/audit.ts';
 import { createLogger } from '../../src/report/logger.ts';
 import { sweep } from '../../src/sweep.ts';
 import { jobManifest } from './fixtures.ts';
-import { setImagePullStuck, waitFor, waitForJobPods } from './kubelet.ts';
+import { realPullMessage, setImagePullStuck, waitFor, waitForJobPods } from './kubelet.ts';
 
 export const MISSING_IMAGE = 'registry.invalid/team/app:does-not-exist';
-export const NOT_FOUND_MESSAGE = `Back-off pulling image "${MISSING_IMAGE}": ErrImagePull: failed to pull and unpack image "${MISSING_IMAGE}": failed to resolve reference "${MISSING_IMAGE}": ${MISSING_IMAGE}: not found`;
+/** What the real kubelet writes for a missing tag (recorded on the test node), for MISSING_IMAGE. */
+export const NOT_FOUND_MESSAGE = realPullMessage('tag-missing', MISSING_IMAGE);
 
 export interface SweepRun {
   exitCode: number;
