@@ -16,7 +16,7 @@ import {
 } from '@kubernetes/client-node';
 import { jobManifest } from '../support/fixtures.ts';
 import { useTestCluster } from '../support/hooks.ts';
-import { addPodCondition, setImagePullStuck, setPodRunning, waitFor, waitForJobPods } from '../support/kubelet.ts';
+import { addPodCondition, realPullMessage, SANDBOX_DELAY_MS, setImagePullStuck, setPodRunning, waitFor, waitForJobPods } from '../support/kubelet.ts';
 
 // Controllers act within seconds; podgc (which fails deleted, never-scheduled pods) runs every
 // 20 s, and some flows need it once. Bounded, generous.
@@ -24,7 +24,7 @@ const CONTROLLER_TIMEOUT = 90_000;
 const TEST_TIMEOUT = 150_000;
 
 const MISSING_IMAGE = 'registry.invalid/imagepull-sweeper/missing:1.0';
-const BACKOFF_MESSAGE = `Back-off pulling image "${MISSING_IMAGE}": ErrImagePull: failed to pull and unpack image "${MISSING_IMAGE}": failed to resolve reference "${MISSING_IMAGE}": ${MISSING_IMAGE}: not found`;
+const BACKOFF_MESSAGE = realPullMessage('tag-missing', MISSING_IMAGE);
 
 let core: CoreV1Api;
 let batch: BatchV1Api;
@@ -110,9 +110,14 @@ describe('Job controller and kubelet stand-in', { timeout: TEST_TIMEOUT }, () =>
     assert.equal(cs?.started, false);
     assert.equal(cs?.restartCount, 0);
     const cond = (t: string) => read.status?.conditions?.find((c) => c.type === t);
-    assert.equal(cond('Initialized')?.status, 'True');
-    assert.equal(cond('Initialized')?.lastTransitionTime?.getTime(), Math.floor(since.getTime() / 1000) * 1000);
+    // As the real node stamps them: the sandbox is ready (`since`) a sandbox delay after the pod
+    // started, and Initialized (no init containers) is True from the start.
+    const second = (d: Date): number => Math.floor(d.getTime() / 1000) * 1000;
     assert.equal(cond('PodReadyToStartContainers')?.status, 'True');
+    assert.equal(cond('PodReadyToStartContainers')?.lastTransitionTime?.getTime(), second(since));
+    assert.equal(cond('Initialized')?.status, 'True');
+    assert.equal(cond('Initialized')?.lastTransitionTime?.getTime(), second(new Date(since.getTime() - SANDBOX_DELAY_MS)));
+    assert.equal(read.status?.startTime?.getTime(), second(new Date(since.getTime() - SANDBOX_DELAY_MS)));
     assert.equal(cond('Ready')?.status, 'False');
     assert.equal(cond('ContainersReady')?.reason, 'ContainersNotReady');
     assert.equal(cond('PodScheduled')?.status, 'True');

@@ -17,6 +17,8 @@ const TIMEOUT = { timeout: 180_000 };
 // The first failed pull is enough: the sweeper treats ErrImagePull and ImagePullBackOff alike.
 const PULL = { container: 'main', containerKind: 'regular' as const, reasons: ['ErrImagePull'] };
 const FAST = policyFile('defaults: { grace: { permanent: 1s } }\n');
+/** Waits out FAST's grace after the first failed pull (the clock starts at the sandbox). */
+const pastGrace = (): Promise<void> => new Promise((r) => setTimeout(r, 2_000));
 
 /** Every version of every pod in the namespace, as the watch delivers them. */
 async function watchPods(kc: KubeConfig, ns: string): Promise<{ seen: V1Pod[]; stop(): void }> {
@@ -68,6 +70,7 @@ describe('failing Jobs on the real node', { skip }, () => {
     const [pod] = await waitForJobPods(core, ns, 'build');
     const podName = pod!.metadata!.name!;
     await observeReasons(env.kc, ns, podName, PULL);
+    await pastGrace();
 
     const t0 = Date.now();
     const run = await runSweep(env.kc, { namespaces: [ns], policy: FAST });
@@ -94,6 +97,7 @@ describe('failing Jobs on the real node', { skip }, () => {
       const [pod] = await waitForJobPods(core, ns, 'tenant-run');
       const podName = pod!.metadata!.name!;
       await observeReasons(env.kc, ns, podName, PULL);
+      await pastGrace();
 
       const t0 = Date.now();
       const run = await runSweep(env.kc, { namespaces: [ns], policy: FAST });
@@ -141,6 +145,7 @@ describe('failing Jobs on the real node', { skip }, () => {
         .createNamespacedJob({ namespace: ns, body: onNode(node, 'ignores-137', `${node.registry}/team/missing:1`, spec) });
       const [pod] = await waitForJobPods(core, ns, 'ignores-137');
       await observeReasons(env.kc, ns, pod!.metadata!.name!, PULL);
+      await pastGrace();
       const run = await runSweep(env.kc, { namespaces: [ns], policy: FAST });
       assert.equal(run.lines[0]!.outcome, 'failed');
       // A working mechanism ends the Job within seconds (the other paths take about 2 s).
