@@ -4,8 +4,7 @@
 // stuck Jobs by both mechanisms with the shipped policy; and that identity is refused everything
 // it has no business doing.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
 import {
@@ -13,24 +12,27 @@ import {
   BatchV1Api,
   CoreV1Api,
   KubeConfig,
-  KubernetesObjectApi,
   PatchStrategy,
   setHeaderOptions,
-  type KubernetesObject,
   type V1CronJob,
   type V1Pod,
 } from '@kubernetes/client-node';
-import { parseAllDocuments, parse as parseYaml } from 'yaml';
 import { useTestCluster } from '../support/hooks.ts';
 import { createStuckJob, sweeperEvents, trueCondition, waitForJobFailed } from '../support/sweeper.ts';
-import { CLI, ensureBuilt, exec, REPO } from '../support/cli.ts';
+import { CLI, ensureBuilt, exec } from '../support/cli.ts';
+import {
+  allObjects,
+  applyManifests,
+  INSTALL_NS,
+  kustomizationResources,
+  loadManifest,
+  MANIFESTS,
+  SERVICE_ACCOUNT,
+  serviceAccountKubeconfig,
+} from '../support/manifests.ts';
 
 const TIMEOUT = { timeout: 180_000 };
-const MANIFESTS = join(REPO, 'manifests');
-const INSTALL_NS = 'imagepull-sweeper';
-const SERVICE_ACCOUNT = 'imagepull-sweeper';
 const POLICY_CONFIGMAP = 'imagepull-sweeper-policy';
-const FIELD_MANAGER = 'imagepull-sweeper-test';
 const POD_NAME = 'manifests-e2e';
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const PFP_SPEC = {
@@ -65,59 +67,14 @@ function manifestFiles(): string[] {
     .sort();
 }
 
-function kustomizationResources(): string[] {
-  const k = parseYaml(readFileSync(join(MANIFESTS, 'kustomization.yaml'), 'utf8')) as { resources?: string[] };
-  return k.resources ?? [];
-}
-
-function loadManifest(file: string): KubernetesObject[] {
-  const docs = parseAllDocuments(readFileSync(join(MANIFESTS, file), 'utf8'));
-  if (!Array.isArray(docs)) throw new Error(`${file}: not a YAML stream`);
-  const objects: KubernetesObject[] = [];
-  for (const doc of docs) {
-    assert.deepEqual(doc.errors, [], `${file}: YAML errors`);
-    const obj = doc.toJS() as KubernetesObject | null;
-    if (obj) objects.push(obj);
-  }
-  return objects;
-}
-
-/** Every object of every manifest, in the kustomization's order (Namespace first). */
-function allObjects(): { file: string; obj: KubernetesObject }[] {
-  return kustomizationResources().flatMap((file) => loadManifest(file).map((obj) => ({ file, obj })));
-}
-
 function cronJob(): V1CronJob {
   const found = allObjects().find(({ obj }) => obj.kind === 'CronJob');
   assert.ok(found, 'a CronJob manifest');
   return found.obj as V1CronJob;
 }
 
-const key = (o: KubernetesObject): string => `${o.kind} ${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`;
-
-/**
- * Server-side apply of every manifest. The CronJob is applied suspended: with no nodes here its
- * sweeper Jobs would only pile up pending pods on the shared cluster every 2 minutes.
- */
-async function applyAll(): Promise<Map<string, string>> {
-  const api = KubernetesObjectApi.makeApiClient(kc);
-  const versions = new Map<string, string>();
-  for (const { file, obj } of allObjects()) {
-    const body = structuredClone(obj);
-    if (body.kind === 'CronJob') (body as V1CronJob).spec!.suspend = true;
-    try {
-      const applied = await api.patch(body, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
-      versions.set(key(obj), applied.metadata!.resourceVersion!);
-    } catch (error) {
-      const detail = error instanceof ApiException ? `${error.code}: ${JSON.stringify(error.body)}` : String(error);
-      throw new Error(`${file}: ${key(obj)} rejected by server-side apply: ${detail}`);
-    }
-  }
-  return versions;
-}
-
 let appliedOnce: Promise<Map<string, string>> | undefined;
-const applied = (): Promise<Map<string, string>> => (appliedOnce ??= applyAll());
+const applied = (): Promise<Map<string, string>> => (appliedOnce ??= applyManifests(kc));
 
 async function assertForbidden(what: string, call: () => Promise<unknown>): Promise<void> {
   await assert.rejects(call, (error: unknown) => {
@@ -164,7 +121,7 @@ describe('manifests/', () => {
     const objects = allObjects();
     assert.equal(first.size, objects.length);
     assert.ok(objects.length >= 8, `expected Namespace, ServiceAccount, RBAC x4, ConfigMap, CronJob; got ${[...first.keys()].join(', ')}`);
-    const second = await applyAll();
+    const second = await applyManifests(kc);
     assert.deepEqual(second, first, 'a second apply must not change any object (resourceVersion)');
   });
 
@@ -212,30 +169,9 @@ describe('the imagepull-sweeper ServiceAccount', () => {
     env.onCleanup(async () => {
       await core.deleteNamespacedConfigMap({ namespace: INSTALL_NS, name: POLICY_CONFIGMAP });
     });
-    const request = await core.createNamespacedServiceAccountToken({
-      namespace: INSTALL_NS,
-      name: SERVICE_ACCOUNT,
-      body: { spec: { audiences: [], expirationSeconds: 3600 } },
-    });
-    const token = request.status?.token;
-    assert.ok(token, 'TokenRequest returned a token');
-    const admin = kc.getCurrentCluster()!;
-    const caData = admin.caData ?? (admin.caFile ? readFileSync(admin.caFile).toString('base64') : undefined);
-    assert.ok(caData, 'the admin kubeconfig has CA data');
-    tokenDir = mkdtempSync(join(tmpdir(), 'ips-sa-'));
-    tokenKubeconfig = join(tokenDir, 'kubeconfig');
-    const config = {
-      apiVersion: 'v1',
-      kind: 'Config',
-      clusters: [{ name: 'test', cluster: { server: admin.server, 'certificate-authority-data': caData } }],
-      users: [{ name: SERVICE_ACCOUNT, user: { token } }],
-      contexts: [{ name: SERVICE_ACCOUNT, context: { cluster: 'test', user: SERVICE_ACCOUNT } }],
-      'current-context': SERVICE_ACCOUNT,
-    };
-    writeFileSync(tokenKubeconfig, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
-    env.onCleanup(async () => rmSync(tokenDir, { recursive: true, force: true }));
-    saKc = new KubeConfig();
-    saKc.loadFromFile(tokenKubeconfig);
+    const sa = await serviceAccountKubeconfig(kc);
+    env.onCleanup(async () => sa.remove());
+    ({ dir: tokenDir, path: tokenKubeconfig, kc: saKc } = sa);
   });
 
   /** The built CLI, as the CronJob runs it, with the ServiceAccount's token. */
