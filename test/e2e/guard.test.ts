@@ -1,0 +1,303 @@
+// The admission guard (manifests/guard.yaml) on the real API server, with a token of the shipped
+// ServiceAccount: a sweep still does everything it does (both mechanisms, Events, annotations),
+// and every other write that RBAC lets through is refused with the guard's message.
+import assert from 'node:assert/strict';
+import { before, describe, it } from 'node:test';
+import {
+  ApiException,
+  AppsV1Api,
+  BatchV1Api,
+  CoreV1Api,
+  EventsV1Api,
+  PatchStrategy,
+  RbacAuthorizationV1Api,
+  setHeaderOptions,
+  type KubeConfig,
+  V1MicroTime,
+  type V1OwnerReference,
+  type V1Pod,
+} from '@kubernetes/client-node';
+import { useTestCluster } from '../support/hooks.ts';
+import { addPodCondition, waitFor, waitForJobPods } from '../support/kubelet.ts';
+import { applyManifests, INSTALL_NS, SERVICE_ACCOUNT, serviceAccountKubeconfig } from '../support/manifests.ts';
+import { createStuckJob, policyFile, readJob, runSweep, sweeperEvents, trueCondition, waitForJobFailed } from '../support/sweeper.ts';
+import { jobManifest } from '../support/fixtures.ts';
+
+const TIMEOUT = { timeout: 180_000 };
+const GUARD = 'imagepull-sweeper guard: ';
+const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+const jsonPatch = setHeaderOptions('Content-Type', PatchStrategy.JsonPatch);
+const PFP_SPEC = {
+  podFailurePolicy: { rules: [{ action: 'FailJob' as const, onPodConditions: [{ type: 'ImagePullStuck', status: 'True' }] }] },
+};
+
+let kc: KubeConfig;
+let saKc: KubeConfig;
+const env = useTestCluster(async (hooks) => {
+  kc = hooks.kc;
+  await applyManifests(kc);
+  const core = kc.makeApiClient(CoreV1Api);
+  // Only this file needs the policy ConfigMap gone again for the others on the shared cluster.
+  hooks.onCleanup(() => core.deleteNamespacedConfigMap({ namespace: INSTALL_NS, name: 'imagepull-sweeper-policy' }));
+  const sa = await serviceAccountKubeconfig(kc);
+  hooks.onCleanup(async () => sa.remove());
+  saKc = sa.kc;
+});
+
+/** Rejects with the guard's message naming `rule` (and nothing else refused it). */
+async function assertGuardDenies(what: string, rule: string, call: () => Promise<unknown>): Promise<void> {
+  await assert.rejects(call, (error: unknown) => {
+    assert.ok(error instanceof ApiException, `${what}: expected an ApiException, got ${String(error)}`);
+    const body: unknown = typeof error.body === 'string' ? JSON.parse(error.body) : error.body;
+    const message = String((body as { message?: string } | undefined)?.message ?? error.body);
+    assert.equal(error.code, 403, `${what}: expected 403, got ${error.code}: ${message}`);
+    assert.ok(message.includes(`${GUARD}${rule}`), `${what}: expected the guard's "${rule}" rule, got: ${message}`);
+    return true;
+  });
+}
+
+/** A pod with no controller owner, or owned by a ReplicaSet of a Deployment. */
+async function createPod(ns: string, name: string, ownerReferences?: V1OwnerReference[]): Promise<V1Pod> {
+  return kc.makeApiClient(CoreV1Api).createNamespacedPod({
+    namespace: ns,
+    body: { metadata: { name, ownerReferences }, spec: { containers: [{ name: 'main', image: 'registry.invalid/app:1' }] } },
+  });
+}
+
+/** The API server loads a new policy asynchronously: wait until the guard refuses a probe. */
+async function guardEnforced(ns: string): Promise<void> {
+  await createPod(ns, 'probe');
+  const saCore = saKc.makeApiClient(CoreV1Api);
+  await waitFor(
+    async () => {
+      try {
+        await saCore.patchNamespacedPodStatus(
+          { namespace: ns, name: 'probe', body: { status: { conditions: [{ type: 'Probe', status: 'True' }] } } },
+          setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch),
+        );
+        return false;
+      } catch (error) {
+        return error instanceof ApiException && error.code === 403 && String(error.body).includes(GUARD);
+      }
+    },
+    30_000,
+    'the guard to be enforced',
+  );
+}
+
+describe('the admission guard', () => {
+  let ns: string;
+  before(async () => {
+    ns = await env.namespace('guard');
+    await guardEnforced(ns);
+  });
+
+  it('lets a sweep do all it does: both mechanisms, report-only, Events and annotations', TIMEOUT, async () => {
+    const failNs = await env.namespace('guard-fail');
+    const reportNs = await env.namespace('guard-report');
+    await createStuckJob(kc, failNs, 'deadline', { stuckFor: 9999 });
+    await createStuckJob(kc, failNs, 'pfp', { stuckFor: 9999, spec: PFP_SPEC });
+    await createStuckJob(kc, reportNs, 'watched', { stuckFor: 9999 });
+    const policy = policyFile(`rules:\n  - name: report-only\n    namespaces: ["${reportNs}"]\n    action: report\n`);
+
+    const run = await runSweep(saKc, { namespaces: [failNs, reportNs], policy });
+    const detail = JSON.stringify(run.records, null, 1);
+    assert.equal(run.exitCode, 0, detail);
+    const byJob = new Map(run.lines.map((l) => [l.job, l]));
+    assert.equal(byJob.get('deadline')?.outcome, 'failed', detail);
+    assert.equal(byJob.get('pfp')?.outcome, 'failed', detail);
+    assert.equal(byJob.get('watched')?.outcome, 'reported', detail);
+    assert.equal(run.summary?.actionErrors, 0, detail);
+
+    const deadline = await waitForJobFailed(kc, failNs, 'deadline');
+    assert.equal(trueCondition(deadline, 'Failed')?.reason, 'DeadlineExceeded');
+    const pfp = await waitForJobFailed(kc, failNs, 'pfp');
+    assert.equal(trueCondition(pfp, 'Failed')?.reason, 'PodFailurePolicy');
+    for (const job of [deadline, pfp]) {
+      const annotations = job.metadata?.annotations ?? {};
+      for (const key of ['failed-at', 'reason', 'message']) assert.ok(annotations[`imagepull-sweeper/${key}`], `${job.metadata?.name}: ${key}`);
+    }
+    assert.ok((await readJob(kc, reportNs, 'watched')).metadata?.annotations?.['imagepull-sweeper/reported-at']);
+    const failEvents = await sweeperEvents(kc, failNs);
+    assert.deepEqual(failEvents.map((e) => `${e.regarding?.name} ${e.action}`).sort(), ['deadline FailJob', 'pfp FailJob']);
+    assert.deepEqual((await sweeperEvents(kc, reportNs)).map((e) => `${e.regarding?.name} ${e.action}`), ['watched Report']);
+
+    // A second sweep changes nothing, and is not refused either.
+    const again = await runSweep(saKc, { namespaces: [failNs, reportNs], policy });
+    assert.equal(again.exitCode, 0, JSON.stringify(again.records, null, 1));
+  });
+
+  it('refuses pod status writes other than one added condition on a Job\'s pod', TIMEOUT, async () => {
+    const saCore = saKc.makeApiClient(CoreV1Api);
+    const { pod } = await createStuckJob(kc, ns, 'stuck', { stuckFor: 10 });
+    const condition = (type: string, status: 'True' | 'False' = 'True') => ({ type, status, reason: 'ImagePullBackOff' });
+    const rule = 'pods/status: only one condition may be added';
+
+    await assertGuardDenies('a Ready condition on a Job\'s pod', rule, () => addPodCondition(saCore, ns, pod, condition('Ready')));
+    await assertGuardDenies('a ContainersReady condition', rule, () => addPodCondition(saCore, ns, pod, condition('ContainersReady')));
+    await assertGuardDenies('a False condition', rule, () => addPodCondition(saCore, ns, pod, condition('ImagePullStuck', 'False')));
+    await assertGuardDenies('the phase', rule, () =>
+      saCore.patchNamespacedPodStatus({ namespace: ns, name: pod, body: { status: { phase: 'Failed' } } }, mergePatch),
+    );
+    await assertGuardDenies('two conditions at once', rule, () =>
+      saCore.patchNamespacedPodStatus(
+        { namespace: ns, name: pod, body: { status: { conditions: [condition('A'), condition('B')] } } },
+        setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch),
+      ),
+    );
+    await assertGuardDenies('removing the kubelet\'s conditions', rule, () =>
+      saCore.patchNamespacedPodStatus({ namespace: ns, name: pod, body: [{ op: 'remove', path: '/status/conditions/0' }] }, jsonPatch),
+    );
+    // What the sweeper does is allowed, also when repeated (a retried request).
+    await addPodCondition(saCore, ns, pod, condition('ImagePullStuck'));
+    const marked = await kc.makeApiClient(CoreV1Api).readNamespacedPod({ namespace: ns, name: pod });
+    const mark = marked.status!.conditions!.find((c) => c.type === 'ImagePullStuck')!;
+    await saCore.patchNamespacedPodStatus(
+      { namespace: ns, name: pod, body: { status: { conditions: [mark] } } },
+      setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch),
+    );
+
+    // Pods that are not a Job's.
+    const apps = kc.makeApiClient(AppsV1Api);
+    const deployment = await apps.createNamespacedDeployment({
+      namespace: ns,
+      body: {
+        metadata: { name: 'web' },
+        spec: { selector: { matchLabels: { app: 'web' } }, template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'c', image: 'x' }] } } },
+      },
+    });
+    const replicaSet = await apps.createNamespacedReplicaSet({
+      namespace: ns,
+      body: {
+        metadata: { name: 'web-1', ownerReferences: [{ apiVersion: 'apps/v1', kind: 'Deployment', name: 'web', uid: deployment.metadata!.uid!, controller: true }] },
+        spec: { replicas: 0, selector: { matchLabels: { app: 'web' } }, template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'c', image: 'x' }] } } },
+      },
+    });
+    await createPod(ns, 'web-1-abcde', [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'web-1', uid: replicaSet.metadata!.uid!, controller: true }]);
+    await createPod(ns, 'bare');
+    for (const name of ['web-1-abcde', 'bare']) {
+      await assertGuardDenies(`a custom condition on pod ${name}`, 'pods/status: only a pod whose controller is a Job', () =>
+        addPodCondition(saCore, ns, name, condition('ImagePullStuck')),
+      );
+      await assertGuardDenies(`deleting pod ${name}`, 'pods: only a pod whose controller is a Job may be deleted', () =>
+        saCore.deleteNamespacedPod({ namespace: ns, name }),
+      );
+    }
+
+    // Nobody else is affected: the admin may still write a Ready condition.
+    await addPodCondition(kc.makeApiClient(CoreV1Api), ns, 'bare', condition('Ready'));
+  });
+
+  it('refuses Job changes other than its own annotations and activeDeadlineSeconds', TIMEOUT, async () => {
+    const batch = kc.makeApiClient(BatchV1Api);
+    const saBatch = saKc.makeApiClient(BatchV1Api);
+    const rule = 'jobs: only imagepull-sweeper/ annotations';
+    await batch.createNamespacedJob({
+      namespace: ns,
+      body: { ...jobManifest('held', 'registry.invalid/app:1', { suspend: true }), metadata: { name: 'held', labels: { team: 'a' }, annotations: { 'owner/note': 'keep', 'imagepull-sweeper/grace': '1m' } } },
+    });
+    const patch = (body: object) => () => saBatch.patchNamespacedJob({ namespace: ns, name: 'held', body }, mergePatch);
+
+    await assertGuardDenies('labels', rule, patch({ metadata: { labels: { team: 'b' } } }));
+    await assertGuardDenies('parallelism', rule, patch({ spec: { parallelism: 5 } }));
+    await assertGuardDenies('removing another annotation', rule, patch({ metadata: { annotations: { 'owner/note': null } } }));
+    await assertGuardDenies('adding another annotation', rule, patch({ metadata: { annotations: { 'owner/other': 'x' } } }));
+    await assertGuardDenies('the owner\'s grace annotation', rule, patch({ metadata: { annotations: { 'imagepull-sweeper/grace': '1h' } } }));
+    await assertGuardDenies('resuming the Job', rule, patch({ spec: { suspend: false } }));
+    // A suspended Job's pod template may change (scheduling fields): not by the sweeper.
+    await assertGuardDenies('the pod template', rule, patch({ spec: { template: { spec: { nodeSelector: { evil: 'yes' } } } } }));
+    // The image is immutable for everyone; the API server's own validation refuses it first.
+    await assert.rejects(
+      saBatch.patchNamespacedJob(
+        { namespace: ns, name: 'held', body: [{ op: 'replace', path: '/spec/template/spec/containers/0/image', value: 'evil:1' }] },
+        jsonPatch,
+      ),
+      (error: unknown) => error instanceof ApiException && error.code >= 400,
+    );
+
+    // What the sweeper does is allowed: its annotations, the deadline, and releasing its claim.
+    await patch({ metadata: { annotations: { 'imagepull-sweeper/failed-at': '2026-11-30T00:00:00Z' } }, spec: { activeDeadlineSeconds: 1 } })();
+    await patch({ metadata: { annotations: { 'imagepull-sweeper/failed-at': null } } })();
+    const job = await batch.readNamespacedJob({ namespace: ns, name: 'held' });
+    assert.equal(job.spec?.template.spec?.containers[0]?.image, 'registry.invalid/app:1');
+    assert.deepEqual(job.metadata?.labels?.team, 'a');
+    assert.deepEqual(job.metadata?.annotations, { 'owner/note': 'keep', 'imagepull-sweeper/grace': '1m' });
+    assert.equal(job.spec?.parallelism, 1);
+
+    // A Job its owner told the sweeper to ignore is not touched at all.
+    await batch.createNamespacedJob({
+      namespace: ns,
+      body: { ...jobManifest('ignored', 'registry.invalid/app:1'), metadata: { name: 'ignored', annotations: { 'imagepull-sweeper/ignore': 'true' } } },
+    });
+    await assertGuardDenies('failing an ignored Job', 'jobs, cronjobs: never one annotated imagepull-sweeper/ignore', () =>
+      saBatch.patchNamespacedJob({ namespace: ns, name: 'ignored', body: { spec: { activeDeadlineSeconds: 1 } } }, mergePatch),
+    );
+  });
+
+  describe('with more RBAC than the shipped ClusterRole grants', () => {
+    // The guard does not rely on the RBAC staying narrow: grant extra verbs for this test only.
+    before(async () => {
+      const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
+      await rbac.createNamespacedRole({
+        namespace: ns,
+        body: {
+          metadata: { name: 'guard-extra' },
+          rules: [
+            { apiGroups: ['batch'], resources: ['cronjobs'], verbs: ['get', 'patch'] },
+            { apiGroups: [''], resources: ['configmaps', 'pods/eviction'], verbs: ['create'] },
+            { apiGroups: [''], resources: ['events'], verbs: ['create'] },
+          ],
+        },
+      });
+      await rbac.createNamespacedRoleBinding({
+        namespace: ns,
+        body: {
+          metadata: { name: 'guard-extra' },
+          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'guard-extra' },
+          subjects: [{ kind: 'ServiceAccount', name: SERVICE_ACCOUNT, namespace: INSTALL_NS }],
+        },
+      });
+    });
+
+    it('CronJobs: only suspending (and its own annotations)', TIMEOUT, async () => {
+      const batch = kc.makeApiClient(BatchV1Api);
+      const saBatch = saKc.makeApiClient(BatchV1Api);
+      const template = jobManifest('nightly', 'registry.invalid/app:1').spec!;
+      await batch.createNamespacedCronJob({ namespace: ns, body: { metadata: { name: 'nightly' }, spec: { schedule: '0 3 * * *', jobTemplate: { spec: template } } } });
+      const patch = (body: object) => () => saBatch.patchNamespacedCronJob({ namespace: ns, name: 'nightly', body }, mergePatch);
+      const rule = 'cronjobs: only imagepull-sweeper/ annotations';
+
+      await assertGuardDenies('the schedule', rule, patch({ spec: { schedule: '* * * * *' } }));
+      await assertGuardDenies('the job template', rule, patch({ spec: { jobTemplate: { spec: { parallelism: 3 } } } }));
+      await assertGuardDenies('labels', rule, patch({ metadata: { labels: { a: 'b' } } }));
+      await patch({ spec: { suspend: true }, metadata: { annotations: { 'imagepull-sweeper/suspended-at': '2026-11-30T00:00:00Z' } } })();
+      await assertGuardDenies('resuming (the owner\'s act)', rule, patch({ spec: { suspend: false } }));
+      const cronJob = await batch.readNamespacedCronJob({ namespace: ns, name: 'nightly' });
+      assert.equal(cronJob.spec?.suspend, true);
+      assert.equal(cronJob.spec?.schedule, '0 3 * * *');
+    });
+
+    it('anything else: denied, whatever the RBAC says', TIMEOUT, async () => {
+      const saCore = saKc.makeApiClient(CoreV1Api);
+      await kc.makeApiClient(BatchV1Api).createNamespacedJob({ namespace: ns, body: jobManifest('other', 'registry.invalid/app:1') });
+      const [pod] = await waitForJobPods(kc.makeApiClient(CoreV1Api), ns, 'other');
+      const name = pod!.metadata!.name!;
+      await assertGuardDenies('creating a ConfigMap', 'configmaps CREATE is not a write the sweeper makes', () =>
+        saCore.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: 'x' } } }),
+      );
+      await assertGuardDenies('evicting a pod', 'pods/eviction CREATE is not a write the sweeper makes', () =>
+        saCore.createNamespacedPodEviction({ namespace: ns, name, body: { metadata: { name, namespace: ns } } }),
+      );
+      await assertGuardDenies('a core/v1 Event', 'events CREATE is not a write the sweeper makes', () =>
+        saCore.createNamespacedEvent({ namespace: ns, body: { metadata: { name: 'x' }, involvedObject: { kind: 'Pod', name, namespace: ns }, reason: 'X' } }),
+      );
+      const saEvents = saKc.makeApiClient(EventsV1Api);
+      await assertGuardDenies('an Event of another controller', 'events: only Events with reportingController imagepull-sweeper', () =>
+        saEvents.createNamespacedEvent({
+          namespace: ns,
+          body: { metadata: { name: 'x' }, eventTime: new V1MicroTime(), reportingController: 'someone-else', reportingInstance: 'x', action: 'A', reason: 'R', type: 'Normal', regarding: { kind: 'Pod', name, namespace: ns } },
+        }),
+      );
+    });
+  });
+});
