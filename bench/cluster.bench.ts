@@ -1,8 +1,11 @@
-// Prints figures; asserts nothing. `npm run bench:cluster [JOBS]`.
+// Prints figures; asserts nothing. `npm run bench:cluster [JOBS] [--guard]`.
 // A dry run and a real sweep of JOBS stuck Jobs (spread over 10 namespaces) on the bundled
 // control plane, with the default limits lifted so every Job is failed in one sweep.
+// --guard: instead, real sweeps as the shipped ServiceAccount with and without the admission
+// guard (manifests/guard.yaml), 3 rounds each, alternating, fresh stuck Jobs every sweep (half
+// of them with a podFailurePolicy, so both mechanisms' writes pass the guard).
 import { PassThrough } from 'node:stream';
-import { BatchV1Api, CoreV1Api } from '@kubernetes/client-node';
+import { AdmissionregistrationV1Api, ApiException, BatchV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
 import { exitStatusOf } from '../src/cli/exit.ts';
 import { mapBounded } from '../src/concurrency.ts';
 import { createGateway } from '../src/kube/gateway.ts';
@@ -12,15 +15,18 @@ import { sweep } from '../src/sweep.ts';
 import { startCluster } from '../test/support/cluster.ts';
 import { createNamespace, jobManifest } from '../test/support/fixtures.ts';
 import { setImagePullStuck, waitFor, waitForJobPods } from '../test/support/kubelet.ts';
+import { allObjects, applyManifests, serviceAccountKubeconfig } from '../test/support/manifests.ts';
 import { NOT_FOUND_MESSAGE, MISSING_IMAGE, policyFile } from '../test/support/sweeper.ts';
 
-const jobs = Number(process.argv[2] ?? 200);
-const cluster = await startCluster();
-try {
-  const kc = cluster.kubeConfig;
+const args = process.argv.slice(2);
+const guard = args.includes('--guard');
+const jobs = Number(args.find((a) => !a.startsWith('--')) ?? 200);
+
+/** JOBS stuck Jobs in 10 fresh namespaces (every other one with a podFailurePolicy FailJob rule when `pfp`). */
+async function stuckJobs(kc: KubeConfig, prefix: string, pfp = false): Promise<string[]> {
   const core = kc.makeApiClient(CoreV1Api);
   const batch = kc.makeApiClient(BatchV1Api);
-  const namespaces = await Promise.all(Array.from({ length: 10 }, (_, i) => createNamespace(kc, `bench-${i}`)));
+  const namespaces = await Promise.all(Array.from({ length: 10 }, (_, i) => createNamespace(kc, `${prefix}-${i}`)));
   const setupStarted = Date.now();
   await mapBounded(
     Array.from({ length: jobs }, (_, i) => i),
@@ -28,7 +34,8 @@ try {
     async (i) => {
       const namespace = namespaces[i % namespaces.length]!.name;
       const name = `job-${i}`;
-      await batch.createNamespacedJob({ namespace, body: jobManifest(name, MISSING_IMAGE) });
+      const spec = pfp && i % 2 ? PFP_SPEC : {};
+      await batch.createNamespacedJob({ namespace, body: jobManifest(name, MISSING_IMAGE, spec) });
       const [pod] = await waitForJobPods(core, namespace, name, { timeoutMs: 120_000 });
       await setImagePullStuck(core, namespace, pod!.metadata!.name!, {
         since: new Date(Date.now() - 3600_000),
@@ -37,32 +44,103 @@ try {
     },
   );
   console.log(`setup: ${jobs} stuck Jobs in ${namespaces.length} namespaces in ${Date.now() - setupStarted} ms`);
+  return namespaces.map((n) => n.name);
+}
 
+async function timedSweep(kc: KubeConfig, dryRun: boolean, namespaces: string[]): Promise<{ ms: number; line: string }> {
   const policy = policyFile(`limits: { maxJobsPerSweep: ${jobs}, maxJobsPerNamespace: ${jobs} }\n`);
-  for (const dryRun of [true, false]) {
-    const started = Date.now();
-    const result = await sweep(
-      { gateway: withRetries(createGateway(kc)), clock: () => new Date(), logger: createLogger({ format: 'json', stream: new PassThrough().resume() }) },
-      { dryRun, namespaces: [], policy, instance: 'bench' },
-    );
-    const s = result.summary!;
-    console.log(
-      `${dryRun ? 'dry run' : 'sweep  '}: ${s.podsScanned} pending pods, ${s.outcomes.failed} ${dryRun ? 'would fail' : 'failed'}, ` +
-        `${s.actionErrors} errors, exit ${exitStatusOf(result.status)}, ${Date.now() - started} ms`,
-    );
-  }
   const started = Date.now();
+  const result = await sweep(
+    { gateway: withRetries(createGateway(kc)), clock: () => new Date(), logger: createLogger({ format: 'json', stream: new PassThrough().resume() }) },
+    { dryRun, namespaces, policy, instance: 'bench' },
+  );
+  const ms = Date.now() - started;
+  const s = result.summary!;
+  const line =
+    `${s.podsScanned} pending pods, ${s.outcomes.failed} ${dryRun ? 'would fail' : 'failed'}, ` +
+    `${s.actionErrors} errors, exit ${exitStatusOf(result.status)}, ${ms} ms`;
+  return { ms, line };
+}
+
+/** Applies or removes the guard, and waits until the API server enforces (or stops enforcing) it. */
+async function setGuard(admin: KubeConfig, sa: KubeConfig, on: boolean, probeNs: string): Promise<void> {
+  const api = admin.makeApiClient(AdmissionregistrationV1Api);
+  if (on) await applyManifests(admin);
+  else {
+    await api.deleteValidatingAdmissionPolicyBinding({ name: 'imagepull-sweeper-guard' }).catch(() => undefined);
+    await api.deleteValidatingAdmissionPolicy({ name: 'imagepull-sweeper-guard' }).catch(() => undefined);
+  }
+  // Probe: a condition on a pod that is not a Job's is refused only while the guard is enforced.
+  const saCore = sa.makeApiClient(CoreV1Api);
   await waitFor(
     async () => {
-      const all = await batch.listJobForAllNamespaces({ labelSelector: '' });
-      const failed = all.items.filter((j) => j.status?.conditions?.some((c) => c.type === 'Failed' && c.status === 'True')).length;
-      return failed >= jobs ? failed : undefined;
+      try {
+        await saCore.patchNamespacedPodStatus(
+          { namespace: probeNs, name: 'probe', body: { status: { conditions: [{ type: 'Probe', status: 'True' }] } } },
+          setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch),
+        );
+        return !on;
+      } catch (error) {
+        return on && error instanceof ApiException && error.code === 403;
+      }
     },
-    300_000,
-    'every Job to be Failed',
-    1000,
+    30_000,
+    `the guard ${on ? 'enforced' : 'gone'}`,
   );
-  console.log(`job controller: all ${jobs} Jobs Failed/DeadlineExceeded ${Date.now() - started} ms after the sweep`);
+}
+
+const PFP_SPEC = {
+  podFailurePolicy: { rules: [{ action: 'FailJob' as const, onPodConditions: [{ type: 'ImagePullStuck', status: 'True' }] }] },
+};
+
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+const cluster = await startCluster();
+try {
+  const kc = cluster.kubeConfig;
+  const batch = kc.makeApiClient(BatchV1Api);
+  if (guard) {
+    await applyManifests(kc);
+    const sa = await serviceAccountKubeconfig(kc);
+    const probeNs = (await createNamespace(kc, 'bench-probe')).name;
+    await kc.makeApiClient(CoreV1Api).createNamespacedPod({
+      namespace: probeNs,
+      body: { metadata: { name: 'probe' }, spec: { containers: [{ name: 'main', image: MISSING_IMAGE }] } },
+    });
+    const objects = allObjects().filter(({ obj }) => obj.kind?.startsWith('ValidatingAdmissionPolicy')).length;
+    console.log(`guard: ${objects} objects from manifests/guard.yaml; sweeps run as the ServiceAccount`);
+    const times: Record<'without' | 'with', number[]> = { without: [], with: [] };
+    for (let round = 1; round <= 3; round += 1) {
+      for (const mode of ['without', 'with'] as const) {
+        const namespaces = await stuckJobs(kc, `bench-${mode}-${round}`, true);
+        await setGuard(kc, sa.kc, mode === 'with', probeNs);
+        const { ms, line } = await timedSweep(sa.kc, false, namespaces);
+        times[mode].push(ms);
+        console.log(`round ${round}, ${mode} guard: ${line}`);
+      }
+    }
+    sa.remove();
+    const [without, withGuard] = [median(times.without), median(times.with)];
+    console.log(`median of 3: without guard ${without} ms, with guard ${withGuard} ms (${(((withGuard - without) / without) * 100).toFixed(1)}%)`);
+  } else {
+    const namespaces = await stuckJobs(kc, 'bench');
+    for (const dryRun of [true, false]) {
+      const { line } = await timedSweep(kc, dryRun, namespaces);
+      console.log(`${dryRun ? 'dry run' : 'sweep  '}: ${line}`);
+    }
+    const started = Date.now();
+    await waitFor(
+      async () => {
+        const all = await batch.listJobForAllNamespaces({ labelSelector: '' });
+        const failed = all.items.filter((j) => j.status?.conditions?.some((c) => c.type === 'Failed' && c.status === 'True')).length;
+        return failed >= jobs ? failed : undefined;
+      },
+      300_000,
+      'every Job to be Failed',
+      1000,
+    );
+    console.log(`job controller: all ${jobs} Jobs Failed/DeadlineExceeded ${Date.now() - started} ms after the sweep`);
+  }
 } finally {
   await cluster.stop();
 }

@@ -4,9 +4,9 @@
 // is only a devDependency fails here as it would in the image. The steps are read from the
 // Dockerfile itself, so the test and the image cannot drift apart.
 import assert from 'node:assert/strict';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, posix } from 'node:path';
+import { dirname, join, posix, relative } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ensureBuilt, exec, REPO, type Exec } from '../support/cli.ts';
 
@@ -85,6 +85,26 @@ const dockerfile = readFileSync(join(REPO, 'Dockerfile'), 'utf8');
 const stages = parseDockerfile(dockerfile);
 const runtime = stages.at(-1)!;
 const instructions = (op: string): Instruction[] => runtime.instructions.filter((i) => i.op === op);
+
+/** Every package under a node_modules tree: its path relative to `root`, `name@version` and licence. */
+function installedPackages(root: string, dir = join(root, 'node_modules')): { path: string; id: string; name: string; license: string }[] {
+  if (!existsSync(dir)) return [];
+  const found: { path: string; id: string; name: string; license: string }[] = [];
+  for (const entry of readdirSync(dir)) {
+    if (entry.startsWith('.')) continue;
+    const dirs = entry.startsWith('@') ? readdirSync(join(dir, entry)).map((e) => join(dir, entry, e)) : [join(dir, entry)];
+    for (const pkgDir of dirs) {
+      const manifest = JSON.parse(readFileSync(join(pkgDir, 'package.json'), 'utf8')) as { name: string; version: string; license?: unknown };
+      const license = typeof manifest.license === 'string' ? manifest.license : JSON.stringify(manifest.license);
+      found.push({ path: relative(root, pkgDir), id: `${manifest.name}@${manifest.version}`, name: manifest.name, license });
+      found.push(...installedPackages(root, join(pkgDir, 'node_modules')));
+    }
+  }
+  return found;
+}
+
+/** Permissive licences only: no copyleft in what the image ships. */
+const ALLOWED_LICENSES = new Set(['MIT', 'ISC', 'Apache-2.0', 'BSD-2-Clause', 'BSD-3-Clause', '0BSD', 'Unlicense', 'Python-2.0', 'BlueOak-1.0.0']);
 
 let appDir: string;
 let workdir: string;
@@ -211,6 +231,39 @@ describe('the runtime stage, repeated in a clean directory', () => {
       assert.ok(existsSync(join(appDir, path)), `${path} installed`);
     }
     assert.ok(existsSync(toLocal(entrypoint[1]!)), `${entrypoint[1]} is in the image`);
+  });
+
+  it('node_modules holds exactly what `npm ls --omit=dev` lists: same paths, same versions', TIMEOUT, async () => {
+    const r = await exec('npm', ['ls', '--omit=dev', '--all', '--parseable'], { timeoutMs: 60_000 });
+    assert.equal(r.code, 0, `npm ls --omit=dev:\n${r.stdout}\n${r.stderr}`);
+    const listed = [...new Set(r.stdout.split('\n').filter(Boolean))].filter((p) => p !== REPO);
+    const expected = installedPackages(REPO)
+      .filter((p) => listed.includes(join(REPO, p.path)))
+      .map((p) => `${p.path} ${p.id}`)
+      .sort();
+    assert.equal(expected.length, listed.length, 'every listed package is in the repository\'s node_modules');
+    assert.deepEqual(installedPackages(appDir).map((p) => `${p.path} ${p.id}`).sort(), expected);
+  });
+
+  it('ships permissive licences only, each listed in the README', () => {
+    const packages = installedPackages(appDir);
+    const copyleft = packages.filter((p) => !ALLOWED_LICENSES.has(p.license)).map((p) => `${p.id} (${p.license})`);
+    assert.deepEqual(copyleft, [], 'licences outside the permissive allow-list');
+    const readme = readFileSync(join(REPO, 'README.md'), 'utf8');
+    const section = /^## Dependencies and licences\n([\s\S]*?)(?=^## )/m.exec(readme)?.[1];
+    assert.ok(section, 'README has a "Dependencies and licences" section');
+    // Lines like "- **MIT** (89): a, b, c" name every shipped package under its licence.
+    const documented = new Map<string, string>();
+    for (const [line, license = '', count = '', names = ''] of section.matchAll(/^- \*\*([^*]+)\*\* \((\d+)\): (.+)$/gm)) {
+      const list = names.split(',').map((n) => n.trim().replace(/`/g, ''));
+      assert.equal(list.length, Number(count), line);
+      for (const name of list) documented.set(name, license);
+    }
+    const shipped = new Map(packages.map((p) => [p.name, p.license]));
+    const byLicense = new Map<string, string[]>();
+    for (const [name, license] of [...shipped].sort()) byLicense.set(license, [...(byLicense.get(license) ?? []), `\`${name}\``]);
+    const lines = [...byLicense].sort((a, b) => b[1].length - a[1].length).map(([l, n]) => `- **${l}** (${n.length}): ${n.join(', ')}`);
+    assert.deepEqual(new Map([...documented].sort()), new Map([...shipped].sort()), `the README should list:\n${lines.join('\n')}`);
   });
 
   it('--help', TIMEOUT, async () => {
