@@ -4,6 +4,8 @@
 // --guard: instead, real sweeps as the shipped ServiceAccount with and without the admission
 // guard (manifests/guard.yaml), 3 rounds each, alternating, fresh stuck Jobs every sweep (half
 // of them with a podFailurePolicy, so both mechanisms' writes pass the guard).
+import { readFileSync } from 'node:fs';
+import https from 'node:https';
 import { PassThrough } from 'node:stream';
 import { AdmissionregistrationV1Api, ApiException, BatchV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
 import { exitStatusOf } from '../src/cli/exit.ts';
@@ -47,7 +49,40 @@ async function stuckJobs(kc: KubeConfig, prefix: string, pfp = false): Promise<s
   return namespaces.map((n) => n.name);
 }
 
-async function timedSweep(kc: KubeConfig, dryRun: boolean, namespaces: string[]): Promise<{ ms: number; line: string }> {
+/** CPU time (user + system, ms) the process has used so far, from /proc (Linux). */
+function cpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime, stime in clock ticks (USER_HZ 100)
+}
+
+/** The API server's ValidatingAdmissionPolicy plugin so far: seconds spent and requests seen. */
+async function vapAdmission(kc: KubeConfig): Promise<{ seconds: number; requests: number }> {
+  const cluster = kc.getCurrentCluster()!;
+  const ca = Buffer.from(cluster.caData!, 'base64');
+  const text = await new Promise<string>((resolve, reject) => {
+    https
+      .get(`${cluster.server}/metrics`, { ca, headers: { Authorization: `Bearer ${kc.getCurrentUser()!.token}` } }, (res) => {
+        let body = '';
+        res.setEncoding('utf8').on('data', (d: string) => (body += d));
+        res.on('end', () => resolve(body));
+      })
+      .on('error', reject);
+  });
+  let seconds = 0;
+  let requests = 0;
+  for (const line of text.split('\n')) {
+    if (!line.startsWith('apiserver_admission_controller_admission_duration_seconds_') || !line.includes('name="ValidatingAdmissionPolicy"')) continue;
+    const value = Number(line.slice(line.lastIndexOf(' ') + 1));
+    if (line.includes('_seconds_sum{')) seconds += value;
+    else if (line.includes('_seconds_count{')) requests += value;
+  }
+  return { seconds, requests };
+}
+
+async function timedSweep(kc: KubeConfig, dryRun: boolean, namespaces: string[]): Promise<{ ms: number; apiserverCpuMs: number; vapUs: number; line: string }> {
+  const apiserver = cluster.state.pids['kube-apiserver'];
+  const vapBefore = await vapAdmission(cluster.kubeConfig);
+  const cpuBefore = cpuMs(apiserver);
   const policy = policyFile(`limits: { maxJobsPerSweep: ${jobs}, maxJobsPerNamespace: ${jobs} }\n`);
   const started = Date.now();
   const result = await sweep(
@@ -55,11 +90,16 @@ async function timedSweep(kc: KubeConfig, dryRun: boolean, namespaces: string[])
     { dryRun, namespaces, policy, instance: 'bench' },
   );
   const ms = Date.now() - started;
+  const apiserverCpuMs = cpuMs(apiserver) - cpuBefore;
+  const vapAfter = await vapAdmission(cluster.kubeConfig);
+  const vapRequests = vapAfter.requests - vapBefore.requests;
+  // Mean time in the ValidatingAdmissionPolicy plugin per write reaching admission (anyone's).
+  const vapUs = Math.round(((vapAfter.seconds - vapBefore.seconds) / Math.max(1, vapRequests)) * 1e6);
   const s = result.summary!;
   const line =
     `${s.podsScanned} pending pods, ${s.outcomes.failed} ${dryRun ? 'would fail' : 'failed'}, ` +
-    `${s.actionErrors} errors, exit ${exitStatusOf(result.status)}, ${ms} ms`;
-  return { ms, line };
+    `${s.actionErrors} errors, exit ${exitStatusOf(result.status)}, ${ms} ms (kube-apiserver CPU ${apiserverCpuMs} ms; ${vapRequests} writes through admission, ${vapUs} µs each in the policy plugin)`;
+  return { ms, apiserverCpuMs, vapUs, line };
 }
 
 /** Applies or removes the guard, and waits until the API server enforces (or stops enforcing) it. */
@@ -110,18 +150,26 @@ try {
     const objects = allObjects().filter(({ obj }) => obj.kind?.startsWith('ValidatingAdmissionPolicy')).length;
     console.log(`guard: ${objects} objects from manifests/guard.yaml; sweeps run as the ServiceAccount`);
     const times: Record<'without' | 'with', number[]> = { without: [], with: [] };
+    const cpu: Record<'without' | 'with', number[]> = { without: [], with: [] };
+    const vap: Record<'without' | 'with', number[]> = { without: [], with: [] };
     for (let round = 1; round <= 3; round += 1) {
       for (const mode of ['without', 'with'] as const) {
         const namespaces = await stuckJobs(kc, `bench-${mode}-${round}`, true);
         await setGuard(kc, sa.kc, mode === 'with', probeNs);
-        const { ms, line } = await timedSweep(sa.kc, false, namespaces);
+        const { ms, apiserverCpuMs, vapUs, line } = await timedSweep(sa.kc, false, namespaces);
+        vap[mode].push(vapUs);
         times[mode].push(ms);
+        cpu[mode].push(apiserverCpuMs);
         console.log(`round ${round}, ${mode} guard: ${line}`);
       }
     }
     sa.remove();
+    const change = (a: number, b: number): string => `${b >= a ? '+' : ''}${(((b - a) / a) * 100).toFixed(1)}%`;
     const [without, withGuard] = [median(times.without), median(times.with)];
-    console.log(`median of 3: without guard ${without} ms, with guard ${withGuard} ms (${(((withGuard - without) / without) * 100).toFixed(1)}%)`);
+    const [cpuWithout, cpuWith] = [median(cpu.without), median(cpu.with)];
+    console.log(`median of 3, sweep: without guard ${without} ms, with guard ${withGuard} ms (${change(without, withGuard)})`);
+    console.log(`median of 3, policy plugin per write: without ${median(vap.without)} µs, with ${median(vap.with)} µs`);
+    console.log(`median of 3, kube-apiserver CPU during the sweep: without ${cpuWithout} ms, with ${cpuWith} ms (${change(cpuWithout, cpuWith)})`);
   } else {
     const namespaces = await stuckJobs(kc, 'bench');
     for (const dryRun of [true, false]) {
