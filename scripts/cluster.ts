@@ -29,6 +29,7 @@ function describeNode(n: NodeInfo): string {
     `  containerd: ctr --address ${n.containerdSocket} -n k8s.io images ls`,
     `  logs:       ${n.logDir}`,
     `  processes:  ${procs}`,
+    `Node tests on it: add IMAGEPULL_SWEEPER_TEST_NODE=${path.join(n.runDir, 'node.json')}`,
   ].join('\n');
 }
 
