@@ -97,7 +97,7 @@ async function timedSweep(kc: KubeConfig, dryRun: boolean, namespaces: string[])
   const vapUs = Math.round(((vapAfter.seconds - vapBefore.seconds) / Math.max(1, vapRequests)) * 1e6);
   const s = result.summary!;
   const line =
-    `${s.podsScanned} pending pods, ${s.outcomes.failed} ${dryRun ? 'would fail' : 'failed'}, ` +
+    `${s.podsScanned} pending pods, ${s.outcomes[dryRun ? 'would-fail' : 'failed'] ?? 0} ${dryRun ? 'would fail' : 'failed'}, ` +
     `${s.actionErrors} errors, exit ${exitStatusOf(result.status)}, ${ms} ms (kube-apiserver CPU ${apiserverCpuMs} ms; ${vapRequests} writes through admission, ${vapUs} µs each in the policy plugin)`;
   return { ms, apiserverCpuMs, vapUs, line };
 }

@@ -8,7 +8,8 @@
 // - decision: the judge's verdict on one Job (or one pod without a Job), with its action, plan
 //   and the detail saying why.
 // - plan: what this sweep decided to do with that Job: fail | report | skip | defer | error.
-// - outcome: what then happened: failed | reported | skipped | deferred | error.
+// - outcome: what then happened: failed | reported | skipped | deferred | error; a dry run
+//   writes nothing, so there it is would-fail | would-report | would-retry instead.
 // - judgement: all decisions of one sweep plus the outage assessment.
 
 export const PULL_CLASSES = ['permanent', 'auth', 'transient', 'unknown'] as const;
@@ -22,7 +23,14 @@ export const PLANS = ['fail', 'report', 'skip', 'defer', 'error'] as const;
 export type Plan = (typeof PLANS)[number];
 
 export const OUTCOMES = ['failed', 'reported', 'skipped', 'deferred', 'error'] as const;
-export type Outcome = (typeof OUTCOMES)[number];
+/** What a dry run says instead of the outcomes that would have written something. */
+export const DRY_RUN_OUTCOMES = ['would-fail', 'would-report', 'would-retry', 'skipped', 'deferred', 'error'] as const;
+export type Outcome = (typeof OUTCOMES)[number] | (typeof DRY_RUN_OUTCOMES)[number];
+
+/** The outcomes one mode (live or dry run) can produce. */
+export function outcomesFor(dryRun: boolean): readonly Outcome[] {
+  return dryRun ? DRY_RUN_OUTCOMES : OUTCOMES;
+}
 
 /** Waiting reasons that mean "this container is stuck on its image". */
 export const STUCK_REASONS = [

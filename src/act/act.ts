@@ -33,6 +33,15 @@ const OUTCOME_OF_PLAN: Record<Plan, Outcome> = {
   error: 'error',
 };
 
+/** A dry run writes nothing: what it would have written is `would-*`. */
+const DRY_RUN_OUTCOME_OF_PLAN: Record<Plan, Outcome> = {
+  fail: 'would-fail',
+  report: 'would-report',
+  skip: 'skipped',
+  defer: 'deferred',
+  error: 'error',
+};
+
 /** Carries out each decision's plan with bounded concurrency; one failing Job never stops the others. */
 export async function act(gateway: KubeGateway, decisions: readonly Decision[], options: ActOptions): Promise<ActResult[]> {
   return mapBounded(decisions, options.concurrency, (decision) => actOne(gateway, decision, options));
@@ -42,8 +51,9 @@ async function actOne(gateway: KubeGateway, first: Decision, options: ActOptions
   let decision = first;
   const maxConflicts = options.maxConflicts ?? 3;
   for (let conflicts = 0; ; conflicts += 1) {
+    if (options.dryRun) return { decision, outcome: DRY_RUN_OUTCOME_OF_PLAN[decision.plan], error: undefined };
     const planned: ActResult = { decision, outcome: OUTCOME_OF_PLAN[decision.plan], error: undefined };
-    if (options.dryRun || (decision.plan !== 'fail' && decision.plan !== 'report')) return planned;
+    if (decision.plan !== 'fail' && decision.plan !== 'report') return planned;
     try {
       if (decision.plan === 'report') {
         await reportJob(gateway, decision, options);

@@ -104,7 +104,7 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
       const schedule = parseSchedule(flags.schedule, flags.timezone);
       const address = flags.listen ? parseListenAddress(flags.listen) : undefined;
       const { deps, options } = prepareSweep(flags, io);
-      const metrics = new SweepMetrics();
+      const metrics = new SweepMetrics({ dryRun: options.dryRun });
       const server = address ? await serveMetrics(metrics, address) : undefined;
       if (server) deps.logger.info('serving /healthz and /metrics', { listen: flags.listen });
       const stop = new AbortController();

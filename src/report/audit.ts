@@ -1,6 +1,6 @@
 import type { ActResult } from '../act/act.ts';
 import type { OutageAssessment } from '../judge/types.ts';
-import { OUTCOMES, PULL_CLASSES, type Outcome, type PullClass } from '../model.ts';
+import { PULL_CLASSES, outcomesFor, type Outcome, type PullClass } from '../model.ts';
 
 /** One line per decision: the fields of SPEC "Audit log", plus context. */
 export interface AuditLine {
@@ -64,7 +64,8 @@ export interface SweepSummary {
   podsScanned: number;
   stuckContainers: number;
   decisions: number;
-  outcomes: Record<Outcome, number>;
+  /** Every outcome of the mode (live: failed, reported...; dry run: would-fail, would-report...), zero or more. */
+  outcomes: Partial<Record<Outcome, number>>;
   byClass: Record<PullClass, number>;
   byNamespace: Record<string, Partial<Record<Outcome, number>>>;
   deferred: number;
@@ -88,12 +89,12 @@ export interface SummaryInput {
 }
 
 export function summarize(input: SummaryInput): SweepSummary {
-  const outcomes = Object.fromEntries(OUTCOMES.map((o) => [o, 0])) as Record<Outcome, number>;
+  const outcomes: Partial<Record<Outcome, number>> = Object.fromEntries(outcomesFor(input.dryRun).map((o) => [o, 0]));
   const byClass = Object.fromEntries(PULL_CLASSES.map((c) => [c, 0])) as Record<PullClass, number>;
   const byNamespace: SweepSummary['byNamespace'] = {};
   let actionErrors = 0;
   for (const r of input.results) {
-    outcomes[r.outcome] += 1;
+    outcomes[r.outcome] = (outcomes[r.outcome] ?? 0) + 1;
     byClass[r.decision.pullClass] += 1;
     const ns = (byNamespace[r.decision.namespace] ??= {});
     ns[r.outcome] = (ns[r.outcome] ?? 0) + 1;
@@ -112,7 +113,7 @@ export function summarize(input: SummaryInput): SweepSummary {
     outcomes,
     byClass,
     byNamespace,
-    deferred: outcomes.deferred,
+    deferred: outcomes.deferred ?? 0,
     actionErrors,
     outage: input.outage,
     exitCode: actionErrors > 0 ? 1 : 0,

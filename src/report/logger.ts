@@ -36,13 +36,24 @@ export function logSummary(logger: winston.Logger, summary: SweepSummary): void 
   logger.log(summary.exitCode === 0 ? 'info' : 'warn', AUDIT_SUMMARY, summary);
 }
 
-const OUTCOME_WORDS: Record<string, [string, string]> = {
+/** The word that heads a text decision line; a dry run says "would" on every line but errors. */
+const OUTCOME_WORDS: Record<string, [live: string, dryRun: string]> = {
   failed: ['FAILED', 'WOULD FAIL'],
   reported: ['REPORTED', 'WOULD REPORT'],
-  skipped: ['skipped', 'skipped'],
+  retried: ['RETRIED', 'WOULD RETRY'],
+  'would-fail': ['WOULD FAIL', 'WOULD FAIL'],
+  'would-report': ['WOULD REPORT', 'WOULD REPORT'],
+  'would-retry': ['WOULD RETRY', 'WOULD RETRY'],
+  skipped: ['skipped', 'would skip'],
   deferred: ['DEFERRED', 'WOULD DEFER'],
   error: ['ERROR', 'ERROR'],
 };
+
+/** The outcome as the text summary counts it ("2 would fail", "1 would skip"). */
+function outcomeWords(outcome: string, dryRun: boolean): string {
+  const word = OUTCOME_WORDS[outcome]?.[dryRun ? 1 : 0] ?? outcome;
+  return word.toLowerCase();
+}
 
 function renderText(info: winston.Logform.TransformableInfo): string {
   const fields = info as unknown as Record<string, unknown>;
@@ -71,7 +82,7 @@ function renderDecision(l: AuditLine): string {
 function renderSummary(s: SweepSummary): string {
   const counts = Object.entries(s.outcomes)
     .filter(([, n]) => n > 0)
-    .map(([o, n]) => `${n} ${o}`)
+    .map(([o, n]) => `${n} ${outcomeWords(o, s.dryRun)}`)
     .join(', ');
   const namespaces = s.namespaces.length > 0 ? s.namespaces.join(',') : 'all namespaces';
   return [

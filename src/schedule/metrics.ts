@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { OUTCOMES } from '../model.ts';
+import { outcomesFor } from '../model.ts';
 import type { SweepResult, SweepStatus } from '../sweep.ts';
 import { UsageError } from '../cli/errors.ts';
 
@@ -16,7 +16,7 @@ export class SweepMetrics {
   });
   private readonly jobs = new Counter({
     name: 'imagepull_sweeper_decisions_total',
-    help: 'Decisions taken, by outcome (failed, reported, skipped, deferred, error).',
+    help: 'Decisions taken, by outcome (failed, reported, skipped, deferred, error; in a dry run would-fail, would-report, would-retry instead).',
     labelNames: ['outcome'],
     registers: [this.registry],
   });
@@ -32,9 +32,10 @@ export class SweepMetrics {
     registers: [this.registry],
   });
 
-  constructor() {
+  /** `dryRun`: the outcome labels start at zero as `would-*` (what `run --dry-run` produces). */
+  constructor(options: { dryRun?: boolean } = {}) {
     for (const result of [...Object.values(RESULT_LABEL), 'crashed']) this.sweeps.inc({ result }, 0);
-    for (const outcome of OUTCOMES) this.jobs.inc({ outcome }, 0);
+    for (const outcome of outcomesFor(options.dryRun === true)) this.jobs.inc({ outcome }, 0);
     collectDefaultMetrics({ register: this.registry, prefix: 'imagepull_sweeper_' });
   }
 

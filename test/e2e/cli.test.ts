@@ -241,8 +241,28 @@ describe('sweep', () => {
     const dry = await runCli(['sweep', '--dry-run', '--namespace', ns, '--policy-file', policy, '--kubeconfig', kubeconfig, '--output', 'text']);
     assert.equal(dry.code, 0, dry.stderr);
     assert.match(dry.stdout, new RegExp(`WOULD FAIL\\s+${ns}/job/broken`));
-    assert.match(dry.stdout, /Dry run [0-9a-f]{8}: 1 decision\(s\) \(1 failed\)/);
+    assert.match(dry.stdout, /Dry run [0-9a-f]{8}: 1 decision\(s\) \(1 would fail\)/);
+    assert.doesNotMatch(dry.stdout, /\bfailed\b/);
+    const dryJson = jsonLines((await runCli(['sweep', '--dry-run', '--namespace', ns, '--policy-file', policy, '--kubeconfig', kubeconfig, '--output', 'json'])).stdout);
+    assert.equal(dryJson.find((l) => l.message === 'decision')?.outcome, 'would-fail');
+    const drySummary = dryJson.find((l) => l.message === 'summary')!;
+    assert.equal((drySummary.outcomes as Record<string, number>)['would-fail'], 1);
+    assert.equal((drySummary.outcomes as Record<string, number>).failed, undefined);
+
+    // `run --dry-run`: the metrics count would-fail, never failed.
+    const port = await freePort();
+    const proc = startCli(['run', '--dry-run', '--schedule', '* * * * * *', '--namespace', ns, '--policy-file', policy, '--kubeconfig', kubeconfig, '--listen', `127.0.0.1:${port}`, '--output', 'json']);
+    try {
+      await waitFor(() => jsonLines(proc.output()).some((l) => l.message === 'summary'), 30_000, 'a first dry-run sweep');
+      const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      assert.match(metrics, /imagepull_sweeper_decisions_total\{outcome="would-fail"\} [1-9]/);
+      assert.doesNotMatch(metrics, /outcome="failed"/);
+    } finally {
+      proc.child.kill('SIGTERM');
+    }
+    assert.equal(await proc.exited, 0, proc.output());
     assert.equal((await sweeperEvents(kc, ns)).length, 0);
+    assert.equal((await readJob(kc, ns, 'broken')).metadata?.annotations?.['imagepull-sweeper/failed-at'], undefined);
 
     const real = await runCli(['sweep', '--namespace', ns, '--policy-file', policy, '--kubeconfig', kubeconfig, '--output', 'json']);
     assert.equal(real.code, 0, real.stderr);

@@ -222,9 +222,11 @@ describe('sweep leaves alone what it must', () => {
     assert.equal(run.exitCode, 0);
     assert.equal(run.lines.length, 2);
     for (const l of run.lines) {
-      assert.equal(l.outcome, 'failed');
+      assert.equal(l.outcome, 'would-fail');
       assert.equal(l.dryRun, true);
     }
+    assert.equal(run.summary!.outcomes['would-fail'], 2);
+    assert.equal(run.summary!.outcomes.failed, undefined);
     assert.deepEqual(await settledSnapshot(kc, ns), before);
     assert.equal((await sweeperEvents(kc, ns)).length, 0);
   });

@@ -3,7 +3,9 @@ import { PassThrough } from 'node:stream';
 import { describe, it } from 'node:test';
 import { ApiException } from '@kubernetes/client-node';
 import type { ActResult } from '../../src/act/act.ts';
-import { passedDeadlineSeconds } from '../../src/act/act.ts';
+import { act, passedDeadlineSeconds } from '../../src/act/act.ts';
+import type { KubeGateway } from '../../src/kube/gateway.ts';
+import { SweepMetrics } from '../../src/schedule/metrics.ts';
 import { describeStuck, stuckJobEvent, truncate } from '../../src/act/events.ts';
 import { judge } from '../../src/judge/judge.ts';
 import { describeApiError, isRetryable } from '../../src/kube/errors.ts';
@@ -51,7 +53,7 @@ describe('audit lines', () => {
     const chunks: string[] = [];
     stream.on('data', (c: Buffer) => chunks.push(c.toString()));
     const logger = createLogger({ format: 'text', stream });
-    logDecision(logger, auditLine('abc', { decision: decisionFor('build'), outcome: 'failed', error: undefined }, true));
+    logDecision(logger, auditLine('abc', { decision: decisionFor('build'), outcome: 'would-fail', error: undefined }, true));
     const text = chunks.join('');
     assert.match(text, /WOULD FAIL/);
     assert.match(text, /ci-a\/job\/build/);
@@ -90,6 +92,80 @@ describe('summary', () => {
     stream.on('data', (c: Buffer) => chunks.push(c.toString()));
     logSummary(createLogger({ format: 'text', stream }), s);
     assert.match(chunks.join(''), /1 Job\(s\) deferred/);
+  });
+});
+
+describe('a dry run says "would"', () => {
+  const noWrites = new Proxy({} as KubeGateway, {
+    get: (_t, name) => () => Promise.reject(new Error(`a dry run called ${String(name)}`)),
+  });
+  const base = {
+    sweepId: 's',
+    dryRun: true,
+    policy: 'p',
+    namespaces: [],
+    startedAt: NOW,
+    finishedAt: NOW,
+    podsScanned: 3,
+    stuckContainers: 3,
+    outage: { tripped: false, stuckPods: 3, images: 1, transientPods: 0, transientFraction: 0 },
+  };
+  const capture = (format: 'json' | 'text') => {
+    const stream = new PassThrough();
+    const chunks: string[] = [];
+    stream.on('data', (c: Buffer) => chunks.push(c.toString()));
+    return { logger: createLogger({ format, stream }), text: () => chunks.join('') };
+  };
+
+  it('as outcomes would-fail and would-report, writing nothing', async () => {
+    const fail = decisionFor('a');
+    const report = { ...decisionFor('b'), plan: 'report' as const, action: 'report' as const };
+    const skip = { ...decisionFor('c'), plan: 'skip' as const };
+    const results = await act(noWrites, [fail, report, skip], { dryRun: true, concurrency: 2, now: NOW, instance: 'h', rejudge: (d) => d });
+    assert.deepEqual(results.map((r) => [r.outcome, r.error]), [['would-fail', undefined], ['would-report', undefined], ['skipped', undefined]]);
+  });
+
+  it('in JSON lines and the summary, which counts no live outcome', () => {
+    const results: ActResult[] = [
+      { decision: decisionFor('a'), outcome: 'would-fail', error: undefined },
+      { decision: decisionFor('b'), outcome: 'would-report', error: undefined },
+      { decision: decisionFor('c'), outcome: 'skipped', error: undefined },
+    ];
+    const out = capture('json');
+    logDecision(out.logger, auditLine('s', results[0]!, true));
+    const s = summarize({ ...base, results });
+    logSummary(out.logger, s);
+    const [line, summary] = out.text().trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    assert.equal(line!.outcome, 'would-fail');
+    assert.equal(line!.dryRun, true);
+    assert.deepEqual(summary!.outcomes, { 'would-fail': 1, 'would-report': 1, 'would-retry': 0, skipped: 1, deferred: 0, error: 0 });
+    assert.equal(summarize({ ...base, dryRun: false, results: [] }).outcomes['would-fail'], undefined);
+  });
+
+  it('in every text line and the text summary', () => {
+    const out = capture('text');
+    const results: ActResult[] = [
+      { decision: decisionFor('a'), outcome: 'would-fail', error: undefined },
+      { decision: decisionFor('b'), outcome: 'would-report', error: undefined },
+      { decision: decisionFor('c'), outcome: 'skipped', error: undefined },
+      { decision: decisionFor('d'), outcome: 'deferred', error: undefined },
+    ];
+    for (const r of results) logDecision(out.logger, auditLine('s', r, true));
+    logSummary(out.logger, summarize({ ...base, results }));
+    const lines = out.text().split('\n').filter((l) => /^\S/.test(l));
+    assert.deepEqual(lines.slice(0, 4).map((l) => /^(WOULD \w+|would skip)/i.exec(l)?.[0]), ['WOULD FAIL', 'WOULD REPORT', 'would skip', 'WOULD DEFER']);
+    assert.match(out.text(), /Dry run s: 4 decision\(s\) \(1 would fail, 1 would report, 1 would skip, 1 would defer\)/);
+    assert.doesNotMatch(out.text(), /\d (failed|reported|skipped|deferred)\b/);
+  });
+
+  it('in the metrics labels of run --dry-run', async () => {
+    const dry = new SweepMetrics({ dryRun: true });
+    dry.record({ status: 'done', summary: undefined, results: [{ decision: decisionFor('a'), outcome: 'would-fail', error: undefined }] }, 1, NOW);
+    const text = await dry.registry.metrics();
+    assert.match(text, /imagepull_sweeper_decisions_total\{outcome="would-fail"\} 1/);
+    assert.match(text, /imagepull_sweeper_decisions_total\{outcome="would-report"\} 0/);
+    assert.doesNotMatch(text, /outcome="failed"/);
+    assert.doesNotMatch(await new SweepMetrics().registry.metrics(), /outcome="would-/);
   });
 });
 
