@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { V1MicroTime, type EventsV1Event } from '@kubernetes/client-node';
 import type { Decision } from '../judge/types.ts';
 import { formatDuration } from '../policy/duration.ts';
+import { describeGraceSource } from '../policy/resolve.ts';
 
 export const REPORTING_CONTROLLER = 'imagepull-sweeper';
 export const EVENT_REASON_STUCK = 'ImagePullStuck';
@@ -16,7 +17,8 @@ export interface Reporter {
 
 /** The text of the `imagepull-sweeper/message` annotation and of the Event note. */
 export function describeStuck(d: Decision): string {
-  const grace = d.graceSeconds === undefined ? '' : `, grace ${formatDuration(d.graceSeconds)}`;
+  const from = d.graceSource ? ` from ${describeGraceSource(d.graceSource)}` : '';
+  const grace = d.graceSeconds === undefined ? '' : `, grace ${formatDuration(d.graceSeconds)}${from}`;
   const pods = d.stuckPods > 1 ? ` (${d.stuckPods} pods stuck)` : '';
   return (
     `${d.containerKind} container ${d.container} of pod ${d.pod}${pods} waited ${formatDuration(d.stuckSeconds)} ` +

@@ -3,7 +3,7 @@ import type { KubeGateway } from '../kube/gateway.ts';
 import { PULL_CLASSES } from '../model.ts';
 import type { LoadedPolicy } from '../policy/load.ts';
 import { formatDuration } from '../policy/duration.ts';
-import { explainRules, graceForJob, policyNeedsNamespaceLabels, resolveForNamespace, type RuleMatch } from '../policy/resolve.ts';
+import { describeGraceSource, explainRules, graceForJob, policyNeedsNamespaceLabels, resolveForNamespace, type RuleMatch } from '../policy/resolve.ts';
 import type { OutputFormat } from '../report/logger.ts';
 import { EXIT } from './exit.ts';
 
@@ -71,6 +71,10 @@ export async function explainPolicy(
       );
     } else {
       lines.push('  no grace annotation in effect');
+    }
+    lines.push('  Grace for this Job:');
+    for (const c of PULL_CLASSES) {
+      lines.push(`    ${c.padEnd(10)} ${formatDuration(jobGrace.grace[c]).padEnd(8)} (from ${describeGraceSource(jobGrace.sources[c])})`);
     }
     for (const w of jobGrace.warnings) lines.push(`  warning: ${w}`);
   }

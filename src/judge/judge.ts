@@ -1,7 +1,7 @@
 import type { Action, JobView, StuckContainer } from '../model.ts';
 import { ANNOTATIONS, ignoredByAnnotation } from '../policy/annotations.ts';
 import { formatDuration } from '../policy/duration.ts';
-import { graceForJob, resolveForNamespace } from '../policy/resolve.ts';
+import { describeGraceSource, graceForJob, resolveForNamespace } from '../policy/resolve.ts';
 import type { EffectivePolicy, GraceSeconds, Policy } from '../policy/types.ts';
 import { assessOutage } from './outage.ts';
 import type { Decision, Judgement, OutageAssessment, PodOwner } from './types.ts';
@@ -78,6 +78,8 @@ function decideGroup(group: OwnerGroup, input: JudgeInput, outage: OutageAssessm
   if (blocker) return { ...skip(blocker.detail), action: blocker.action ?? effective.action };
 
   const graceSeconds = jobGrace.grace[worst.pullClass];
+  const graceSource = jobGrace.sources[worst.pullClass];
+  const graceFrom = `${formatDuration(graceSeconds)} from ${describeGraceSource(graceSource)}`;
   const stuckSeconds = secondsBetween(worst.stuckSince, input.now);
   const warnings = [...jobGrace.warnings];
   if (stuckSeconds < graceSeconds) {
@@ -85,13 +87,14 @@ function decideGroup(group: OwnerGroup, input: JudgeInput, outage: OutageAssessm
       ...base,
       plan: 'skip',
       graceSeconds,
+      graceSource,
       warnings,
-      detail: `within grace (${formatDuration(Math.floor(stuckSeconds))} of ${formatDuration(graceSeconds)})`,
+      detail: `within grace (${formatDuration(Math.floor(stuckSeconds))} of ${graceFrom})`,
     });
   }
   const mechanism = job.failJobConditionType ? 'podFailurePolicy' : 'activeDeadlineSeconds';
   if (effective.action === 'report') {
-    return makeDecision(worst, input.now, { ...base, plan: 'report', graceSeconds, warnings, detail: reportDetail(job, `rule ${effective.rule}: report only`) });
+    return makeDecision(worst, input.now, { ...base, plan: 'report', graceSeconds, graceSource, warnings, detail: reportDetail(job, `rule ${effective.rule}: report only`) });
   }
   if (outage.tripped && worst.pullClass === 'transient') {
     return makeDecision(worst, input.now, {
@@ -99,11 +102,12 @@ function decideGroup(group: OwnerGroup, input: JudgeInput, outage: OutageAssessm
       action: 'report',
       plan: 'report',
       graceSeconds,
+      graceSource,
       warnings,
       detail: reportDetail(job, 'outage breaker tripped: transient failures are reported, not failed, this sweep'),
     });
   }
-  return makeDecision(worst, input.now, { ...base, plan: 'fail', graceSeconds, warnings, mechanism, detail: `stuck past grace (${formatDuration(graceSeconds)})` });
+  return makeDecision(worst, input.now, { ...base, plan: 'fail', graceSeconds, graceSource, warnings, mechanism, detail: `stuck past grace (${graceFrom})` });
 }
 
 function reportDetail(job: JobView, why: string): string {
@@ -151,6 +155,7 @@ interface DecisionFields {
   jobName?: string;
   stuckPods?: number;
   graceSeconds?: number;
+  graceSource?: Decision['graceSource'];
   mechanism?: Decision['mechanism'];
   warnings?: string[];
 }
@@ -173,6 +178,7 @@ function makeDecision(c: StuckContainer, now: Date, f: DecisionFields): Decision
     rule: f.rule,
     action: f.action,
     graceSeconds: f.graceSeconds,
+    graceSource: f.graceSource,
     plan: f.plan,
     detail: f.detail,
     mechanism: f.mechanism,

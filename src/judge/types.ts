@@ -1,4 +1,5 @@
 import type { Action, JobView, OwnerRef, Plan, StuckContainer } from '../model.ts';
+import type { GraceSource } from '../policy/types.ts';
 
 /** What the attribute stage found behind a stuck pod. */
 export type PodOwner =
@@ -22,6 +23,8 @@ export interface Decision
   /** What the policy prescribes for this Job: the rule's action, `ignore` by annotation, `report` under the outage breaker. */
   action: Action;
   graceSeconds: number | undefined;
+  /** Where graceSeconds came from (set with it). */
+  graceSource: GraceSource | undefined;
   /** What this sweep does with the Job (see the glossary in model.ts). */
   plan: Plan;
   /** Why, in a few words an operator can act on. */

@@ -5,7 +5,7 @@ import { ANNOTATIONS } from './annotations.ts';
 import { formatDuration, tryParseGoDuration } from './duration.ts';
 import { matchesAnyNamespaceGlob } from './glob.ts';
 import { matchesSelector } from './selector.ts';
-import type { EffectivePolicy, GraceSeconds, JobGrace, Policy, Rule } from './types.ts';
+import type { EffectivePolicy, GraceSeconds, GraceSource, JobGrace, Policy, Rule } from './types.ts';
 
 export const DEFAULTS_SOURCE = 'defaults';
 
@@ -81,9 +81,26 @@ function where(effective: EffectivePolicy, field: 'allowed' | 'maxGraceSeconds')
   return source === DEFAULTS_SOURCE ? 'defaults' : `rule ${JSON.stringify(source)}`;
 }
 
+/** "rule ci", "defaults", "annotation" or "annotation, clamped to maxGrace": how the audit says it. */
+export function describeGraceSource(source: GraceSource): string {
+  if (source.kind === 'rule') return `rule ${source.rule ?? '?'}`;
+  if (source.kind === 'annotation') return source.clamped ? 'annotation, clamped to maxGrace' : 'annotation';
+  return 'defaults';
+}
+
+/** Per class, the rule or defaults the namespace's grace came from. */
+function policyGraceSources(effective: EffectivePolicy): Record<PullClass, GraceSource> {
+  const sources = {} as Record<PullClass, GraceSource>;
+  for (const cls of PULL_CLASSES) {
+    const from = effective.sources.grace[cls];
+    sources[cls] = from === DEFAULTS_SOURCE ? { kind: 'defaults', rule: undefined, clamped: false } : { kind: 'rule', rule: from, clamped: false };
+  }
+  return sources;
+}
+
 /** Applies the Job's `imagepull-sweeper/grace` annotation within the rule's jobOverrides. */
 export function graceForJob(effective: EffectivePolicy, annotations: Record<string, string>): JobGrace {
-  const base: JobGrace = { grace: { ...effective.grace }, override: undefined, warnings: [] };
+  const base: JobGrace = { grace: { ...effective.grace }, sources: policyGraceSources(effective), override: undefined, warnings: [] };
   if (!Object.hasOwn(annotations, ANNOTATIONS.grace)) return base;
   const raw = annotations[ANNOTATIONS.grace]!;
   const shown = `${ANNOTATIONS.grace}=${JSON.stringify(raw)}`;
@@ -99,8 +116,10 @@ export function graceForJob(effective: EffectivePolicy, annotations: Record<stri
   const clamped = parsed.seconds > max;
   const applied = clamped ? max : parsed.seconds;
   const grace = Object.fromEntries(PULL_CLASSES.map((cls) => [cls, applied])) as GraceSeconds;
+  const source: GraceSource = { kind: 'annotation', rule: undefined, clamped };
+  const sources = Object.fromEntries(PULL_CLASSES.map((cls) => [cls, source])) as Record<PullClass, GraceSource>;
   const warnings = clamped
     ? [`annotation ${shown} clamped to ${formatDuration(max)} (jobOverrides.maxGrace in ${where(effective, 'maxGraceSeconds')})`]
     : [];
-  return { grace, override: { requested: parsed.seconds, applied, clamped }, warnings };
+  return { grace, sources, override: { requested: parsed.seconds, applied, clamped }, warnings };
 }

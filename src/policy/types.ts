@@ -66,8 +66,22 @@ export interface EffectivePolicy {
   };
 }
 
+/** Where a Job's grace came from: a rule, the defaults, or the Job's `imagepull-sweeper/grace` annotation. */
+export const GRACE_SOURCES = ['rule', 'defaults', 'annotation'] as const;
+export type GraceSourceKind = (typeof GRACE_SOURCES)[number];
+
+export interface GraceSource {
+  kind: GraceSourceKind;
+  /** The rule's name when kind is `rule`. */
+  rule: string | undefined;
+  /** The annotation asked for more than jobOverrides.maxGrace. */
+  clamped: boolean;
+}
+
 export interface JobGrace {
   grace: GraceSeconds;
+  /** Per class, where its grace came from. */
+  sources: Record<PullClass, GraceSource>;
   /** Set when the Job's imagepull-sweeper/grace annotation changed the grace. */
   override: { requested: number; applied: number; clamped: boolean } | undefined;
   /** e.g. annotation present but overrides not allowed, or unparseable. */

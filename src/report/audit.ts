@@ -1,5 +1,6 @@
 import type { ActResult } from '../act/act.ts';
 import type { OutageAssessment } from '../judge/types.ts';
+import type { GraceSourceKind } from '../policy/types.ts';
 import { PULL_CLASSES, outcomesFor, type Outcome, type PullClass } from '../model.ts';
 
 /** One line per decision: the fields of SPEC "Audit log", plus context. */
@@ -16,6 +17,10 @@ export interface AuditLine {
   class: PullClass;
   stuckSeconds: number;
   graceSeconds: number | null;
+  /** Where graceSeconds came from; null with it. */
+  graceSource: GraceSourceKind | null;
+  /** The Job's grace annotation asked for more than jobOverrides.maxGrace. */
+  graceClamped: boolean;
   rule: string;
   action: string;
   outcome: Outcome;
@@ -42,6 +47,8 @@ export function auditLine(sweepId: string, result: ActResult, dryRun: boolean): 
     class: d.pullClass,
     stuckSeconds: d.stuckSeconds,
     graceSeconds: d.graceSeconds ?? null,
+    graceSource: d.graceSource?.kind ?? null,
+    graceClamped: d.graceSource?.clamped ?? false,
     rule: d.rule,
     action: d.action,
     outcome: result.outcome,

@@ -69,9 +69,10 @@ function renderDecision(l: AuditLine): string {
   const word = (OUTCOME_WORDS[l.outcome] ?? [l.outcome, l.outcome])[l.dryRun ? 1 : 0];
   const target = l.job ? `job/${l.job}${l.cronJob ? ` (cronjob/${l.cronJob})` : ''}` : `pod/${l.pod}`;
   const grace = l.graceSeconds === null ? '' : `/${formatDuration(l.graceSeconds)}`;
+  const source = l.graceSource === null ? '' : ` grace=${l.graceSource}${l.graceClamped ? '(clamped)' : ''}`;
   const lines = [
     `${word.padEnd(12)} ${l.namespace}/${target}  ${l.containerKind} ${l.container} ${l.image}  ` +
-      `${l.reason} ${l.class} stuck ${formatDuration(l.stuckSeconds)}${grace}  rule=${l.rule} action=${l.action}`,
+      `${l.reason} ${l.class} stuck ${formatDuration(l.stuckSeconds)}${grace}  rule=${l.rule}${source} action=${l.action}`,
     `             ${l.detail}`,
   ];
   if (l.error) lines.push(`             error: ${l.error}`);

@@ -166,10 +166,17 @@ describe('policy explain', () => {
     const policy = file('explain2.yaml', '');
     const r = await runCli(['policy', 'explain', '--namespace', ns, '--job', 'slow', '--policy-file', policy, '--kubeconfig', kubeconfig, '--output', 'json']);
     assert.equal(r.code, 0, r.stderr);
-    const out = JSON.parse(r.stdout) as { rule: string; job: { grace: { override: { applied: number; clamped: boolean } } } };
+    const out = JSON.parse(r.stdout) as {
+      rule: string;
+      job: { grace: { override: { applied: number; clamped: boolean }; sources: Record<string, { kind: string; clamped: boolean }> } };
+    };
     assert.equal(out.rule, 'defaults');
     assert.equal(out.job.grace.override.applied, 3600);
     assert.equal(out.job.grace.override.clamped, true);
+    assert.deepEqual(out.job.grace.sources.permanent, { kind: 'annotation', clamped: true });
+    const text = await runCli(['policy', 'explain', '--namespace', ns, '--job', 'slow', '--policy-file', policy, '--kubeconfig', kubeconfig, '--output', 'text']);
+    assert.equal(text.code, 0, text.stderr);
+    assert.match(text.stdout, /Grace for this Job:\n\s+permanent\s+1h\s+\(from annotation, clamped to maxGrace\)/);
   });
 
   it('reads the policy ConfigMap and exits 2 for an invalid one', TIMEOUT, async () => {

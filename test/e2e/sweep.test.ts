@@ -48,7 +48,7 @@ describe('sweep fails stuck Jobs', () => {
     const a = job.metadata!.annotations!;
     assert.match(a['imagepull-sweeper/failed-at']!, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
     assert.equal(a['imagepull-sweeper/reason'], 'ImagePullBackOff');
-    assert.match(a['imagepull-sweeper/message']!, /container main .* on image registry\.invalid\/team\/app:does-not-exist \(class permanent, rule defaults, grace 2m\)/);
+    assert.match(a['imagepull-sweeper/message']!, /container main .* on image registry\.invalid\/team\/app:does-not-exist \(class permanent, rule defaults, grace 2m from defaults\)/);
     assert.ok(job.spec!.activeDeadlineSeconds! >= 1);
 
     const [event, ...more] = await sweeperEvents(kc, ns);
@@ -136,8 +136,13 @@ describe('sweep fails stuck Jobs', () => {
     const byJob = Object.fromEntries(run.lines.map((l) => [l.job, l]));
     assert.equal(byJob.quick!.outcome, 'failed');
     assert.equal(byJob.quick!.graceSeconds, 10);
+    assert.equal(byJob.quick!.graceSource, 'annotation');
     assert.equal(byJob['default-grace']!.outcome, 'skipped');
-    await waitForJobFailed(kc, ns, 'quick');
+    assert.equal(byJob['default-grace']!.graceSource, 'defaults');
+    const quick = await waitForJobFailed(kc, ns, 'quick');
+    assert.match(quick.metadata!.annotations!['imagepull-sweeper/message']!, /rule defaults, grace 10s from annotation\)/);
+    const [event] = await sweeperEvents(kc, ns);
+    assert.match(event!.note!, /grace 10s from annotation\)/);
     assert.equal(trueCondition(await readJob(kc, ns, 'default-grace'), 'Failed'), undefined);
   });
 });

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { describeStuck } from '../../src/act/events.ts';
 import { judge, rejudgeJob, type JudgeInput } from '../../src/judge/judge.ts';
 import type { Decision } from '../../src/judge/types.ts';
 import type { JobView, StuckContainer } from '../../src/model.ts';
@@ -47,7 +48,7 @@ describe('judge: grace', () => {
     const j = job('build');
     const d = only(run([stuckIn(j, { stuckSince: secondsAgo(119) })], [j]).plan.decisions);
     assert.equal(d.plan, 'skip');
-    assert.match(d.detail, /within grace \(1m59s of 2m\)/);
+    assert.match(d.detail, /within grace \(1m59s of 2m from defaults\)/);
   });
 
   it('fails at exactly the grace', () => {
@@ -91,9 +92,15 @@ describe('judge: grace', () => {
     assert.equal(s!.job, 'short');
     assert.equal(s!.plan, 'fail');
     assert.equal(s!.graceSeconds, 45);
+    assert.deepEqual(s!.graceSource, { kind: 'annotation', rule: undefined, clamped: false });
+    assert.match(s!.detail, /stuck past grace \(45s from annotation\)/);
+    assert.match(describeStuck(s!), /rule defaults, grace 45s from annotation\)/);
     assert.equal(l!.job, 'long');
     assert.equal(l!.plan, 'skip');
     assert.equal(l!.graceSeconds, 3600);
+    assert.deepEqual(l!.graceSource, { kind: 'annotation', rule: undefined, clamped: true });
+    assert.match(l!.detail, /of 1h from annotation, clamped to maxGrace\)/);
+    assert.match(describeStuck(l!), /grace 1h from annotation, clamped to maxGrace\)/);
     assert.ok(l!.warnings.some((w) => /clamp/i.test(w)), `expected a clamp warning, got ${JSON.stringify(l!.warnings)}`);
   });
 
@@ -103,6 +110,7 @@ describe('judge: grace', () => {
     const d = only(run([stuckIn(j, { stuckSince: secondsAgo(130) })], [j], p).plan.decisions);
     assert.equal(d.plan, 'fail');
     assert.equal(d.graceSeconds, 120);
+    assert.equal(d.graceSource?.kind, 'defaults');
     assert.ok(d.warnings.length > 0);
   });
 });
@@ -212,9 +220,13 @@ rules:
     const permanent = only(run([stuckIn(j, { stuckSince: secondsAgo(31) })], [j], p).plan.decisions);
     assert.equal(permanent.rule, 'ci');
     assert.equal(permanent.graceSeconds, 30);
+    assert.deepEqual(permanent.graceSource, { kind: 'rule', rule: 'ci', clamped: false });
+    assert.match(describeStuck(permanent), /rule ci, grace 30s from rule ci\)/);
     assert.equal(permanent.plan, 'fail');
     const auth = only(run([stuckIn(j, { pullClass: 'auth', stuckSince: secondsAgo(31) })], [j], p).plan.decisions);
     assert.equal(auth.graceSeconds, 600);
+    assert.equal(auth.graceSource?.kind, 'defaults');
+    assert.match(auth.detail, /of 10m from defaults\)/);
     assert.equal(auth.plan, 'skip');
   });
 

@@ -4,6 +4,7 @@ import { ANNOTATION_PREFIX, ANNOTATIONS, ignoredByAnnotation } from '../../src/p
 import { DEFAULT_POLICY, FALLBACK_POLICY } from '../../src/policy/defaults.ts';
 import { parsePolicyYaml } from '../../src/policy/parse.ts';
 import {
+  describeGraceSource,
   explainRules,
   graceForJob,
   matchRule,
@@ -162,13 +163,34 @@ describe('graceForJob', () => {
   const prod = resolveForNamespace(POLICY, { name: 'shop', labels: { env: 'prod' } });
 
   it('without the annotation: the namespace grace, no warning', () => {
-    assert.deepEqual(graceForJob(ci, { other: 'x' }), { grace: ci.grace, override: undefined, warnings: [] });
+    const job = graceForJob(ci, { other: 'x' });
+    assert.deepEqual({ ...job, sources: undefined }, { grace: ci.grace, sources: undefined, override: undefined, warnings: [] });
+  });
+
+  it('says per class where the grace came from: the rule, or the defaults it left unset', () => {
+    const job = graceForJob(ci, {});
+    assert.deepEqual(job.sources.permanent, { kind: 'rule', rule: 'ci', clamped: false });
+    assert.deepEqual(job.sources.auth, { kind: 'defaults', rule: undefined, clamped: false });
+    assert.equal(describeGraceSource(job.sources.permanent), 'rule ci');
+    assert.equal(describeGraceSource(job.sources.auth), 'defaults');
+  });
+
+  it('says "annotation" when the annotation set it, and "clamped to maxGrace" when it was', () => {
+    const plain = graceForJob(ci, { [ANNOTATIONS.grace]: '45s' });
+    assert.ok(Object.values(plain.sources).every((s) => s.kind === 'annotation' && !s.clamped));
+    assert.equal(describeGraceSource(plain.sources.permanent), 'annotation');
+    const clamped = graceForJob(ciOther, { [ANNOTATIONS.grace]: '2h' });
+    assert.ok(Object.values(clamped.sources).every((s) => s.kind === 'annotation' && s.clamped));
+    assert.equal(describeGraceSource(clamped.sources.unknown), 'annotation, clamped to maxGrace');
+    const refused = graceForJob(prod, { [ANNOTATIONS.grace]: '45s' });
+    assert.equal(refused.sources.permanent.kind, 'defaults');
   });
 
   it('sets one grace for every class', () => {
     const job = graceForJob(ci, { [ANNOTATIONS.grace]: '45s' });
-    assert.deepEqual(job, {
+    assert.deepEqual({ ...job, sources: undefined }, {
       grace: { permanent: 45, auth: 45, transient: 45, unknown: 45 },
+      sources: undefined,
       override: { requested: 45, applied: 45, clamped: false },
       warnings: [],
     });

@@ -32,6 +32,9 @@ describe('audit lines', () => {
     assert.equal(line.stuckSeconds, 312);
     assert.equal(line.outcome, 'failed');
     assert.equal(line.action, 'fail');
+    assert.equal(line.graceSeconds, 120);
+    assert.equal(line.graceSource, 'defaults');
+    assert.equal(line.graceClamped, false);
   });
 
   it('are written as one JSON object per line', () => {
@@ -197,8 +200,12 @@ describe('events', () => {
     assert.match(text, /registry\.example\/app:missing/);
     assert.match(text, /class permanent/);
     assert.match(text, /5m12s/);
-    assert.match(text, /rule defaults/);
+    assert.match(text, /rule defaults, grace 2m from defaults\)/);
     assert.match(text, /Back-off pulling image/);
+    const annotated = decisionFor('pinned', { annotations: { 'imagepull-sweeper/grace': '1m' } });
+    assert.match(describeStuck(annotated), /grace 1m from annotation\)/);
+    const e = stuckJobEvent(annotated, 'FailJob', { instance: 'h', now: NOW });
+    assert.match(e.note!, /grace 1m from annotation\)/);
   });
 });
 
