@@ -1,6 +1,6 @@
 import type { SweepStatus } from '../sweep.ts';
 
-/** Exit status of every command (SPEC "Exit status"). */
+/** Exit status of every command (docs/contract.md "Exit status"). */
 export const EXIT = { ok: 0, actionsFailed: 1, invalid: 2, unreachable: 3 } as const;
 
 const EXIT_OF_SWEEP: Record<SweepStatus, number> = {

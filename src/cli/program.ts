@@ -70,7 +70,7 @@ Examples:
   $ imagepull-sweeper run --schedule "*/2 * * * *"
   $ imagepull-sweeper run --schedule "0 */5 * * * *" --timezone Europe/Berlin --listen :9090`;
 
-/** Builds the command tree; `setExitCode` receives the status (SPEC: 0, 1, 2, 3). */
+/** Builds the command tree; `setExitCode` receives the status (docs/contract.md: 0, 1, 2, 3). */
 export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Command {
   const program = new Command('imagepull-sweeper')
     .description('Fails Kubernetes Jobs whose pods are stuck pulling their image, by namespace policy, with an audit trail.')

@@ -3,7 +3,7 @@ import type { OutageAssessment } from '../judge/types.ts';
 import type { GraceSourceKind } from '../policy/types.ts';
 import { PULL_CLASSES, outcomesFor, type Outcome, type PullClass } from '../model.ts';
 
-/** One line per decision: the fields of SPEC "Audit log", plus context. */
+/** One line per decision: the fields of docs/contract.md "Audit log", plus context. */
 export interface AuditLine {
   sweepId: string;
   namespace: string;
