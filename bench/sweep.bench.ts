@@ -93,6 +93,8 @@ function pagedGateway(total: number, stuckEvery: number): KubeGateway {
     patchPodStatus: notUsed,
     deletePod: notUsed,
     createEvent: notUsed,
+    readCronJob: notUsed,
+    mergePatchCronJob: notUsed,
   };
 }
 

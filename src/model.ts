@@ -94,6 +94,8 @@ export interface JobView {
   failJobConditionType: string | undefined;
   /** The CronJob that owns this Job, if any. */
   cronJob: string | undefined;
+  /** That CronJob's uid (to be sure a CronJob read later is the same one). */
+  cronJobUid?: string;
   /** status.startTime, used to compute an already-passed activeDeadlineSeconds. */
   startTime: Date | undefined;
 }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type winston from 'winston';
 import { act, type ActResult } from './act/act.ts';
+import { actOnCronJobs, type CronJobResult } from './act/cronjob.ts';
 import { invalidPolicyEvent } from './act/events.ts';
 import { attributeToJobs } from './attribute/attribute.ts';
 import { judge, rejudgeJob, type JudgeInput } from './judge/judge.ts';
@@ -14,8 +15,8 @@ import { loadPolicy, type LoadedPolicy, type PolicyLocation } from './policy/loa
 import { formatProblem } from './policy/problems.ts';
 import { policyNeedsNamespaceLabels } from './policy/resolve.ts';
 import type { Policy } from './policy/types.ts';
-import { auditLine, summarize, type SweepSummary } from './report/audit.ts';
-import { logDecision, logSummary } from './report/logger.ts';
+import { auditLine, cronJobAuditLine, summarize, type SweepSummary } from './report/audit.ts';
+import { logCronJob, logDecision, logSummary } from './report/logger.ts';
 
 const CONCURRENT_READS = 8;
 const CONCURRENT_WRITES = 4;
@@ -49,6 +50,7 @@ export interface SweepResult {
   status: SweepStatus;
   summary: SweepSummary | undefined;
   results: ActResult[];
+  cronJobs?: CronJobResult[];
 }
 
 /** One sweep: observe → classify → attribute → judge → act → report. */
@@ -104,6 +106,9 @@ export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<Swe
   });
 
   for (const result of results) logDecision(logger, auditLine(sweepId, result, options.dryRun));
+  const { suspendAfter } = policy.cronJobs;
+  const cronJobs = await actOnCronJobs(gateway, results, { dryRun: options.dryRun, suspendAfter, concurrency: CONCURRENT_WRITES, now, instance: options.instance });
+  for (const c of cronJobs) logCronJob(logger, cronJobAuditLine(sweepId, c, suspendAfter, options.dryRun));
   const summary = summarize({
     sweepId,
     dryRun: options.dryRun,
@@ -115,9 +120,10 @@ export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<Swe
     stuckContainers: observation.stuck.length,
     outage: judgement.outage,
     results,
+    cronJobs,
   });
   logSummary(logger, summary);
-  return { status: summary.actionErrors > 0 ? 'actions-failed' : 'done', summary, results };
+  return { status: summary.actionErrors > 0 ? 'actions-failed' : 'done', summary, results, cronJobs };
 }
 
 async function policyFailure(

@@ -147,6 +147,6 @@ export function passedDeadlineSeconds(job: JobView, now: Date): number {
   return Math.max(1, Math.floor((now.getTime() - job.startTime.getTime()) / 1000));
 }
 
-function rfc3339Seconds(date: Date): string {
+export function rfc3339Seconds(date: Date): string {
   return date.toISOString().replace(/\.\d{3}Z$/, 'Z');
 }

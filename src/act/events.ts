@@ -86,3 +86,19 @@ export function truncate(text: string, limit: number): string {
   while (Buffer.byteLength(cut) > limit - 3) cut = cut.slice(0, -1);
   return `${cut}...`;
 }
+
+/** The Warning Event on a CronJob the sweeper suspended, related to the last Job it counted. */
+export function suspendedCronJobEvent(
+  cronJob: { namespace: string; name: string; uid: string },
+  lastJob: string | undefined,
+  message: string,
+  reporter: Reporter,
+): EventsV1Event {
+  return warningEvent(reporter, {
+    reason: EVENT_REASON_STUCK,
+    action: 'SuspendCronJob',
+    note: message,
+    regarding: { apiVersion: 'batch/v1', kind: 'CronJob', name: cronJob.name, namespace: cronJob.namespace, uid: cronJob.uid },
+    related: lastJob ? { apiVersion: 'batch/v1', kind: 'Job', name: lastJob, namespace: cronJob.namespace } : undefined,
+  });
+}

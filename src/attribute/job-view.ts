@@ -23,6 +23,7 @@ export function toJobView(job: V1Job): JobView {
     suspended: job.spec?.suspend === true,
     failJobConditionType: failJobConditionType(job.spec?.podFailurePolicy),
     cronJob: cronJob?.name,
+    cronJobUid: cronJob?.uid,
     startTime: job.status?.startTime ? new Date(job.status.startTime) : undefined,
   };
 }

@@ -9,6 +9,7 @@ import {
   type KubeConfig,
   PatchStrategy,
   type V1ConfigMap,
+  type V1CronJob,
   type V1Job,
   type V1Namespace,
   type V1Pod,
@@ -33,6 +34,10 @@ export interface KubeGateway {
   patchPodStatus(namespace: string, name: string, patch: object): Promise<V1Pod>;
   deletePod(namespace: string, name: string, uid: string): Promise<void>;
   createEvent(namespace: string, event: EventsV1Event): Promise<void>;
+  /** The CronJob owning failed Jobs (cronJobs.suspendAfter). */
+  readCronJob(namespace: string, name: string): Promise<V1CronJob>;
+  /** JSON merge patch (RFC 7386): the run count annotations, and spec.suspend. */
+  mergePatchCronJob(namespace: string, name: string, patch: object): Promise<V1CronJob>;
 }
 
 export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
@@ -81,5 +86,7 @@ export function createGateway(kubeConfig: KubeConfig, options: { timeoutMs?: num
     async createEvent(namespace, body) {
       await events.createNamespacedEvent({ namespace, body }, plain);
     },
+    readCronJob: (namespace, name) => batch.readNamespacedCronJob({ namespace, name }, plain),
+    mergePatchCronJob: (namespace, name, body) => batch.patchNamespacedCronJob({ namespace, name, body }, mergePatch),
   };
 }

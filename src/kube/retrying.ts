@@ -1,6 +1,6 @@
 // The retry policy, decided once for every call the sweeper makes: what is safe to repeat, how
 // long to wait, and how a write whose response was lost is made idempotent.
-import type { V1Job } from '@kubernetes/client-node';
+import type { V1CronJob, V1Job } from '@kubernetes/client-node';
 import { describeApiError, isRetryable, type ApiFailure } from './errors.ts';
 import type { KubeGateway } from './gateway.ts';
 
@@ -71,7 +71,8 @@ const FAILED = Symbol('failed');
  * - `mergePatchJob` with a resourceVersion (a claim) that conflicts after a retry reads the Job:
  *   if it carries every annotation the patch sets, the first attempt landed;
  * - `createEvent` sends the same object (same name) every attempt, so a 409 after a retry is done;
- * - `deletePod` resolves when the pod is gone, whoever deleted it (404 is done).
+ * - `deletePod` resolves when the pod is gone, whoever deleted it (404 is done);
+ * - `mergePatchCronJob` (always with a resourceVersion) is settled like a conditional Job patch.
  */
 export function withRetries(plain: KubeGateway, options: Partial<RetryPolicy> = {}): KubeGateway {
   const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...options };
@@ -99,6 +100,13 @@ export function withRetries(plain: KubeGateway, options: Partial<RetryPolicy> = 
       retry(`createEvent ${namespace}/${event.metadata?.name ?? ''}`, () => plain.createEvent(namespace, event), async (error, retried) =>
         retried && describeApiError(error).status === 409 ? undefined : FAILED,
       ),
+    readCronJob: (namespace, name) => retry(`readCronJob ${namespace}/${name}`, () => plain.readCronJob(namespace, name)),
+    mergePatchCronJob: (namespace, name, patch) =>
+      retry(`mergePatchCronJob ${namespace}/${name}`, () => plain.mergePatchCronJob(namespace, name, patch), async (error, retried) => {
+        if (!retried || !isConditional(patch) || describeApiError(error).status !== 409) return FAILED;
+        const current = await plain.readCronJob(namespace, name).catch(() => undefined);
+        return current && carriesAnnotations(current, patch) ? current : FAILED;
+      }),
   };
 }
 
@@ -110,8 +118,8 @@ function isConditional(patch: object): boolean {
   return typeof (patch as AnnotationPatch).metadata?.resourceVersion === 'string';
 }
 
-function carriesAnnotations(job: V1Job, patch: object): boolean {
+function carriesAnnotations(object: V1Job | V1CronJob, patch: object): boolean {
   const wanted = Object.entries((patch as AnnotationPatch).metadata?.annotations ?? {});
-  const actual = job.metadata?.annotations ?? {};
-  return wanted.length > 0 && wanted.every(([key, value]) => actual[key] === value);
+  const actual = object.metadata?.annotations ?? {};
+  return wanted.length > 0 && wanted.every(([key, value]) => (value === null ? !(key in actual) : actual[key] === value));
 }

@@ -10,6 +10,14 @@ export const ANNOTATIONS = {
   message: `${ANNOTATION_PREFIX}message`,
   /** Set when a report-only Event was emitted, so later sweeps do not repeat it. */
   reportedAt: `${ANNOTATION_PREFIX}reported-at`,
+  // On a CronJob (cronJobs.suspendAfter): when the sweeper suspended it, and the run of its Jobs
+  // failed in a row so far (count, image, Job names, the lastSuccessfulTime it was counted against).
+  suspendedAt: `${ANNOTATION_PREFIX}suspended-at`,
+  cronFailedInARow: `${ANNOTATION_PREFIX}failed-in-a-row`,
+  cronFailedImage: `${ANNOTATION_PREFIX}failed-image`,
+  cronFailedJobs: `${ANNOTATION_PREFIX}failed-jobs`,
+  cronLastSuccess: `${ANNOTATION_PREFIX}last-success-seen`,
+  cronCountedAt: `${ANNOTATION_PREFIX}counted-at`,
 } as const;
 
 /**

@@ -14,7 +14,7 @@ import type { PullClass } from '../model.ts';
 import { tryParseGoDuration } from './duration.ts';
 import { namespaceGlobError } from './glob.ts';
 import { labelKeyError, labelValueError, requirementValuesError, SELECTOR_OPERATORS } from './selector.ts';
-import type { Limits, Policy, Rule } from './types.ts';
+import type { CronJobsPolicy, Limits, Policy, Rule } from './types.ts';
 
 export const DEFAULT_GRACE_TEXT: Record<PullClass, string> = {
   permanent: '2m',
@@ -29,6 +29,8 @@ export const DEFAULT_LIMITS: Limits = {
   maxJobsPerNamespace: 20,
   outage: { minStuckPods: 20, minImages: 5, transientFraction: 0.6 },
 };
+
+export const DEFAULT_CRONJOBS: CronJobsPolicy = { suspendAfter: 0 };
 
 export const RESERVED_RULE_NAMES = ['defaults'] as const;
 const RULE_NAME_RE = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
@@ -261,6 +263,19 @@ const outageSchema = z
   })
   .meta({ description: 'Outage breaker: when it trips, transient-class Jobs are reported, not failed, that sweep.' });
 
+const cronJobsSchema = z
+  .strictObject({
+    suspendAfter: z
+      .int({ error: (iss) => (iss.input === undefined ? undefined : `expected 0 or a positive integer, got ${describeValue(iss.input)}`) })
+      .min(0, { error: (iss) => `expected 0 or a positive integer, got ${describeValue(iss.input)}` })
+      .meta({
+        description: '0 = off; N = suspend a CronJob after N of its Jobs in a row were failed by the sweeper on the same image.',
+        default: DEFAULT_CRONJOBS.suspendAfter,
+      })
+      .optional(),
+  })
+  .meta({ description: 'Stopping a CronJob that keeps creating Jobs stuck on the same image.' });
+
 export const policyFileSchema = z
   .strictObject({
     defaults: z
@@ -280,6 +295,7 @@ export const policyFileSchema = z
       })
       .meta({ description: 'Bounds on the blast radius of one sweep.' })
       .optional(),
+    cronJobs: cronJobsSchema.optional(),
   })
   .meta({
     title: 'imagepull-sweeper policy',
@@ -339,6 +355,7 @@ export function toPolicy(file: PolicyFile): Policy {
         transientFraction: file.limits?.outage?.transientFraction ?? DEFAULT_LIMITS.outage.transientFraction,
       },
     },
+    cronJobs: { suspendAfter: file.cronJobs?.suspendAfter ?? DEFAULT_CRONJOBS.suspendAfter },
   };
 }
 

@@ -35,10 +35,16 @@ export interface Limits {
   outage: { minStuckPods: number; minImages: number; transientFraction: number };
 }
 
+export interface CronJobsPolicy {
+  /** 0: off; N: suspend a CronJob after N of its Jobs in a row were failed on the same image. */
+  suspendAfter: number;
+}
+
 export interface Policy {
   defaults: { action: Action; grace: GraceSeconds; jobOverrides: JobOverrides };
   rules: Rule[];
   limits: Limits;
+  cronJobs: CronJobsPolicy;
 }
 
 export interface PolicyProblem {

@@ -1,4 +1,5 @@
 import type { ActResult } from '../act/act.ts';
+import type { CronJobOutcome, CronJobResult } from '../act/cronjob.ts';
 import type { OutageAssessment } from '../judge/types.ts';
 import type { GraceSourceKind } from '../policy/types.ts';
 import { PULL_CLASSES, outcomesFor, type Outcome, type PullClass } from '../model.ts';
@@ -61,6 +62,38 @@ export function auditLine(sweepId: string, result: ActResult, dryRun: boolean): 
   };
 }
 
+/** One line per CronJob whose Jobs the sweep failed, when cronJobs.suspendAfter is on. */
+export interface CronJobAuditLine {
+  sweepId: string;
+  namespace: string;
+  cronJob: string;
+  image: string | null;
+  /** Jobs failed in a row on that image, this sweep included. */
+  failedInARow: number | null;
+  suspendAfter: number;
+  jobs: string[];
+  outcome: CronJobOutcome;
+  dryRun: boolean;
+  detail: string;
+  error: string | null;
+}
+
+export function cronJobAuditLine(sweepId: string, r: CronJobResult, suspendAfter: number, dryRun: boolean): CronJobAuditLine {
+  return {
+    sweepId,
+    namespace: r.namespace,
+    cronJob: r.cronJob,
+    image: r.image ?? null,
+    failedInARow: r.failedInARow ?? null,
+    suspendAfter,
+    jobs: r.jobs,
+    outcome: r.outcome,
+    dryRun,
+    detail: r.detail,
+    error: r.error ?? null,
+  };
+}
+
 export interface SweepSummary {
   sweepId: string;
   dryRun: boolean;
@@ -78,6 +111,8 @@ export interface SweepSummary {
   deferred: number;
   /** Actions (or lookups) that failed; any makes the exit status 1. */
   actionErrors: number;
+  /** CronJobs by outcome (suspended, counted...; would-suspend, would-count in a dry run). */
+  cronJobs: Partial<Record<CronJobOutcome, number>>;
   outage: OutageAssessment;
   exitCode: number;
 }
@@ -93,6 +128,7 @@ export interface SummaryInput {
   stuckContainers: number;
   outage: OutageAssessment;
   results: readonly ActResult[];
+  cronJobs?: readonly CronJobResult[];
 }
 
 export function summarize(input: SummaryInput): SweepSummary {
@@ -106,6 +142,11 @@ export function summarize(input: SummaryInput): SweepSummary {
     const ns = (byNamespace[r.decision.namespace] ??= {});
     ns[r.outcome] = (ns[r.outcome] ?? 0) + 1;
     if (r.outcome === 'error' || r.error !== undefined) actionErrors += 1;
+  }
+  const cronJobs: SweepSummary['cronJobs'] = {};
+  for (const c of input.cronJobs ?? []) {
+    cronJobs[c.outcome] = (cronJobs[c.outcome] ?? 0) + 1;
+    if (c.outcome === 'error' || c.error !== undefined) actionErrors += 1;
   }
   return {
     sweepId: input.sweepId,
@@ -122,6 +163,7 @@ export function summarize(input: SummaryInput): SweepSummary {
     byNamespace,
     deferred: outcomes.deferred ?? 0,
     actionErrors,
+    cronJobs,
     outage: input.outage,
     exitCode: actionErrors > 0 ? 1 : 0,
   };

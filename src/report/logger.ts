@@ -1,12 +1,13 @@
 import type { Writable } from 'node:stream';
 import winston from 'winston';
 import { formatDuration } from '../policy/duration.ts';
-import type { AuditLine, SweepSummary } from './audit.ts';
+import type { AuditLine, CronJobAuditLine, SweepSummary } from './audit.ts';
 
 export type OutputFormat = 'text' | 'json';
 
 export const AUDIT_DECISION = 'decision';
 export const AUDIT_SUMMARY = 'summary';
+export const AUDIT_CRONJOB = 'cronjob';
 
 export interface LoggerOptions {
   format: OutputFormat;
@@ -30,6 +31,10 @@ export function createLogger(options: LoggerOptions): winston.Logger {
 export function logDecision(logger: winston.Logger, line: AuditLine): void {
   const level = line.outcome === 'error' ? 'error' : line.warnings.length > 0 ? 'warn' : 'info';
   logger.log(level, AUDIT_DECISION, line);
+}
+
+export function logCronJob(logger: winston.Logger, line: CronJobAuditLine): void {
+  logger.log(line.outcome === 'error' || line.error ? 'error' : line.outcome === 'suspended' ? 'warn' : 'info', AUDIT_CRONJOB, line);
 }
 
 export function logSummary(logger: winston.Logger, summary: SweepSummary): void {
@@ -59,6 +64,7 @@ function renderText(info: winston.Logform.TransformableInfo): string {
   const fields = info as unknown as Record<string, unknown>;
   if (info.message === AUDIT_DECISION) return renderDecision(fields as unknown as AuditLine);
   if (info.message === AUDIT_SUMMARY) return renderSummary(fields as unknown as SweepSummary);
+  if (info.message === AUDIT_CRONJOB) return renderCronJob(fields as unknown as CronJobAuditLine);
   const extras = Object.entries(fields)
     .filter(([k]) => k !== 'level' && k !== 'message' && typeof k === 'string')
     .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`);
@@ -80,6 +86,23 @@ function renderDecision(l: AuditLine): string {
   return lines.join('\n');
 }
 
+const CRONJOB_WORDS: Record<string, string> = {
+  suspended: 'SUSPENDED',
+  'would-suspend': 'WOULD SUSPEND',
+  counted: 'counted',
+  'would-count': 'would count',
+  skipped: 'skipped',
+  error: 'ERROR',
+};
+
+function renderCronJob(l: CronJobAuditLine): string {
+  const word = l.outcome === 'skipped' && l.dryRun ? 'would skip' : (CRONJOB_WORDS[l.outcome] ?? l.outcome);
+  const run = l.failedInARow === null ? '' : `  ${l.failedInARow}/${l.suspendAfter} failed in a row on ${l.image ?? '?'}`;
+  const lines = [`${word.padEnd(12)} ${l.namespace}/cronjob/${l.cronJob}${run}`, `             ${l.detail}${l.jobs.length > 0 ? ` (Jobs: ${l.jobs.join(', ')})` : ''}`];
+  if (l.error) lines.push(`             error: ${l.error}`);
+  return lines.join('\n');
+}
+
 function renderSummary(s: SweepSummary): string {
   const counts = Object.entries(s.outcomes)
     .filter(([, n]) => n > 0)
@@ -90,6 +113,8 @@ function renderSummary(s: SweepSummary): string {
     `${s.dryRun ? 'Dry run' : 'Sweep'} ${s.sweepId}: ${s.decisions} decision(s)${counts ? ` (${counts})` : ''} ` +
       `in ${s.durationMs} ms; ${s.podsScanned} pending pod(s) scanned in ${namespaces}; policy ${s.policy}.`,
     ...(s.deferred > 0 ? [`${s.deferred} Job(s) deferred to the next sweep by limits.`] : []),
+    ...(s.cronJobs?.suspended ? [`${s.cronJobs.suspended} CronJob(s) suspended.`] : []),
+    ...(s.cronJobs?.['would-suspend'] ? [`${s.cronJobs['would-suspend']} CronJob(s) would be suspended.`] : []),
     ...(s.outage.tripped
       ? [`Outage breaker tripped: ${s.outage.stuckPods} stuck pods, ${s.outage.images} images, ${Math.round(s.outage.transientFraction * 100)}% transient.`]
       : []),

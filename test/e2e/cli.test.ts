@@ -133,7 +133,7 @@ describe('policy validate / schema', () => {
     const r = await runCli(['policy', 'schema']);
     assert.equal(r.code, 0);
     const schema = JSON.parse(r.stdout) as { properties: Record<string, unknown>; additionalProperties: unknown };
-    assert.deepEqual(Object.keys(schema.properties).sort(), ['defaults', 'limits', 'rules']);
+    assert.deepEqual(Object.keys(schema.properties).sort(), ['cronJobs', 'defaults', 'limits', 'rules']);
     assert.equal(schema.additionalProperties, false);
     assert.match(r.stdout, /"default": "2m"/);
   });

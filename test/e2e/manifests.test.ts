@@ -18,7 +18,7 @@ import {
   type V1Pod,
 } from '@kubernetes/client-node';
 import { useTestCluster } from '../support/hooks.ts';
-import { createStuckJob, sweeperEvents, trueCondition, waitForJobFailed } from '../support/sweeper.ts';
+import { createCronJob, createStuckJob, ownedBy, readCronJob, sweeperEvents, trueCondition, waitForJobFailed } from '../support/sweeper.ts';
 import { CLI, ensureBuilt, exec } from '../support/cli.ts';
 import {
   allObjects,
@@ -50,6 +50,8 @@ const CLUSTER_ROLE_GRANTS = [
   'batch/jobs get', //    readJob: the owner of a stuck pod; `policy explain --job`
   'batch/jobs list', //   listJobs: many stuck pods in one namespace
   'batch/jobs patch', //  mergePatchJob: annotations, spec.activeDeadlineSeconds
+  'batch/cronjobs get', //   readCronJob: the owner of failed Jobs (cronJobs.suspendAfter)
+  'batch/cronjobs patch', // mergePatchCronJob: the run count annotations, spec.suspend
   'namespaces get', //    readNamespace: labels for namespaceSelector rules; `policy explain`
   'events.k8s.io/events create', // createEvent: ImagePullStuck on Jobs, InvalidPolicy on the ConfigMap
 ].sort();
@@ -242,6 +244,27 @@ describe('the imagepull-sweeper ServiceAccount', () => {
     assert.equal(lines[0]!.outcome, 'reported', run.output);
     const [event] = await sweeperEvents(kc, ns);
     assert.equal(event?.action, 'Report');
+  });
+
+  it('suspends a CronJob whose Jobs keep failing on one image (cronjobs get, patch), past the guard', TIMEOUT, async () => {
+    const ns = await namespace('manifests-cronjob');
+    const cronJob = await createCronJob(kc, ns, 'nightly', { schedule: '0 3 1 1 *' });
+    await createStuckJob(kc, ns, 'nightly-1', { stuckFor: 9999, ownerReferences: ownedBy(cronJob) });
+    const policy = join(tokenDir, 'suspend-policy.yaml');
+    writeFileSync(policy, 'cronJobs: { suspendAfter: 1 }\n');
+    const run = await sweepAsServiceAccount(ns, ['--policy-file', policy]);
+    assert.equal(run.code, 0, run.output);
+    const line = run.records.find((r) => r.message === 'cronjob');
+    assert.equal(line?.outcome, 'suspended', run.output);
+    const after = await readCronJob(kc, ns, 'nightly');
+    assert.equal(after.spec?.suspend, true);
+    assert.ok(after.metadata?.annotations?.['imagepull-sweeper/suspended-at']);
+    const events = await sweeperEvents(kc, ns);
+    assert.ok(events.some((e) => e.action === 'SuspendCronJob' && e.regarding?.kind === 'CronJob'), JSON.stringify(events));
+    // The same identity may not resume it, nor delete it.
+    const saBatch = saKc.makeApiClient(BatchV1Api);
+    await assert.rejects(() => saBatch.patchNamespacedCronJob({ namespace: ns, name: 'nightly', body: { spec: { suspend: false } } }, mergePatch));
+    await assertForbidden('delete a CronJob', () => saBatch.deleteNamespacedCronJob({ namespace: ns, name: 'nightly' }));
   });
 
   it('is refused (403) everything else: Secrets, deleting Jobs, other ConfigMaps, creating pods', TIMEOUT, async () => {

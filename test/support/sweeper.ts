@@ -4,7 +4,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
-import { BatchV1Api, CoreV1Api, EventsV1Api, type EventsV1Event, type KubeConfig, type V1Job } from '@kubernetes/client-node';
+import { BatchV1Api, CoreV1Api, EventsV1Api, type EventsV1Event, type KubeConfig, type V1CronJob, type V1Job } from '@kubernetes/client-node';
 import { exitStatusOf } from '../../src/cli/exit.ts';
 import { createGateway } from '../../src/kube/gateway.ts';
 import { withRetries } from '../../src/kube/retrying.ts';
@@ -163,4 +163,34 @@ export async function settledSnapshot(kc: KubeConfig, namespace: string): Promis
     previous = current;
   }
   throw new Error(`namespace ${namespace} never settled`);
+}
+
+/** A CronJob whose Jobs run `image`; `schedule` defaults to every minute. */
+export async function createCronJob(
+  kc: KubeConfig,
+  namespace: string,
+  name: string,
+  o: { image?: string; schedule?: string; annotations?: Record<string, string>; failedJobsHistoryLimit?: number } = {},
+): Promise<V1CronJob> {
+  return kc.makeApiClient(BatchV1Api).createNamespacedCronJob({
+    namespace,
+    body: {
+      metadata: { name, annotations: o.annotations },
+      spec: {
+        schedule: o.schedule ?? '* * * * *',
+        failedJobsHistoryLimit: o.failedJobsHistoryLimit ?? 1,
+        jobTemplate: { spec: jobManifest(name, o.image ?? MISSING_IMAGE).spec! },
+      },
+    },
+  });
+}
+
+/** The ownerReferences of a Job the CronJob's controller would have made. */
+export function ownedBy(cronJob: V1CronJob): NonNullable<V1Job['metadata']>['ownerReferences'] {
+  const m = cronJob.metadata!;
+  return [{ apiVersion: 'batch/v1', kind: 'CronJob', name: m.name!, uid: m.uid!, controller: true, blockOwnerDeletion: true }];
+}
+
+export async function readCronJob(kc: KubeConfig, namespace: string, name: string): Promise<V1CronJob> {
+  return kc.makeApiClient(BatchV1Api).readNamespacedCronJob({ namespace, name });
 }

@@ -77,6 +77,7 @@ describe('parsePolicyYaml: valid policies', () => {
         { name: 'system', namespaces: ['kube-system'], action: 'ignore' },
       ],
       limits: BUILTIN_LIMITS,
+      cronJobs: { suspendAfter: 0 },
     });
   });
 
@@ -93,7 +94,7 @@ describe('parsePolicyYaml: valid policies', () => {
     ['empty sections', 'defaults: {}\nrules: []\nlimits: {}\n'],
   ] as const) {
     it(`gives all defaults for ${name}`, () => {
-      assert.deepEqual(valid(text), { defaults: BUILTIN_DEFAULTS, rules: [], limits: BUILTIN_LIMITS });
+      assert.deepEqual(valid(text), { defaults: BUILTIN_DEFAULTS, rules: [], limits: BUILTIN_LIMITS, cronJobs: { suspendAfter: 0 } });
     });
   }
 
@@ -181,7 +182,7 @@ describe('parsePolicyYaml: problems with exact positions', () => {
       line: 1,
       column: 1,
       path: 'banana',
-      message: 'unknown key "banana"; allowed keys: defaults, rules, limits',
+      message: 'unknown key "banana"; allowed keys: defaults, rules, limits, cronJobs',
     });
   });
 

@@ -257,6 +257,12 @@ describe('annotations', () => {
         reason: 'imagepull-sweeper/reason',
         message: 'imagepull-sweeper/message',
         reportedAt: 'imagepull-sweeper/reported-at',
+        suspendedAt: 'imagepull-sweeper/suspended-at',
+        cronFailedInARow: 'imagepull-sweeper/failed-in-a-row',
+        cronFailedImage: 'imagepull-sweeper/failed-image',
+        cronFailedJobs: 'imagepull-sweeper/failed-jobs',
+        cronLastSuccess: 'imagepull-sweeper/last-success-seen',
+        cronCountedAt: 'imagepull-sweeper/counted-at',
       },
     );
   });

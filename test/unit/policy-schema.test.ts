@@ -41,7 +41,7 @@ describe('policyJsonSchema', () => {
     assert.equal(schema.$schema, 'http://json-schema.org/draft-07/schema#');
     assert.equal(schema.title, 'imagepull-sweeper policy');
     assert.equal(schema.type, 'object');
-    assert.deepEqual(Object.keys(schema.properties ?? {}), ['defaults', 'rules', 'limits']);
+    assert.deepEqual(Object.keys(schema.properties ?? {}), ['defaults', 'rules', 'limits', 'cronJobs']);
     assert.equal(schema.required, undefined);
   });
 
