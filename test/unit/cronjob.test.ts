@@ -154,3 +154,28 @@ describe('toCronJobView', () => {
     assert.equal(toCronJobView({ metadata: {}, spec: { schedule: '', jobTemplate: {} } }).lastSuccessfulTime, undefined);
   });
 });
+
+describe('CronJob audit lines', () => {
+  it('render as text with the run, and count in the summary (errors make exit 1)', async () => {
+    const { PassThrough } = await import('node:stream');
+    const { cronJobAuditLine, summarize } = await import('../../src/report/audit.ts');
+    const { createLogger, logCronJob, logSummary } = await import('../../src/report/logger.ts');
+    const stream = new PassThrough();
+    const chunks: string[] = [];
+    stream.on('data', (c: Buffer) => chunks.push(c.toString()));
+    const logger = createLogger({ format: 'text', stream });
+    const suspended = { namespace: 'ci', cronJob: 'nightly', image: IMAGE, failedInARow: 3, jobs: ['n-1', 'n-2', 'n-3'], outcome: 'would-suspend' as const, detail: 'd', error: undefined };
+    logCronJob(logger, cronJobAuditLine('s', suspended, 3, true));
+    const broken = { ...suspended, outcome: 'error' as const, error: 'Forbidden: no' };
+    const outage = { tripped: false, stuckPods: 0, images: 0, transientPods: 0, transientFraction: 0 };
+    const base = { sweepId: 's', policy: 'p', namespaces: [], startedAt: new Date(0), finishedAt: new Date(0), podsScanned: 0, stuckContainers: 0, outage, results: [] };
+    logSummary(logger, summarize({ ...base, dryRun: true, cronJobs: [suspended] }));
+    const text = chunks.join('');
+    assert.match(text, /WOULD SUSPEND\s+ci\/cronjob\/nightly\s+3\/3 failed in a row on registry\.example\/app:gone/);
+    assert.match(text, /Jobs: n-1, n-2, n-3/);
+    assert.match(text, /1 CronJob\(s\) would be suspended\./);
+    const live = summarize({ ...base, dryRun: false, cronJobs: [broken] });
+    assert.deepEqual(live.cronJobs, { error: 1 });
+    assert.equal(live.exitCode, 1);
+  });
+});
