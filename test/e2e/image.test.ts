@@ -2,84 +2,19 @@
 // clean temporary directory (package.json + package-lock.json, its `npm ci --omit=dev ...`, the
 // built dist/src, its ENV) and runs the ENTRYPOINT from there. A runtime import of something that
 // is only a devDependency fails here as it would in the image. The steps are read from the
-// Dockerfile itself, so the test and the image cannot drift apart.
+// Dockerfile itself (test/support/dockerfile.ts), so the test and the image cannot drift apart.
+// Where a real node can run, the OCI image it runs (test/support/sweeper-image.ts) is compared too.
 import assert from 'node:assert/strict';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, posix, relative } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ensureBuilt, exec, REPO, type Exec } from '../support/cli.ts';
+import { nodeSkipReason } from '../support/node.ts';
+import { imageContents, sweeperImage } from '../support/sweeper-image.ts';
+import { copyParts, execForm, npmCommand, parseDockerfile, replayRuntimeStage, type Instruction } from '../support/dockerfile.ts';
 
 const TIMEOUT = { timeout: 300_000 };
-
-interface Instruction {
-  op: string;
-  args: string;
-  line: number;
-}
-
-interface Stage {
-  from: string;
-  name: string | undefined;
-  instructions: Instruction[];
-}
-
-/** Dockerfile → stages of instructions (comments dropped, `\` continuations joined). */
-function parseDockerfile(text: string): Stage[] {
-  const stages: Stage[] = [];
-  const lines = text.split('\n');
-  for (let i = 0; i < lines.length; i += 1) {
-    const start = i + 1;
-    let line = lines[i]!.trim();
-    if (!line || line.startsWith('#')) continue;
-    while (line.endsWith('\\') && i + 1 < lines.length) {
-      i += 1;
-      const next = lines[i]!.trim();
-      line = `${line.slice(0, -1).trimEnd()} ${next.startsWith('#') ? '' : next}`.trim();
-    }
-    const [, op = '', args = ''] = /^(\S+)\s*(.*)$/.exec(line) ?? [];
-    const instruction = { op: op.toUpperCase(), args: args.trim(), line: start };
-    if (instruction.op === 'FROM') {
-      const [image = '', as, name] = instruction.args.split(/\s+/);
-      stages.push({ from: image, name: as?.toUpperCase() === 'AS' ? name : undefined, instructions: [] });
-    } else {
-      assert.ok(stages.length > 0, `Dockerfile line ${start}: ${op} before FROM`);
-      stages.at(-1)!.instructions.push(instruction);
-    }
-  }
-  return stages;
-}
-
-/** `COPY [--from=x] src... dest` → its parts. */
-function copyParts(args: string): { from: string | undefined; sources: string[]; dest: string } {
-  const words = args.split(/\s+/);
-  let from: string | undefined;
-  while (words[0]?.startsWith('--')) {
-    const flag = words.shift()!;
-    if (flag.startsWith('--from=')) from = flag.slice('--from='.length);
-  }
-  const dest = words.pop();
-  assert.ok(dest && words.length > 0, `COPY ${args}: needs sources and a destination`);
-  return { from, sources: words, dest };
-}
-
-/** The exec form (JSON array) of ENTRYPOINT/CMD. */
-function execForm(stage: Stage, op: string): string[] {
-  const found = stage.instructions.filter((i) => i.op === op);
-  assert.equal(found.length, 1, `one ${op} in the runtime stage`);
-  const value = JSON.parse(found[0]!.args) as unknown;
-  assert.ok(Array.isArray(value) && value.every((v) => typeof v === 'string'), `${op} in exec (JSON array) form`);
-  return value as string[];
-}
-
-/** One `npm ...` command out of a RUN line (`a && npm ci ... && b`). */
-function npmCommand(run: string, sub: string): string[] | undefined {
-  const command = run
-    .split(/&&|;/)
-    .map((c) => c.trim())
-    .find((c) => c.startsWith(`npm ${sub}`));
-  return command?.split(/\s+/).slice(1);
-}
 
 const dockerfile = readFileSync(join(REPO, 'Dockerfile'), 'utf8');
 const stages = parseDockerfile(dockerfile);
@@ -186,36 +121,7 @@ describe('the runtime stage, repeated in a clean directory', () => {
     entrypoint = execForm(runtime, 'ENTRYPOINT');
     mkdirSync(appDir);
 
-    // The instructions in order, as `docker build` runs them.
-    for (const i of runtime.instructions) {
-      if (i.op === 'COPY') {
-        const { from, sources, dest } = copyParts(i.args);
-        const target = toLocal(dest.endsWith('/') || sources.length > 1 ? `${dest.replace(/\/?$/, '/')}` : dest);
-        for (const source of sources) {
-          let local: string;
-          if (from) {
-            // Only the compiled code comes from the build stage; here it is the local build.
-            const buildStage = stages.find((s) => s.name === from);
-            assert.ok(buildStage, `COPY --from=${from}: no such stage`);
-            const buildWorkdir = buildStage.instructions.find((w) => w.op === 'WORKDIR')?.args ?? '/';
-            local = join(REPO, posix.relative(buildWorkdir, posix.resolve(buildWorkdir, source)));
-            assert.equal(posix.relative(buildWorkdir, posix.resolve(buildWorkdir, source)), 'dist/src', `COPY --from=${from} ${source}`);
-          } else {
-            local = join(REPO, source);
-          }
-          const into = sources.length > 1 || dest.endsWith('/') ? join(target, posix.basename(source)) : target;
-          mkdirSync(dirname(into), { recursive: true });
-          cpSync(local, into, { recursive: true });
-        }
-      } else if (i.op === 'RUN') {
-        const ci = npmCommand(i.args, 'ci');
-        if (!ci) continue; // user creation and the like: nothing to repeat outside the image
-        assert.ok(ci.includes('--omit=dev'), `line ${i.line}: the runtime stage installs production dependencies only`);
-        // The user's npm configuration (registry, cache) stays; the image's ENV applies on top.
-        const r = await exec('npm', ci, { cwd: appDir, env: { ...process.env, ...env, HOME: process.env.HOME }, timeoutMs: 240_000 });
-        assert.equal(r.code, 0, `npm ${ci.join(' ')}:\n${r.stdout}\n${r.stderr}`);
-      }
-    }
+    await replayRuntimeStage(appDir);
     writeFileSync(join(scratch, 'bad-policy.yaml'), 'defaults:\n  grace:\n    permanent: forever\n  colour: red\n');
   });
 
@@ -293,5 +199,34 @@ describe('the runtime stage, repeated in a clean directory', () => {
     assert.equal(bad.code, 2, bad.stdout + bad.stderr);
     assert.match(bad.stdout, /bad-policy\.yaml:3:\d+ defaults\.grace\.permanent: /);
     assert.match(bad.stdout, /colour/);
+  });
+});
+
+/** Every path under `dir`, relative, directories ending in `/`. */
+function listTree(dir: string, prefix = ''): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? [`${prefix}${e.name}/`, ...listTree(join(dir, e.name), `${prefix}${e.name}/`)] : [`${prefix}${e.name}`],
+  );
+}
+
+describe('the OCI image the real node runs (test/support/sweeper-image.ts)', () => {
+  it('holds the runtime stage\'s files, on the image\'s Node, with the Dockerfile\'s user, env and entrypoint', { timeout: 600_000, skip: nodeSkipReason() }, async () => {
+    assert.ok(appDir, 'the runtime stage was repeated above');
+    const image = await sweeperImage();
+    const { config, layers } = imageContents(image.layout);
+    assert.equal(layers.length, 2, 'a runtime layer and an app layer');
+    const [runtimeLayer, appLayer] = layers as [string[], string[]];
+    const appPrefix = `${workdir.replace(/^\//, '')}/`;
+    const inImage = appLayer.filter((e) => e !== appPrefix).map((e) => e.slice(appPrefix.length)).sort();
+    assert.ok(appLayer.every((e) => e.startsWith(appPrefix)), 'the app layer holds WORKDIR only');
+    assert.deepEqual(inImage, listTree(appDir).sort(), 'the same files as the Dockerfile\'s runtime stage');
+    assert.ok(runtimeLayer.includes('usr/local/bin/node'));
+    assert.ok(!runtimeLayer.some((e) => e.startsWith(appPrefix)), 'no app files in the runtime layer');
+    const c = config.config as { User?: string; WorkingDir?: string; Entrypoint?: string[]; Cmd?: string[]; Env?: string[] };
+    assert.equal(c.User, instructions('USER')[0]!.args);
+    assert.equal(c.WorkingDir, workdir);
+    assert.deepEqual(c.Entrypoint, entrypoint);
+    assert.deepEqual(c.Cmd, execForm(runtime, 'CMD'));
+    for (const i of instructions('ENV')) assert.ok(c.Env?.includes(i.args), `ENV ${i.args}`);
   });
 });
