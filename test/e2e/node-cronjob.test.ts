@@ -282,7 +282,8 @@ describe('the shipped CronJob on the real node', () => {
     assert.equal(mine.length, 1, JSON.stringify(records));
     assert.equal(mine[0]!.job, 'nightly');
     assert.equal(mine[0]!.outcome, 'failed');
-    assert.equal(mine[0]!.graceSeconds, 5, 'the grace of the Job\'s annotation');
+    assert.equal(mine[0]!.graceSeconds, 5);
+    assert.equal(mine[0]!.graceSource, 'annotation');
     const summary = records.find((r) => r.message === 'summary');
     assert.equal(summary?.policy, `ConfigMap ${INSTALL_NS}/imagepull-sweeper-policy`);
 
