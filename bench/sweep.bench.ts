@@ -1,8 +1,8 @@
 // Prints figures; asserts nothing. `npm run bench`.
 // 1. judge(): time to plan N stuck Jobs.
-// 2. observe: peak heap while paging through a large cluster's Pending pods, as a function of
-//    cluster size and of stuck pods (pages are generated on demand, as the API server would
-//    stream them, so the figure is the sweeper's own memory).
+// 2. observe: peak heap while paging through a large cluster's Pending pods (Table rows, then
+//    full reads of the candidates), as a function of cluster size and of stuck pods (pages are
+//    generated on demand, so the figure is the sweeper's own memory).
 import type { V1Pod } from '@kubernetes/client-node';
 import { judge } from '../src/judge/judge.ts';
 import type { KubeGateway } from '../src/kube/gateway.ts';
@@ -73,17 +73,33 @@ function pod(i: number, stuck: boolean): V1Pod {
   };
 }
 
-/** Serves `total` Pending pods in pages; every `stuckEvery`-th is stuck. Pages are built on demand. */
+/**
+ * Serves `total` Pending pods over 50 namespaces as Table rows, in pages built on demand; every
+ * `stuckEvery`-th is stuck (STATUS ImagePullBackOff) and can be read in full.
+ */
 function pagedGateway(total: number, stuckEvery: number): KubeGateway {
   const notUsed = (): never => {
     throw new Error('not used by observe');
   };
+  const namespaces = Array.from({ length: 50 }, (_, n) => `ns-${n}`);
   return {
-    async listPods({ limit, continueToken }) {
+    async listNamespaceNames() {
+      return { items: namespaces, continueToken: undefined };
+    },
+    async listPodRows({ namespace, limit, continueToken }) {
+      const n = Number(namespace.slice(3));
+      const perNamespace = Math.ceil((total - n) / 50);
       const start = Number(continueToken ?? 0);
-      const end = Math.min(total, start + limit);
-      const pods = Array.from({ length: end - start }, (_, k) => pod(start + k, (start + k) % stuckEvery === 0));
-      return { items: pods, continueToken: end < total ? String(end) : undefined };
+      const end = Math.min(perNamespace, start + limit);
+      const rows = Array.from({ length: end - start }, (_, k) => {
+        const i = (start + k) * 50 + n;
+        return { namespace, name: `pod-${i}`, status: i % stuckEvery === 0 ? 'ImagePullBackOff' : 'Pending' };
+      });
+      return { items: rows, continueToken: end < perNamespace ? String(end) : undefined };
+    },
+    async readPod(_namespace, name) {
+      const i = Number(name.slice(4));
+      return pod(i, i % stuckEvery === 0);
     },
     listJobs: notUsed,
     readJob: notUsed,

@@ -36,32 +36,37 @@ export async function attributeToJobs(
 
   const found = new Map<string, JobView>(); // namespace/name → Job
   const errors: Attribution['errors'] = [];
-  const gets: { namespace: string; name: string }[] = [];
+  // Namespace LISTs and single GETs all go out together, `concurrency` at a time.
+  const lookups: (() => Promise<void>)[] = [];
   for (const [namespace, names] of wanted) {
     if (names.size >= options.listThreshold) {
-      try {
-        const listPage = (continueToken: string | undefined) => gateway.listJobs({ namespace, limit: 500, continueToken });
-        await forEachPage(listPage, (jobs) => {
-          for (const job of jobs) {
-            if (names.has(job.metadata?.name ?? '')) found.set(`${namespace}/${job.metadata!.name}`, toJobView(job));
+      lookups.push(async () => {
+        try {
+          const listPage = (continueToken: string | undefined) => gateway.listJobs({ namespace, limit: 500, continueToken });
+          await forEachPage(listPage, (jobs) => {
+            for (const job of jobs) {
+              if (names.has(job.metadata?.name ?? '')) found.set(`${namespace}/${job.metadata!.name}`, toJobView(job));
+            }
+          });
+        } catch (error) {
+          const { message } = describeApiError(error);
+          for (const name of names) errors.push({ namespace, job: name, message });
+        }
+      });
+    } else {
+      for (const name of names) {
+        lookups.push(async () => {
+          try {
+            found.set(`${namespace}/${name}`, toJobView(await gateway.readJob(namespace, name)));
+          } catch (error) {
+            const failure = describeApiError(error);
+            if (failure.status !== 404) errors.push({ namespace, job: name, message: failure.message });
           }
         });
-      } catch (error) {
-        const { message } = describeApiError(error);
-        for (const name of names) errors.push({ namespace, job: name, message });
       }
-    } else {
-      for (const name of names) gets.push({ namespace, name });
     }
   }
-  await mapBounded(gets, options.concurrency, async ({ namespace, name }) => {
-    try {
-      found.set(`${namespace}/${name}`, toJobView(await gateway.readJob(namespace, name)));
-    } catch (error) {
-      const failure = describeApiError(error);
-      if (failure.status !== 404) errors.push({ namespace, job: name, message: failure.message });
-    }
-  });
+  await mapBounded(lookups, options.concurrency, (lookup) => lookup());
 
   const failedLookups = new Set(errors.map((e) => `${e.namespace}/${e.job}`));
   const byPod = new Map<string, PodOwner>();

@@ -15,15 +15,31 @@ import {
   type V1Pod,
   setHeaderOptions,
 } from '@kubernetes/client-node';
+import { createKubeHttp } from './http.ts';
 
 export interface Page<T> {
   items: T[];
   continueToken: string | undefined;
 }
 
-/** Every Kubernetes call the sweeper makes. Nothing else in the code talks to the API. */
+/** One row of a pod list in the server-side Table format: no spec, no status, just the Status column. */
+export interface PodRow {
+  namespace: string;
+  name: string;
+  /** What `kubectl get pods` prints as STATUS, e.g. `Pending`, `ImagePullBackOff`, `Init:0/2`. */
+  status: string;
+}
+
+/**
+ * Every Kubernetes call the sweeper makes. Nothing else in the code talks to the API. Reads are
+ * plain JSON (`V1Pod`/`V1Job` shapes with RFC 3339 strings for times, no client model objects).
+ */
 export interface KubeGateway {
-  listPods(opts: { namespace?: string; fieldSelector: string; limit: number; continueToken?: string }): Promise<Page<V1Pod>>;
+  /** Names of all namespaces (Table format, names only). */
+  listNamespaceNames(opts: { limit: number; continueToken?: string }): Promise<Page<string>>;
+  /** Pods of one namespace as Table rows, without the objects: a few dozen bytes per pod. */
+  listPodRows(opts: { namespace: string; fieldSelector: string; limit: number; continueToken?: string }): Promise<Page<PodRow>>;
+  readPod(namespace: string, name: string): Promise<V1Pod>;
   listJobs(opts: { namespace: string; limit: number; continueToken?: string }): Promise<Page<V1Job>>;
   readJob(namespace: string, name: string): Promise<V1Job>;
   readNamespace(name: string): Promise<V1Namespace>;
@@ -42,8 +58,11 @@ export interface KubeGateway {
 
 export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 
-/** Every request is aborted after `timeoutMs`, so a hung API server cannot hang a sweep. */
-function requestOptions(timeoutMs: number, contentType?: string): ConfigurationOptions<ObservableMiddleware> {
+/**
+ * Every request is aborted after `timeoutMs`, so a hung API server cannot hang a sweep, and goes
+ * over the shared keep-alive agent (`keepAlive`).
+ */
+function requestOptions(timeoutMs: number, keepAlive: ObservableMiddleware, contentType?: string): ConfigurationOptions<ObservableMiddleware> {
   const timeout: ObservableMiddleware = {
     pre: (request) => {
       request.setSignal(AbortSignal.timeout(timeoutMs));
@@ -51,30 +70,43 @@ function requestOptions(timeoutMs: number, contentType?: string): ConfigurationO
     },
     post: (response) => new Observable(Promise.resolve(response)),
   };
-  const base: ConfigurationOptions<ObservableMiddleware> = { middleware: [timeout], middlewareMergeStrategy: 'append' };
+  const base: ConfigurationOptions<ObservableMiddleware> = { middleware: [timeout, keepAlive], middlewareMergeStrategy: 'append' };
   return contentType ? setHeaderOptions('Content-Type', contentType, base) : base;
 }
 
 export function createGateway(kubeConfig: KubeConfig, options: { timeoutMs?: number } = {}): KubeGateway {
   const timeoutMs = options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
-  const plain = requestOptions(timeoutMs);
-  const mergePatch = requestOptions(timeoutMs, PatchStrategy.MergePatch);
-  const strategicMergePatch = requestOptions(timeoutMs, PatchStrategy.StrategicMergePatch);
+  const raw = createKubeHttp(kubeConfig, timeoutMs);
+  const plain = requestOptions(timeoutMs, raw.middleware);
+  const mergePatch = requestOptions(timeoutMs, raw.middleware, PatchStrategy.MergePatch);
+  const strategicMergePatch = requestOptions(timeoutMs, raw.middleware, PatchStrategy.StrategicMergePatch);
   const core = kubeConfig.makeApiClient(CoreV1Api);
   const batch = kubeConfig.makeApiClient(BatchV1Api);
   const events = kubeConfig.makeApiClient(EventsV1Api);
+  const path = (s: string) => encodeURIComponent(s);
   return {
-    async listPods({ namespace, fieldSelector, limit, continueToken }) {
-      const page = namespace
-        ? await core.listNamespacedPod({ namespace, fieldSelector, limit, _continue: continueToken }, plain)
-        : await core.listPodForAllNamespaces({ fieldSelector, limit, _continue: continueToken }, plain);
-      return { items: page.items, continueToken: page.metadata?._continue || undefined };
+    async listNamespaceNames({ limit, continueToken }) {
+      const table = asTable(await raw.getJson('/api/v1/namespaces', { limit, continue: continueToken, includeObject: 'None' }, { accept: TABLE }), 'namespaces');
+      const name = columnIndex(table, 'Name', 0);
+      return { items: table.rows.map((r) => String(r.cells[name])), continueToken: table.metadata?.continue || undefined };
     },
+    async listPodRows({ namespace, fieldSelector, limit, continueToken }) {
+      const query = { fieldSelector, limit, continue: continueToken, includeObject: 'None' };
+      const table = asTable(await raw.getJson(`/api/v1/namespaces/${path(namespace)}/pods`, query, { accept: TABLE }), 'pods');
+      const name = columnIndex(table, 'Name', 0);
+      const status = columnIndex(table, 'Status', 2);
+      const items = table.rows.map((r) => ({ namespace, name: String(r.cells[name]), status: String(r.cells[status]) }));
+      return { items, continueToken: table.metadata?.continue || undefined };
+    },
+    readPod: async (namespace, name) => (await raw.getJson(`/api/v1/namespaces/${path(namespace)}/pods/${path(name)}`, {})) as V1Pod,
     async listJobs({ namespace, limit, continueToken }) {
-      const page = await batch.listNamespacedJob({ namespace, limit, _continue: continueToken }, plain);
-      return { items: page.items, continueToken: page.metadata?._continue || undefined };
+      const list = (await raw.getJson(`/apis/batch/v1/namespaces/${path(namespace)}/jobs`, { limit, continue: continueToken })) as {
+        items?: V1Job[];
+        metadata?: { continue?: string };
+      };
+      return { items: list.items ?? [], continueToken: list.metadata?.continue || undefined };
     },
-    readJob: (namespace, name) => batch.readNamespacedJob({ namespace, name }, plain),
+    readJob: async (namespace, name) => (await raw.getJson(`/apis/batch/v1/namespaces/${path(namespace)}/jobs/${path(name)}`, {})) as V1Job,
     readNamespace: (name) => core.readNamespace({ name }, plain),
     readConfigMap: (namespace, name) => core.readNamespacedConfigMap({ namespace, name }, plain),
     mergePatchJob: (namespace, name, body) => batch.patchNamespacedJob({ namespace, name, body }, mergePatch),
@@ -89,4 +121,25 @@ export function createGateway(kubeConfig: KubeConfig, options: { timeoutMs?: num
     readCronJob: (namespace, name) => batch.readNamespacedCronJob({ namespace, name }, plain),
     mergePatchCronJob: (namespace, name, body) => batch.patchNamespacedCronJob({ namespace, name, body }, mergePatch),
   };
+}
+
+const TABLE = 'application/json;as=Table;g=meta.k8s.io;v=v1';
+
+interface Table {
+  kind: 'Table';
+  columnDefinitions?: { name: string }[];
+  rows: { cells: unknown[] }[];
+  metadata?: { continue?: string };
+}
+
+function asTable(body: unknown, what: string): Table {
+  const t = body as Partial<Table> | undefined;
+  if (t?.kind !== 'Table' || !Array.isArray(t.rows)) throw new Error(`listing ${what}: the API server did not answer in the Table format`);
+  return t as Table;
+}
+
+/** Column positions come with the table; the fallback is the built-in printer's layout. */
+function columnIndex(table: Table, name: string, fallback: number): number {
+  const i = (table.columnDefinitions ?? []).findIndex((c) => c.name === name);
+  return i >= 0 ? i : fallback;
 }

@@ -79,7 +79,9 @@ export function withRetries(plain: KubeGateway, options: Partial<RetryPolicy> = 
   const retry = <T>(request: string, call: () => Promise<T>, settle?: (e: unknown, retried: boolean) => Promise<T | typeof FAILED>) =>
     retrying(policy, request, call, settle);
   return {
-    listPods: (opts) => retry(`listPods ${opts.namespace ?? '*'}`, () => plain.listPods(opts)),
+    listNamespaceNames: (opts) => retry('listNamespaceNames', () => plain.listNamespaceNames(opts)),
+    listPodRows: (opts) => retry(`listPodRows ${opts.namespace}`, () => plain.listPodRows(opts)),
+    readPod: (namespace, name) => retry(`readPod ${namespace}/${name}`, () => plain.readPod(namespace, name)),
     listJobs: (opts) => retry(`listJobs ${opts.namespace}`, () => plain.listJobs(opts)),
     readJob: (namespace, name) => retry(`readJob ${namespace}/${name}`, () => plain.readJob(namespace, name)),
     readNamespace: (name) => retry(`readNamespace ${name}`, () => plain.readNamespace(name)),

@@ -44,7 +44,8 @@ const PFP_SPEC = {
  * only code that talks to the API); the policy ConfigMap `get` is a namespaced Role.
  */
 const CLUSTER_ROLE_GRANTS = [
-  'pods list', //         listPods: all namespaces (listPodForAllNamespaces) or --namespace ones
+  'pods list', //         listPodRows: Pending pods of each namespace, STATUS column only
+  'pods get', //          readPod: the full pod, for each pod whose STATUS may mean stuck
   'pods delete', //       deletePod: podFailurePolicy mechanism, after the condition is set
   'pods/status patch', // patchPodStatus: the podFailurePolicy condition (e.g. ImagePullStuck)
   'batch/jobs get', //    readJob: the owner of a stuck pod; `policy explain --job`
@@ -53,6 +54,7 @@ const CLUSTER_ROLE_GRANTS = [
   'batch/cronjobs get', //   readCronJob: the owner of failed Jobs (cronJobs.suspendAfter)
   'batch/cronjobs patch', // mergePatchCronJob: the run count annotations, spec.suspend
   'namespaces get', //    readNamespace: labels for namespaceSelector rules; `policy explain`
+  'namespaces list', //   listNamespaceNames: where to look when no --namespace is given
   'events.k8s.io/events create', // createEvent: ImagePullStuck on Jobs, InvalidPolicy on the ConfigMap
 ].sort();
 

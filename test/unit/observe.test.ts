@@ -1,49 +1,73 @@
-// The observe stage's own control flow (restart on an expired continue token, page by page).
-// What the API server returns is proven in test/e2e; here the pages are scripted.
+// The observe stage's own control flow (namespaces, paging, restart on an expired continue token,
+// candidates read in full). What the API server returns is proven in test/e2e; here it is scripted.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ApiException, type V1Pod } from '@kubernetes/client-node';
-import type { KubeGateway } from '../../src/kube/gateway.ts';
+import type { KubeGateway, PodRow } from '../../src/kube/gateway.ts';
+import { isCandidateStatus } from '../../src/observe/candidates.ts';
 import { observeStuckContainers, PENDING_PODS } from '../../src/observe/pods.ts';
 
-function stuckPod(name: string): V1Pod {
+function stuckPod(name: string, phase = 'Pending'): V1Pod {
   return {
     metadata: { name, namespace: 'ns', uid: `uid-${name}`, creationTimestamp: new Date('2026-11-29T10:00:00Z') },
     spec: { containers: [{ name: 'main', image: 'x:1' }] },
     status: {
-      phase: 'Pending',
+      phase,
       containerStatuses: [{ name: 'main', image: 'x:1', imageID: '', ready: false, restartCount: 0, state: { waiting: { reason: 'ErrImagePull', message: 'not found' } } }],
     },
   };
 }
 
-function scripted(pages: (V1Pod[] | 'expired')[]): { gateway: KubeGateway; calls: { continueToken?: string; fieldSelector: string }[] } {
+const row = (name: string, status = 'ErrImagePull'): PodRow => ({ namespace: 'ns', name, status });
+
+function scripted(
+  pages: (PodRow[] | 'expired')[],
+  pods: Record<string, V1Pod | 'gone'> = {},
+): { gateway: KubeGateway; calls: { continueToken?: string; fieldSelector: string }[]; reads: string[] } {
   const calls: { continueToken?: string; fieldSelector: string }[] = [];
+  const reads: string[] = [];
   let served = 0;
   const gateway = {
-    async listPods(opts: { fieldSelector: string; limit: number; continueToken?: string }) {
+    async listNamespaceNames() {
+      return { items: ['ns'], continueToken: undefined };
+    },
+    async listPodRows(opts: { fieldSelector: string; limit: number; continueToken?: string }) {
       calls.push({ continueToken: opts.continueToken, fieldSelector: opts.fieldSelector });
       const page = pages[served++];
       if (page === 'expired') throw new ApiException(410, 'Gone', JSON.stringify({ reason: 'Expired', message: 'continue token expired' }), {});
       return { items: page ?? [], continueToken: served < pages.length ? `t${served}` : undefined };
     },
+    async readPod(_namespace: string, name: string) {
+      reads.push(name);
+      const pod = pods[name] ?? stuckPod(name);
+      if (pod === 'gone') throw new ApiException(404, 'Not Found', JSON.stringify({ reason: 'NotFound', message: 'gone' }), {});
+      return pod;
+    },
   } as unknown as KubeGateway;
-  return { gateway, calls };
+  return { gateway, calls, reads };
 }
 
 describe('observeStuckContainers', () => {
-  it('asks only for Pending pods and follows continue tokens', async () => {
-    const { gateway, calls } = scripted([[stuckPod('a')], [stuckPod('b')], [stuckPod('c')]]);
-    const result = await observeStuckContainers(gateway, { namespaces: [], pageSize: 1 });
-    assert.deepEqual(result.stuck.map((c) => c.pod), ['a', 'b', 'c']);
-    assert.equal(result.pages, 3);
+  it('asks only for Pending pods, follows continue tokens and reads the candidates', async () => {
+    const { gateway, calls, reads } = scripted([[row('a')], [row('b'), row('quiet', 'Pending')], [row('c')]]);
+    const result = await observeStuckContainers(gateway, { namespaces: [], pageSize: 2 });
+    assert.deepEqual(result.stuck.map((c) => c.pod).sort(), ['a', 'b', 'c']);
+    assert.equal(result.podsScanned, 4);
+    assert.equal(result.candidates, 3);
+    assert.deepEqual(reads.sort(), ['a', 'b', 'c']);
     assert.deepEqual(calls.map((c) => c.continueToken), [undefined, 't1', 't2']);
     assert.ok(calls.every((c) => c.fieldSelector === PENDING_PODS));
   });
 
+  it('judges a candidate on its full read: gone, or no longer Pending, is not stuck', async () => {
+    const { gateway } = scripted([[row('gone'), row('running'), row('still')]], { gone: 'gone', running: stuckPod('running', 'Running') });
+    const result = await observeStuckContainers(gateway, { namespaces: ['ns'], pageSize: 10 });
+    assert.deepEqual(result.stuck.map((c) => c.pod), ['still']);
+  });
+
   it('starts the list again, dropping what it had, when the continue token expires', async () => {
     const restarts: number[] = [];
-    const { gateway, calls } = scripted([[stuckPod('a')], 'expired', [stuckPod('a')], [stuckPod('b')]]);
+    const { gateway, calls } = scripted([[row('a')], 'expired', [row('a')], [row('b')]]);
     const result = await observeStuckContainers(gateway, { namespaces: [], pageSize: 1, onRestart: (_ns, n) => restarts.push(n) });
     assert.deepEqual(result.stuck.map((c) => c.pod), ['a', 'b']);
     assert.deepEqual(restarts, [1]);
@@ -53,5 +77,29 @@ describe('observeStuckContainers', () => {
   it('gives up after maxRestarts and surfaces the error', async () => {
     const { gateway } = scripted(['expired', 'expired', 'expired']);
     await assert.rejects(observeStuckContainers(gateway, { namespaces: [], pageSize: 1, maxRestarts: 2 }), (e: unknown) => e instanceof ApiException && e.code === 410);
+  });
+});
+
+describe('isCandidateStatus', () => {
+  it('rules out only the STATUS values that exclude a stuck container', () => {
+    for (const s of ['Pending', 'SchedulingGated', 'Terminating', 'Init:0/2', 'Init:1/3']) assert.equal(isCandidateStatus(s), false, s);
+  });
+
+  it('keeps pull errors, init pull errors, ContainerCreating and anything unknown', () => {
+    for (const s of [
+      'ErrImagePull',
+      'ImagePullBackOff',
+      'Init:ErrImagePull',
+      'Init:ImagePullBackOff',
+      'InvalidImageName',
+      'ContainerCreating',
+      'Init:ContainerCreating',
+      'PodInitializing',
+      'Completed',
+      'Unknown',
+      '',
+    ]) {
+      assert.equal(isCandidateStatus(s), true, s);
+    }
   });
 });

@@ -1,0 +1,109 @@
+// The lean HTTP path: one keep-alive agent per TLS identity, shared by client-node's calls and
+// by our own list/read calls, whose bodies are parsed with plain JSON.parse (no typed models).
+import * as http from 'node:http';
+import * as https from 'node:https';
+import {
+  ApiException,
+  HttpMethod,
+  Observable,
+  RequestContext,
+  type KubeConfig,
+  type ObservableMiddleware,
+} from '@kubernetes/client-node';
+
+/** Sockets kept open per agent; the sweep's reads and writes stay well below this. */
+const MAX_SOCKETS = 32;
+
+/** TLS options that identify a connection; requests that agree on them can share sockets. */
+const TLS_KEYS = ['ca', 'cert', 'key', 'pfx', 'passphrase', 'rejectUnauthorized', 'servername'] as const;
+
+export interface KubeHttp {
+  /** GET `path` (with query) and JSON.parse the body; non-2xx throws an ApiException. */
+  getJson(path: string, query: Record<string, string | number | undefined>, options?: { accept?: string }): Promise<unknown>;
+  /** client-node middleware that swaps its new-agent-per-request for the shared keep-alive agent. */
+  middleware: ObservableMiddleware;
+  /** TLS connections opened so far (for benchmarks). */
+  connections(): number;
+}
+
+export function createKubeHttp(kubeConfig: KubeConfig, timeoutMs: number): KubeHttp {
+  const agents = new Map<string, http.Agent>();
+  let opened = 0;
+
+  /** The shared agent for the TLS identity of `fresh` (client-node's per-request agent). */
+  const shared = (fresh: http.Agent | undefined): http.Agent | undefined => {
+    // Proxy agents (socks, hpagent) and anything unknown are left as client-node made them.
+    if (!fresh || (fresh.constructor !== https.Agent && fresh.constructor !== http.Agent)) return fresh;
+    const options = (fresh as http.Agent & { options: Record<string, unknown> }).options;
+    const isHttps = fresh.constructor === https.Agent;
+    const key = JSON.stringify([isHttps, ...TLS_KEYS.map((k) => stringify(options[k]))]);
+    let agent = agents.get(key);
+    if (!agent) {
+      const keepAlive = { keepAlive: true, maxSockets: MAX_SOCKETS, scheduling: 'lifo' as const };
+      agent = isHttps ? new https.Agent({ ...pick(options), ...keepAlive }) : new http.Agent(keepAlive);
+      const create = agent.createConnection.bind(agent) as (...args: unknown[]) => unknown;
+      (agent as unknown as { createConnection: (...args: unknown[]) => unknown }).createConnection = (...args) => {
+        opened += 1;
+        return create(...args);
+      };
+      agents.set(key, agent);
+    }
+    return agent;
+  };
+
+  const middleware: ObservableMiddleware = {
+    pre: (request) => {
+      request.setAgent(shared(request.getAgent()) as never);
+      return new Observable(Promise.resolve(request));
+    },
+    post: (response) => new Observable(Promise.resolve(response)),
+  };
+
+  const server = kubeConfig.getCurrentCluster()?.server ?? '';
+
+  async function getJson(path: string, query: Record<string, string | number | undefined>, options: { accept?: string } = {}): Promise<unknown> {
+    const url = new URL(server.replace(/\/+$/, '') + path);
+    for (const [k, v] of Object.entries(query)) if (v !== undefined && v !== '') url.searchParams.set(k, String(v));
+    // client-node's own auth (tokens, exec plugins, client certificates) fills in headers and TLS.
+    const context = new RequestContext(url.toString(), HttpMethod.GET);
+    await kubeConfig.applySecurityAuthentication(context);
+    const agent = shared(context.getAgent() as http.Agent | undefined);
+    const headers = { ...context.getHeaders(), Accept: options.accept ?? 'application/json' };
+    const transport = url.protocol === 'http:' ? http : https;
+    const { status, body, responseHeaders } = await new Promise<{ status: number; body: string; responseHeaders: Record<string, string> }>(
+      (resolve, reject) => {
+        const req = transport.request(url, { method: 'GET', headers, agent, signal: AbortSignal.timeout(timeoutMs) }, (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('error', reject);
+          res.on('end', () => {
+            const responseHeaders: Record<string, string> = {};
+            for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) responseHeaders[k] = String(v);
+            resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8'), responseHeaders });
+          });
+        });
+        req.on('error', reject);
+        req.end();
+      },
+    );
+    if (status < 200 || status > 299) {
+      throw new ApiException(status, `HTTP ${status} for GET ${url.pathname}: ${body.slice(0, 500)}`, body, responseHeaders);
+    }
+    return JSON.parse(body) as unknown;
+  }
+
+  return { getJson, middleware, connections: () => opened };
+}
+
+function stringify(value: unknown): string | null {
+  if (value === undefined || value === null) return null;
+  if (Buffer.isBuffer(value)) return value.toString('base64');
+  if (Array.isArray(value)) return JSON.stringify(value.map(stringify));
+  return String(value);
+}
+
+function pick(options: Record<string, unknown>): https.AgentOptions {
+  const out: Record<string, unknown> = {};
+  for (const k of TLS_KEYS) if (options[k] !== undefined) out[k] = options[k];
+  return out as https.AgentOptions;
+}
