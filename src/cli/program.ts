@@ -11,8 +11,6 @@ import { policyJsonSchema } from '../policy/json-schema.ts';
 import { loadPolicy, readPolicyFile } from '../policy/load.ts';
 import { formatProblem } from '../policy/problems.ts';
 import { createLogger, type OutputFormat } from '../report/logger.ts';
-import { SweepMetrics, parseListenAddress, serveMetrics } from '../schedule/metrics.ts';
-import { abortableSleep, parseSchedule, runOnSchedule } from '../schedule/scheduler.ts';
 import { sweep, type SweepDeps, type SweepOptions } from '../sweep.ts';
 import { UsageError } from './errors.ts';
 import { EXIT, exitStatusOf } from './exit.ts';
@@ -101,6 +99,9 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
     .option('--listen <addr>', 'serve /healthz and /metrics on HOST:PORT (e.g. :9090)')
     .addHelpText('after', RUN_EXAMPLES)
     .action(async (flags: SweepFlags & { schedule: string; timezone: string; listen?: string }) => {
+      // Loaded here: `sweep` and `policy` never need the scheduler or prom-client.
+      const { abortableSleep, parseSchedule, runOnSchedule } = await import('../schedule/scheduler.ts');
+      const { SweepMetrics, parseListenAddress, serveMetrics } = await import('../schedule/metrics.ts');
       const schedule = parseSchedule(flags.schedule, flags.timezone);
       const address = flags.listen ? parseListenAddress(flags.listen) : undefined;
       const { deps, options } = prepareSweep(flags, io);
