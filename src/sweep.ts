@@ -19,7 +19,8 @@ import { auditLine, cronJobAuditLine, summarize, type SweepSummary } from './rep
 import { logCronJob, logDecision, logSummary } from './report/logger.ts';
 
 const CONCURRENT_READS = 8;
-const CONCURRENT_WRITES = 4;
+// Measured (bench: 300 Jobs, patch + Event each): 4 in flight 20-29 s, 8: 18 s, 16: 17 s, 32: 17 s.
+const CONCURRENT_WRITES = 16;
 /** From this many stuck Jobs in one namespace on, one paged LIST is cheaper than GETs. */
 const LIST_JOBS_THRESHOLD = 10;
 
