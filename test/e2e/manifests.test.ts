@@ -311,6 +311,6 @@ describe('the imagepull-sweeper ServiceAccount', () => {
     await assertForbidden('patch a pod (not its status)', () =>
       core.patchNamespacedPod({ namespace: ns, name: 'x', body: { metadata: { labels: { a: 'b' } } } }, mergePatch),
     );
-    await assertForbidden('get a pod', () => core.readNamespacedPod({ namespace: ns, name: 'x' }));
+    await assertForbidden("read a pod's logs", () => core.readNamespacedPodLog({ namespace: ns, name: 'x' }));
   });
 });
