@@ -2,7 +2,7 @@
 // data; positions of problems always refer to the text the user gave.
 import { isMap, isScalar } from 'yaml';
 import type { Node, Scalar, YAMLMap } from 'yaml';
-import { parsePolicyYaml, validate, type PolicyParseResult } from './parse.ts';
+import { oversizedProblem, parsePolicyYaml, validate, type PolicyParseResult } from './parse.ts';
 import { formatPath, uniqueProblems } from './problems.ts';
 import { describeValue } from './schema.ts';
 import type { PolicyProblem } from './types.ts';
@@ -55,6 +55,8 @@ function scalarPositionMap(text: string, loaded: Loaded, scalar: Scalar, key: No
  * `data["policy.yaml"]`; positions always refer to `text`.
  */
 export function parsePolicyDocument(text: string): PolicyDocumentResult {
+  const tooLarge = oversizedProblem(text);
+  if (tooLarge) return { ok: false, form: 'policy', problems: [tooLarge] };
   const outer = load(text);
   const { doc } = outer.loaded;
   const root = resolveAlias(doc, doc.contents);

@@ -1,9 +1,10 @@
 // Where the policy comes from (a file, stdin or a ConfigMap) and reading it from there.
-import { readFile } from 'node:fs/promises';
+import { open } from 'node:fs/promises';
 import { describeApiError, type ApiFailure } from '../kube/errors.ts';
 import type { KubeGateway } from '../kube/gateway.ts';
 import { parseConfigMapData, parsePolicyDocument } from './configmap.ts';
 import { FALLBACK_POLICY } from './defaults.ts';
+import { MAX_POLICY_BYTES } from './parse.ts';
 import type { Policy, PolicyProblem } from './types.ts';
 
 export const DEFAULT_POLICY_CONFIGMAP = 'imagepull-sweeper-policy';
@@ -20,9 +21,25 @@ export function describeLocation(location: PolicyLocation): string {
   return location.kind === 'file' ? `file ${location.path}` : `ConfigMap ${location.namespace}/${location.name}`;
 }
 
-/** The text of a policy file; `-` is stdin. The one place policy files are read. */
-export function readPolicyFile(path: string, stdin: () => Promise<string> = readStdin): Promise<string> {
-  return path === '-' ? stdin() : readFile(path, 'utf8');
+/**
+ * The text of a policy file; `-` is stdin. The one place policy files are read. Reads at most
+ * one byte more than MAX_POLICY_BYTES, so a huge file costs no memory and still fails as too large.
+ */
+export async function readPolicyFile(path: string, stdin: () => Promise<string> = readStdin): Promise<string> {
+  if (path === '-') return stdin();
+  const file = await open(path, 'r');
+  try {
+    const buffer = Buffer.alloc(MAX_POLICY_BYTES + 1);
+    let length = 0;
+    while (length < buffer.length) {
+      const { bytesRead } = await file.read(buffer, length, buffer.length - length, null);
+      if (bytesRead === 0) break;
+      length += bytesRead;
+    }
+    return buffer.subarray(0, length).toString('utf8');
+  } finally {
+    await file.close();
+  }
 }
 
 /** Reads and validates the policy; a missing ConfigMap means the fallback policy. */
@@ -56,8 +73,14 @@ export async function loadPolicy(gateway: KubeGateway | undefined, location: Pol
   }
 }
 
+/** Stdin up to one byte more than MAX_POLICY_BYTES (the rest is not kept). */
 export async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];
-  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8');
+  let length = 0;
+  for await (const chunk of process.stdin) {
+    if (length > MAX_POLICY_BYTES) continue;
+    chunks.push(chunk as Buffer);
+    length += (chunk as Buffer).length;
+  }
+  return Buffer.concat(chunks).subarray(0, MAX_POLICY_BYTES + 1).toString('utf8');
 }

@@ -71,19 +71,29 @@ function editDistance(a: string, b: string): number {
   return previous[b.length]!;
 }
 
+/**
+ * The allowed key a mistyped one most likely meant: a key within a few edits, or one that starts
+ * with it (or it with the key); the fewest edits win (`namespace` → `namespaces`, not `name`).
+ */
+export function closestKey(key: string, allowed: readonly string[]): string | undefined {
+  const lower = key.toLowerCase();
+  const limit = Math.max(1, Math.floor(key.length / 3));
+  let best: { candidate: string; distance: number } | undefined;
+  for (const candidate of allowed) {
+    const other = candidate.toLowerCase();
+    const distance = editDistance(lower, other);
+    const prefix = Math.min(lower.length, other.length) >= 3 && (lower.startsWith(other) || other.startsWith(lower));
+    if (distance > limit && !prefix) continue;
+    if (!best || distance < best.distance) best = { candidate, distance };
+  }
+  return best?.candidate;
+}
+
 function unknownKeyMessage(key: string, allowed: string[] | undefined): string {
   if (!allowed || allowed.length === 0) return `unknown key ${JSON.stringify(key)}`;
-  const lower = key.toLowerCase();
-  const close = allowed
-    .map((candidate) => {
-      const other = candidate.toLowerCase();
-      const prefix = Math.min(lower.length, other.length) >= 3 && (lower.startsWith(other) || other.startsWith(lower));
-      return { candidate, distance: prefix ? 0.5 : editDistance(lower, other) };
-    })
-    .filter(({ distance }) => distance <= Math.max(1, Math.floor(key.length / 3)))
-    .sort((x, y) => x.distance - y.distance)[0];
+  const close = closestKey(key, allowed);
   return close
-    ? `unknown key ${JSON.stringify(key)}; did you mean ${JSON.stringify(close.candidate)}?`
+    ? `unknown key ${JSON.stringify(key)}; did you mean ${JSON.stringify(close)}?`
     : `unknown key ${JSON.stringify(key)}; allowed keys: ${allowed.join(', ')}`;
 }
 

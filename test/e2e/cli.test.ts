@@ -163,7 +163,7 @@ describe('policy explain', () => {
   it('applies a Job\'s grace annotation, clamped to maxGrace', TIMEOUT, async () => {
     const ns = await namespace('explainjob');
     await createStuckJob(kc, ns, 'slow', { stuckFor: 1, annotations: { 'imagepull-sweeper/grace': '3h' } });
-    const policy = file('explain2.yaml', '');
+    const policy = file('explain2.yaml', '{}\n');
     const r = await runCli(['policy', 'explain', '--namespace', ns, '--job', 'slow', '--policy-file', policy, '--kubeconfig', kubeconfig, '--output', 'json']);
     assert.equal(r.code, 0, r.stderr);
     const out = JSON.parse(r.stdout) as {
@@ -202,7 +202,7 @@ describe('sweep', () => {
   it('exits 3 with one line when the cluster cannot be reached', async () => {
     const port = await freePort();
     const config = file('unreachable.kubeconfig', kubeconfigYaml(`https://127.0.0.1:${port}`, 'token'));
-    const r = await runCli(['sweep', '--kubeconfig', config, '--policy-file', file('p0.yaml', ''), '--output', 'text'], { timeoutMs: 120_000 });
+    const r = await runCli(['sweep', '--kubeconfig', config, '--policy-file', file('p0.yaml', '{}\n'), '--output', 'text'], { timeoutMs: 120_000 });
     assert.equal(r.code, 3, r.stdout + r.stderr);
     assert.match(r.stdout + r.stderr, /could not be reached.*nothing was changed/);
     assert.doesNotMatch(r.stdout + r.stderr, /\n\s+at /);
@@ -216,7 +216,7 @@ describe('sweep', () => {
     try {
       const config = file('blackhole.kubeconfig', kubeconfigYaml(`https://127.0.0.1:${port}`, 'token'));
       const started = Date.now();
-      const r = await runCli(['sweep', '--kubeconfig', config, '--policy-file', file('p-bh.yaml', ''), '--request-timeout', '500ms', '--output', 'text']);
+      const r = await runCli(['sweep', '--kubeconfig', config, '--policy-file', file('p-bh.yaml', '{}\n'), '--request-timeout', '500ms', '--output', 'text']);
       assert.equal(r.code, 3, r.stdout + r.stderr);
       assert.match(r.stdout, /could not be reached \(ETIMEDOUT: no answer within the request timeout\)/);
       assert.ok(Date.now() - started < 30_000);
@@ -244,7 +244,7 @@ describe('sweep', () => {
   it('--dry-run --output text says what it would do and changes nothing; json gives audit lines', TIMEOUT, async () => {
     const ns = await namespace('clisweep');
     await createStuckJob(kc, ns, 'broken', { stuckFor: 9999 });
-    const policy = file('p1.yaml', '');
+    const policy = file('p1.yaml', '{}\n');
     const dry = await runCli(['sweep', '--dry-run', '--namespace', ns, '--policy-file', policy, '--kubeconfig', kubeconfig, '--output', 'text']);
     assert.equal(dry.code, 0, dry.stderr);
     assert.match(dry.stdout, new RegExp(`WOULD FAIL\\s+${ns}/job/broken`));

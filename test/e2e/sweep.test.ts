@@ -34,7 +34,7 @@ const env = useTestCluster((hooks) => {
 });
 const namespace = env.namespace;
 
-const EMPTY_POLICY_FILE = policyFile('');
+const EMPTY_POLICY_FILE = policyFile('{}\n');
 
 // Stuck init containers and sidecars are swept on real pods in node-sweep.test.ts; the real-node
 // forms of both mechanisms are in node-fail.test.ts.

@@ -15,7 +15,7 @@ function policy(yaml: string): Policy {
   return parsed.policy;
 }
 
-function run(stuck: StuckContainer[], jobs: JobView[], p: Policy = policy(''), labels: Record<string, Record<string, string>> = {}) {
+function run(stuck: StuckContainer[], jobs: JobView[], p: Policy = policy('{}'), labels: Record<string, Record<string, string>> = {}) {
   const input: JudgeInput = {
     stuck,
     ownerOf: ownersFor(stuck, jobs),
@@ -182,7 +182,7 @@ describe('judge: never touches what it must not', () => {
           ? { kind: 'unreadable', owner: stuckA.controller, detail: 'could not read Job a' }
           : { kind: 'job-gone', owner: stuckB.controller!, detail: 'Job b no longer exists' },
       namespaceLabels: new Map(),
-      policy: policy(''),
+      policy: policy('{}'),
       now: NOW,
     };
     const [a, b] = judge(input).decisions;

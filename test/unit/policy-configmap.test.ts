@@ -137,10 +137,20 @@ describe('parsePolicyDocument', () => {
     assert.match(problem!.message, /must be a string holding the policy YAML.*got a mapping/);
   });
 
-  it('an empty policy.yaml gives the defaults', () => {
-    const result = parsePolicyDocument('apiVersion: v1\nkind: ConfigMap\ndata:\n  policy.yaml: ""\n');
+  it('an empty policy.yaml is invalid, pointing at the string; "{}" gives the defaults', () => {
+    const [problem, ...rest] = failed(parsePolicyDocument('apiVersion: v1\nkind: ConfigMap\ndata:\n  policy.yaml: ""\n'));
+    assert.equal(rest.length, 0);
+    assert.deepEqual([problem!.line, problem!.column, problem!.path], [4, 16, '']);
+    assert.match(problem!.message, /the policy is empty .*write \{\}/);
+    const result = parsePolicyDocument('apiVersion: v1\nkind: ConfigMap\ndata:\n  policy.yaml: "{}"\n');
     assert.ok(result.ok);
     assert.deepEqual(result.policy.rules, []);
+  });
+
+  it('a manifest larger than 1 MiB is refused before parsing', () => {
+    const huge = `apiVersion: v1\nkind: ConfigMap\ndata:\n  policy.yaml: |\n${'    # padding\n'.repeat(90_000)}`;
+    const [problem] = failed(parsePolicyDocument(huge));
+    assert.match(problem!.message, /larger than 1 MiB/);
   });
 
   it('another kind of manifest is a problem at its kind', () => {

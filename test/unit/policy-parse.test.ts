@@ -1,7 +1,11 @@
 import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { DEFAULT_POLICY, FALLBACK_POLICY } from '../../src/policy/defaults.ts';
-import { parsePolicyYaml } from '../../src/policy/parse.ts';
+import { readPolicyFile } from '../../src/policy/load.ts';
+import { MAX_POLICY_BYTES, parsePolicyYaml } from '../../src/policy/parse.ts';
 import { formatPath } from '../../src/policy/problems.ts';
 import type { Policy, PolicyProblem } from '../../src/policy/types.ts';
 
@@ -88,13 +92,26 @@ describe('parsePolicyYaml: valid policies', () => {
   });
 
   for (const [name, text] of [
-    ['an empty document', ''],
-    ['only comments', '# nothing yet\n'],
-    ['an explicit null document', '---\n~\n'],
+    ['{}', '{}\n'],
+    ['{} with comments', '# all defaults\n{}  # for now\n'],
     ['empty sections', 'defaults: {}\nrules: []\nlimits: {}\n'],
   ] as const) {
     it(`gives all defaults for ${name}`, () => {
       assert.deepEqual(valid(text), { defaults: BUILTIN_DEFAULTS, rules: [], limits: BUILTIN_LIMITS, cronJobs: { suspendAfter: 0 } });
+    });
+  }
+
+  for (const [name, text] of [
+    ['an empty document', ''],
+    ['only whitespace', '  \n\n'],
+    ['only comments', '# nothing yet\n'],
+    ['an explicit null document', '---\n~\n'],
+    ['null', 'null\n'],
+  ] as const) {
+    it(`refuses ${name}, and says to write {} for all defaults`, () => {
+      const p = only(text);
+      assert.equal(p.path, '');
+      assert.match(p.message, /^the policy is empty .*write \{\} to mean "all built-in defaults"/);
     });
   }
 
@@ -175,6 +192,13 @@ describe('parsePolicyYaml: problems with exact positions', () => {
       path: 'rule',
       message: 'unknown key "rule"; did you mean "rules"?',
     });
+  });
+
+  it('`namespace` in a rule suggests `namespaces`, not `name`', () => {
+    assert.equal(only('rules:\n  - name: a\n    namespace: [x]\n').message, 'unknown key "namespace"; did you mean "namespaces"?');
+    assert.equal(only('rules:\n  - name: a\n    namespaceselector: {}\n').message, 'unknown key "namespaceselector"; did you mean "namespaceSelector"?');
+    assert.equal(problems('rules:\n  - nam: a\n')[0]!.message, 'unknown key "nam"; did you mean "name"?');
+    assert.equal(only('defaults:\n  grace:\n    perm: 1m\n').message, 'unknown key "perm"; did you mean "permanent"?');
   });
 
   it('unknown key with no close match lists the allowed keys', () => {
@@ -424,5 +448,50 @@ describe('formatPath', () => {
     assert.equal(formatPath(['rules', 0, 'grace', 'permanent']), 'rules[0].grace.permanent');
     assert.equal(formatPath(['matchLabels', 'app.kubernetes.io/name']), 'matchLabels["app.kubernetes.io/name"]');
     assert.equal(formatPath(['data', 'policy.yaml']), 'data["policy.yaml"]');
+  });
+});
+
+describe('parsePolicyYaml: bounded time and memory', () => {
+  it('refuses a policy over 1 MiB without parsing it', () => {
+    const text = `rules:\n${'  - name: r\n    namespaces: ["x"]\n'.repeat(40_000)}`;
+    assert.ok(Buffer.byteLength(text) > MAX_POLICY_BYTES);
+    const started = performance.now();
+    const p = only(text);
+    assert.ok(performance.now() - started < 100, 'refused before parsing');
+    assert.deepEqual([p.line, p.column, p.path], [1, 1, '']);
+    assert.match(p.message, /larger than 1 MiB \(1048576 bytes\).*not parsed/);
+  });
+
+  it('counts bytes, not characters', () => {
+    const text = `# ${'é'.repeat(MAX_POLICY_BYTES / 2)}\n{}\n`;
+    assert.ok(text.length < MAX_POLICY_BYTES);
+    assert.match(only(text).message, /larger than 1 MiB/);
+  });
+
+  it('accepts a policy just under the limit', () => {
+    const text = `{}\n${'#'.repeat(MAX_POLICY_BYTES - 10)}\n`;
+    assert.ok(parsePolicyYaml(text).ok);
+  });
+
+  it('stops an alias bomb with a clear problem', () => {
+    const level = (name: string, prev: string) => `${name}: &${name} [${Array(9).fill(`*${prev}`).join(', ')}]\n`;
+    let text = 'a: &a ["x", "x", "x", "x", "x", "x", "x", "x", "x"]\n';
+    for (const [name, prev] of [['b', 'a'], ['c', 'b'], ['d', 'c'], ['e', 'd'], ['f', 'e'], ['g', 'f'], ['h', 'g']] as const) text += level(name, prev);
+    const started = performance.now();
+    assert.match(only(text).message, /expands more than 100 aliases/);
+    assert.ok(performance.now() - started < 2000);
+  });
+});
+
+describe('readPolicyFile', () => {
+  it('reads at most one byte past the limit, so a huge file is refused in bounded memory', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ips-read-'));
+    const path = join(dir, 'huge.yaml');
+    writeFileSync(path, Buffer.alloc(8 * MAX_POLICY_BYTES, 0x23));
+    const text = await readPolicyFile(path);
+    assert.equal(text.length, MAX_POLICY_BYTES + 1);
+    assert.match(only(text).message, /larger than 1 MiB/);
+    writeFileSync(join(dir, 'small.yaml'), '{}\n');
+    assert.equal(await readPolicyFile(join(dir, 'small.yaml')), '{}\n');
   });
 });

@@ -17,7 +17,7 @@ import { NOW, job, ownersFor, secondsAgo, stuckIn } from './judge-fixtures.ts';
 function decisionFor(name: string, over = {}) {
   const j = job(name, over);
   const stuck = [stuckIn(j, { stuckSince: secondsAgo(312) })];
-  const parsed = parsePolicyYaml('');
+  const parsed = parsePolicyYaml('{}');
   assert.ok(parsed.ok);
   return judge({ stuck, ownerOf: ownersFor(stuck, [j]), namespaceLabels: new Map(), policy: parsed.policy, now: NOW }).decisions[0]!;
 }
