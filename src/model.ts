@@ -2,8 +2,9 @@
 //
 // Glossary (code, audit lines and README use these words in these senses only):
 // - sweep: one pass observe → classify → attribute → judge → act → report.
-// - stuck container: a container waiting on its image (a stuck reason); its pull class
-//   (permanent|auth|transient|unknown) picks its grace.
+// - stuck container: a container waiting on its image (a stuck reason), or stalled: waiting to
+//   be created although its pod's sandbox is ready; its pull class
+//   (permanent|auth|transient|unknown|stalled) picks its grace.
 // - action: what the policy prescribes for a Job: fail | report | ignore.
 // - decision: the judge's verdict on one Job (or one pod without a Job), with its action, plan
 //   and the detail saying why.
@@ -12,7 +13,10 @@
 //   writes nothing, so there it is would-fail | would-report | would-retry instead.
 // - judgement: all decisions of one sweep plus the outage assessment.
 
-export const PULL_CLASSES = ['permanent', 'auth', 'transient', 'unknown'] as const;
+/** The classes of a pull that failed with an error (classify/pull-class.ts). */
+export const PULL_FAILURE_CLASSES = ['permanent', 'auth', 'transient', 'unknown'] as const;
+/** Every grace class: the pull-failure classes and `stalled` (no error, no progress). */
+export const PULL_CLASSES = [...PULL_FAILURE_CLASSES, 'stalled'] as const;
 export type PullClass = (typeof PULL_CLASSES)[number];
 
 export const ACTIONS = ['fail', 'report', 'ignore'] as const;
@@ -48,6 +52,21 @@ export function isStuckReason(value: string | undefined): value is StuckReason {
   return value !== undefined && (STUCK_REASONS as readonly string[]).includes(value);
 }
 
+/**
+ * The kubelet's default waiting reasons of a container it has not created yet (`PodInitializing`
+ * when the pod has init containers). With the sandbox ready they mean: pulling, or queued behind
+ * another pull (class `stalled`).
+ */
+export const STALLED_REASONS = ['ContainerCreating', 'PodInitializing'] as const;
+export type StalledReason = (typeof STALLED_REASONS)[number];
+
+export function isStalledReason(value: string | undefined): value is StalledReason {
+  return value !== undefined && (STALLED_REASONS as readonly string[]).includes(value);
+}
+
+/** The waiting reason of a stuck container. */
+export type WaitingReason = StuckReason | StalledReason;
+
 export type ContainerKind = 'init' | 'sidecar' | 'regular';
 
 export interface OwnerRef {
@@ -66,7 +85,7 @@ export interface StuckContainer {
   container: string;
   containerKind: ContainerKind;
   image: string;
-  reason: StuckReason;
+  reason: WaitingReason;
   message: string;
   pullClass: PullClass;
   /** When the container could first start pulling (from pod status, never from sweeper memory). */

@@ -1,7 +1,7 @@
 // Finds the containers of a pod that wait on their image, and since when they could have pulled it.
 
 import type { V1Container, V1ContainerStatus, V1OwnerReference, V1Pod, V1PodCondition } from '@kubernetes/client-node';
-import { isStuckReason, type ContainerKind, type OwnerRef, type StuckContainer } from '../model.ts';
+import { isStalledReason, isStuckReason, type ContainerKind, type OwnerRef, type PullClass, type StuckContainer } from '../model.ts';
 import { classifyPullFailure } from './pull-class.ts';
 
 /** client-node gives `Date`s; raw JSON gives RFC 3339 strings. Accept both. */
@@ -30,6 +30,10 @@ export function controllerOf(pod: V1Pod): OwnerRef | undefined {
   const ref: V1OwnerReference | undefined = pod.metadata?.ownerReferences?.find((o) => o.controller === true);
   if (!ref) return undefined;
   return { apiVersion: ref.apiVersion, kind: ref.kind, name: ref.name, uid: ref.uid, controller: true };
+}
+
+function isTrue(pod: V1Pod, type: string): boolean {
+  return pod.status?.conditions?.some((x) => x.type === type && x.status === 'True') ?? false;
 }
 
 function trueSince(pod: V1Pod, type: string): Date | undefined {
@@ -61,8 +65,23 @@ interface Slot {
 
 /** Cheap test run on every Pending pod of the cluster before any per-container work. */
 function hasStuckStatus(pod: V1Pod): boolean {
-  const waitingOnImage = (s: V1ContainerStatus): boolean => isStuckReason(s.state?.waiting?.reason);
+  const sandboxReady = isTrue(pod, 'PodReadyToStartContainers');
+  const waitingOnImage = (s: V1ContainerStatus): boolean => {
+    const reason = s.state?.waiting?.reason;
+    return isStuckReason(reason) || (sandboxReady && isStalledReason(reason));
+  };
   return (pod.status?.containerStatuses ?? []).some(waitingOnImage) || (pod.status?.initContainerStatuses ?? []).some(waitingOnImage);
+}
+
+/**
+ * A container waiting to be created is stalled when nothing but its image holds it: the sandbox
+ * is up (`PodReadyToStartContainers`) and its turn has come (a regular container: `Initialized`;
+ * an init or sidecar container: the one before it finished or started, or it is the first).
+ */
+function isStalled(pod: V1Pod, slot: Slot): boolean {
+  if (!isTrue(pod, 'PodReadyToStartContainers')) return false;
+  if (slot.kind === 'regular') return isTrue(pod, 'Initialized');
+  return !slot.previous || predecessorDone(slot.previous.kind, slot.previous.status) !== undefined;
 }
 
 function initKind(spec: V1Container | undefined): ContainerKind {
@@ -119,7 +138,7 @@ function pullStartedAt(pod: V1Pod, slot: Slot): Date | undefined {
 
 /**
  * Every init, sidecar and regular container of an active pod whose waiting reason is a stuck
- * reason. Ephemeral containers are ignored. A container with no determinable start time (no
+ * reason, or that is stalled (class `stalled`, see isStalled). Ephemeral containers are ignored. A container with no determinable start time (no
  * condition, startTime or creationTimestamp — never the case for a pod read from the API server)
  * is left out rather than guessed.
  */
@@ -130,11 +149,12 @@ export function findStuckContainers(pod: V1Pod): StuckContainer[] {
   for (const slot of slotsOf(pod)) {
     const waiting = slot.status.state?.waiting;
     const reason = waiting?.reason;
-    if (!isStuckReason(reason)) continue;
+    if (!isStuckReason(reason) && !(isStalledReason(reason) && isStalled(pod, slot))) continue;
     const stuckSince = pullStartedAt(pod, slot);
     if (!stuckSince) continue;
     const image = slot.status.image || slot.spec?.image || '';
     const message = waiting?.message ?? '';
+    const pullClass: PullClass = isStuckReason(reason) ? classifyPullFailure(reason, message, image) : 'stalled';
     out.push({
       namespace: pod.metadata?.namespace ?? '',
       pod: pod.metadata?.name ?? '',
@@ -144,7 +164,7 @@ export function findStuckContainers(pod: V1Pod): StuckContainer[] {
       image,
       reason,
       message,
-      pullClass: classifyPullFailure(reason, message, image),
+      pullClass,
       stuckSince,
       controller: controller ? { ...controller } : undefined,
     });

@@ -21,6 +21,7 @@ export const DEFAULT_GRACE_TEXT: Record<PullClass, string> = {
   auth: '10m',
   transient: '1h',
   unknown: '15m',
+  stalled: '30m',
 };
 export const DEFAULT_JOB_OVERRIDES_TEXT = { allowed: true, maxGrace: '1h' } as const;
 export const DEFAULT_ACTION = 'fail' as const;
@@ -120,6 +121,8 @@ const CLASS_DESCRIPTIONS: Record<PullClass, string> = {
   auth: 'Unauthorized, denied, insufficient_scope, no credentials.',
   transient: '429/toomanyrequests, pull QPS exceeded, 5xx, dial/DNS/TLS/timeouts.',
   unknown: 'Any other pull failure.',
+  stalled:
+    'No pull error at all, but the container has waited in ContainerCreating since its pod\'s sandbox was ready (a registry that never answers).',
 };
 
 function graceSchema(withDefaults: boolean) {

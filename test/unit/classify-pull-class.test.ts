@@ -9,7 +9,7 @@ import {
   stripImageReferences,
   unwrapBackOff,
 } from '../../src/classify/index.ts';
-import { PULL_CLASSES, STUCK_REASONS, type PullClass, type StuckReason } from '../../src/model.ts';
+import { PULL_FAILURE_CLASSES, STUCK_REASONS, type PullClass, type StuckReason } from '../../src/model.ts';
 import { REAL_NODE, recordedCase, recordedMessage } from './real-node.ts';
 
 interface Case {
@@ -389,7 +389,7 @@ describe('classifyPullFailure: real kubelet / containerd / CRI-O messages', () =
   }
 
   it('has a real-message case for every class', () => {
-    for (const cls of PULL_CLASSES) assert.ok(CASES.some((c) => c.expected === cls), cls);
+    for (const cls of PULL_FAILURE_CLASSES) assert.ok(CASES.some((c) => c.expected === cls), cls);
     assert.ok(CASES.length >= 35);
   });
 
@@ -513,7 +513,7 @@ describe('imageReferenceNames', () => {
 describe('describeClassification', () => {
   const rows = describeClassification();
   it('covers every class and every reason', () => {
-    for (const cls of PULL_CLASSES) assert.ok(rows.some((r) => r.pullClass === cls), cls);
+    for (const cls of PULL_FAILURE_CLASSES) assert.ok(rows.some((r) => r.pullClass === cls), cls);
     const text = rows.flatMap((r) => r.cues).join('\n');
     for (const reason of STUCK_REASONS) assert.match(text, new RegExp(`reason ${reason}\\b`), reason);
   });

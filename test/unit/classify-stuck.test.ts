@@ -104,7 +104,7 @@ describe('findStuckContainers: what is stuck', () => {
   }
 
   for (const reason of ['ContainerCreating', 'CrashLoopBackOff', 'PodInitializing', 'CreateContainerConfigError', 'CreateContainerError', '']) {
-    it(`ignores waiting reason ${JSON.stringify(reason)}`, () => {
+    it(`ignores waiting reason ${JSON.stringify(reason)} without a ready sandbox`, () => {
       assert.deepEqual(findStuckContainers(pod({ statuses: [waiting('main', reason)] })), []);
     });
   }
@@ -434,5 +434,75 @@ describe('findStuckContainers on pods recorded from the real node', () => {
     assert.equal(term?.reason, 'ContainerStatusUnknown');
     assert.equal(isActivePod(left), false);
     assert.deepEqual(findStuckContainers(left), []);
+  });
+});
+
+describe('findStuckContainers: class stalled (no pull error, the sandbox is up)', () => {
+  const READY = [cond('PodReadyToStartContainers', T(2)), cond('Initialized', T(2))];
+
+  it('a container in ContainerCreating after PodReadyToStartContainers is stalled, clock from that condition', () => {
+    const [c, ...rest] = findStuckContainers(pod({ conditions: READY, statuses: [waiting('main', 'ContainerCreating')] }));
+    assert.equal(rest.length, 0);
+    assert.equal(c!.pullClass, 'stalled');
+    assert.equal(c!.reason, 'ContainerCreating');
+    assert.equal(c!.message, '');
+    assert.deepEqual(c!.stuckSince, T(2));
+  });
+
+  it('is not stalled before the sandbox is ready (PodReadyToStartContainers False or missing)', () => {
+    const statuses = [waiting('main', 'ContainerCreating')];
+    assert.deepEqual(findStuckContainers(pod({ statuses })), []);
+    assert.deepEqual(findStuckContainers(pod({ statuses, conditions: [cond('PodReadyToStartContainers', T(2), 'False'), cond('Initialized', T(2))] })), []);
+  });
+
+  it('the clock starts at the later of the sandbox and Initialized', () => {
+    const conditions = [cond('PodReadyToStartContainers', T(2)), cond('Initialized', T(7))];
+    const [c] = findStuckContainers(pod({ conditions, statuses: [waiting('main', 'ContainerCreating')] }));
+    assert.deepEqual(c!.stuckSince, T(7));
+  });
+
+  it('a regular container waits in PodInitializing (pod with init containers): stalled only once Initialized', () => {
+    const o = {
+      initContainers: [{ name: 'setup', image: 'docker.io/library/setup:1' }],
+      initStatuses: [terminated('setup', T(5))],
+      statuses: [waiting('main', 'PodInitializing')],
+    };
+    assert.deepEqual(findStuckContainers(pod({ ...o, conditions: [cond('PodReadyToStartContainers', T(2)), cond('Initialized', T(2), 'False')] })), []);
+    const [c] = findStuckContainers(pod({ ...o, conditions: [cond('PodReadyToStartContainers', T(2)), cond('Initialized', T(5))] }));
+    assert.equal(c!.pullClass, 'stalled');
+    assert.equal(c!.reason, 'PodInitializing');
+    assert.deepEqual(c!.stuckSince, T(5));
+  });
+
+  it('an init container is stalled when its turn has come, never while the one before it runs', () => {
+    const initContainers = [
+      { name: 'first', image: 'docker.io/library/first:1' },
+      { name: 'second', image: 'docker.io/library/second:1' },
+    ];
+    const conditions = [cond('PodReadyToStartContainers', T(2)), cond('Initialized', T(2), 'False')];
+    const statuses = [waiting('main', 'PodInitializing')];
+    const first = findStuckContainers(pod({ initContainers, conditions, statuses, initStatuses: [waiting('first', 'PodInitializing'), waiting('second', 'PodInitializing')] }));
+    assert.deepEqual(first.map((c) => [c.container, c.containerKind, c.pullClass]), [['first', 'init', 'stalled']]);
+    assert.deepEqual(first[0]!.stuckSince, T(2));
+    const busy = findStuckContainers(pod({ initContainers, conditions, statuses, initStatuses: [running('first', T(3)), waiting('second', 'PodInitializing')] }));
+    assert.deepEqual(busy, []);
+    const second = findStuckContainers(pod({ initContainers, conditions, statuses, initStatuses: [terminated('first', T(6)), waiting('second', 'PodInitializing')] }));
+    assert.deepEqual(second.map((c) => [c.container, c.pullClass]), [['second', 'stalled']]);
+    assert.deepEqual(second[0]!.stuckSince, T(6));
+  });
+
+  it('a pull error wins over stalled: ErrImagePull keeps its own class', () => {
+    const [c] = findStuckContainers(pod({ conditions: READY }));
+    assert.equal(c!.pullClass, 'permanent');
+  });
+
+  it('other waiting reasons with the sandbox up are not stalled', () => {
+    for (const reason of ['CrashLoopBackOff', 'CreateContainerConfigError', 'CreateContainerError', 'RunContainerError']) {
+      assert.deepEqual(findStuckContainers(pod({ conditions: READY, statuses: [waiting('main', reason)] })), [], reason);
+    }
+  });
+
+  it('a terminating pod is never stalled', () => {
+    assert.deepEqual(findStuckContainers(pod({ conditions: READY, statuses: [waiting('main', 'ContainerCreating')], deletionTimestamp: T(9) })), []);
   });
 });

@@ -17,6 +17,8 @@ const SPEC_EXAMPLE = `defaults:
     auth: 10m             # unauthorized, denied, insufficient_scope, no credentials
     transient: 1h         # 429/toomanyrequests, pull QPS exceeded, 5xx, dial/DNS/TLS/timeouts
     unknown: 15m          # anything else
+    stalled: 30m          # no pull error at all, but the container has waited in ContainerCreating
+                          # since its pod's sandbox was ready (a registry that never answers)
   jobOverrides: { allowed: true, maxGrace: 1h }
 rules:                    # first match wins; a rule's matchers must all match; unset fields
                           # (and unset grace classes) fall back to defaults
@@ -35,7 +37,7 @@ limits:
 
 const BUILTIN_DEFAULTS: Policy['defaults'] = {
   action: 'fail',
-  grace: { permanent: 120, auth: 600, transient: 3600, unknown: 900 },
+  grace: { permanent: 120, auth: 600, transient: 3600, unknown: 900, stalled: 1800 },
   jobOverrides: { allowed: true, maxGraceSeconds: 3600 },
 };
 const BUILTIN_LIMITS: Policy['limits'] = {
@@ -117,7 +119,7 @@ describe('parsePolicyYaml: valid policies', () => {
 
   it('fills unset grace classes and limits from the built-in defaults', () => {
     const policy = valid('defaults:\n  grace:\n    auth: 1m\n  jobOverrides: { maxGrace: 2h }\nlimits:\n  maxJobsPerSweep: 7\n  outage: { minImages: 2 }\n');
-    assert.deepEqual(policy.defaults.grace, { permanent: 120, auth: 60, transient: 3600, unknown: 900 });
+    assert.deepEqual(policy.defaults.grace, { permanent: 120, auth: 60, transient: 3600, unknown: 900, stalled: 1800 });
     assert.deepEqual(policy.defaults.jobOverrides, { allowed: true, maxGraceSeconds: 7200 });
     assert.deepEqual(policy.limits, {
       maxJobsPerSweep: 7,

@@ -63,11 +63,11 @@ describe('resolveForNamespace', () => {
     assert.deepEqual(effective, {
       rule: 'ci',
       action: 'fail',
-      grace: { permanent: 30, auth: 600, transient: 3600, unknown: 300 },
+      grace: { permanent: 30, auth: 600, transient: 3600, unknown: 300, stalled: 1800 },
       jobOverrides: { allowed: true, maxGraceSeconds: 3600 },
       sources: {
         action: 'defaults',
-        grace: { permanent: 'ci', auth: 'defaults', transient: 'defaults', unknown: 'ci' },
+        grace: { permanent: 'ci', auth: 'defaults', transient: 'defaults', unknown: 'ci', stalled: 'defaults' },
         jobOverrides: 'defaults',
         jobOverridesDetail: { allowed: 'defaults', maxGraceSeconds: 'defaults' },
       },
@@ -87,7 +87,7 @@ describe('resolveForNamespace', () => {
     const effective = resolveForNamespace(POLICY, { name: 'web' });
     assert.equal(effective.rule, 'defaults');
     assert.deepEqual(effective.grace, POLICY.defaults.grace);
-    assert.deepEqual(Object.values(effective.sources.grace), ['defaults', 'defaults', 'defaults', 'defaults']);
+    assert.deepEqual(Object.values(effective.sources.grace), ['defaults', 'defaults', 'defaults', 'defaults', 'defaults']);
   });
 
   it('returns copies, not the policy objects', () => {
@@ -153,7 +153,7 @@ describe('fallback policy', () => {
     const effective = resolveForNamespace(FALLBACK_POLICY, { name: 'default' });
     assert.equal(effective.action, 'fail');
     assert.equal(effective.rule, 'defaults');
-    assert.deepEqual(effective.grace, { permanent: 120, auth: 600, transient: 3600, unknown: 900 });
+    assert.deepEqual(effective.grace, { permanent: 120, auth: 600, transient: 3600, unknown: 900, stalled: 1800 });
   });
 });
 
@@ -189,7 +189,7 @@ describe('graceForJob', () => {
   it('sets one grace for every class', () => {
     const job = graceForJob(ci, { [ANNOTATIONS.grace]: '45s' });
     assert.deepEqual({ ...job, sources: undefined }, {
-      grace: { permanent: 45, auth: 45, transient: 45, unknown: 45 },
+      grace: { permanent: 45, auth: 45, transient: 45, unknown: 45, stalled: 45 },
       sources: undefined,
       override: { requested: 45, applied: 45, clamped: false },
       warnings: [],
@@ -203,7 +203,7 @@ describe('graceForJob', () => {
 
   it('clamps a longer value to maxGrace, with a warning', () => {
     const job = graceForJob(ciOther, { [ANNOTATIONS.grace]: '2h' });
-    assert.deepEqual(job.grace, { permanent: 600, auth: 600, transient: 600, unknown: 600 });
+    assert.deepEqual(job.grace, { permanent: 600, auth: 600, transient: 600, unknown: 600, stalled: 600 });
     assert.deepEqual(job.override, { requested: 7200, applied: 600, clamped: true });
     assert.deepEqual(job.warnings, [
       'annotation imagepull-sweeper/grace="2h" clamped to 10m (jobOverrides.maxGrace in rule "ci-other")',
