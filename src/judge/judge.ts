@@ -3,7 +3,7 @@ import { ANNOTATIONS, ignoredByAnnotation } from '../policy/annotations.ts';
 import { formatDuration } from '../policy/duration.ts';
 import { describeGraceSource, graceForJob, resolveForNamespace } from '../policy/resolve.ts';
 import type { EffectivePolicy, GraceSeconds, Policy } from '../policy/types.ts';
-import { assessOutage } from './outage.ts';
+import { assessOutage, describeTrip, tripFor } from './outage.ts';
 import type { Decision, Judgement, OutageAssessment, PodOwner } from './types.ts';
 
 /** The Job controller's own name in spec.managedBy; any other value means another controller owns the Job. */
@@ -96,7 +96,8 @@ function decideGroup(group: OwnerGroup, input: JudgeInput, outage: OutageAssessm
   if (effective.action === 'report') {
     return makeDecision(worst, input.now, { ...base, plan: 'report', graceSeconds, graceSource, warnings, detail: reportDetail(job, `rule ${effective.rule}: report only`) });
   }
-  if (outage.tripped && worst.pullClass === 'transient') {
+  const trip = tripFor(outage, worst);
+  if (trip) {
     return makeDecision(worst, input.now, {
       ...base,
       action: 'report',
@@ -104,7 +105,7 @@ function decideGroup(group: OwnerGroup, input: JudgeInput, outage: OutageAssessm
       graceSeconds,
       graceSource,
       warnings,
-      detail: reportDetail(job, 'outage breaker tripped: transient failures are reported, not failed, this sweep'),
+      detail: reportDetail(job, `outage breaker tripped (${describeTrip(trip)}): ${trip.pullClass} failures are reported, not failed, this sweep`),
     });
   }
   return makeDecision(worst, input.now, { ...base, plan: 'fail', graceSeconds, graceSource, warnings, mechanism, detail: `stuck past grace (${graceFrom})` });

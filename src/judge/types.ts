@@ -37,12 +37,36 @@ export interface Decision
   stuckPods: number;
 }
 
-export interface OutageAssessment {
-  tripped: boolean;
+/** The breaker's figures for one scope: the whole sweep, or one registry host. */
+export interface OutageScope {
+  /** `the whole sweep` or `registry HOST`. */
+  scope: string;
+  host: string | undefined;
   stuckPods: number;
   images: number;
   transientPods: number;
   transientFraction: number;
+  authPods: number;
+  authFraction: number;
+  /** The classes whose fraction reached its limit (with enough pods and images). */
+  tripped: ('transient' | 'auth')[];
+}
+
+/** One class tripped in one scope: its Jobs are reported, not failed, this sweep. */
+export interface OutageTrip {
+  scope: string;
+  /** Undefined for the whole sweep. */
+  host: string | undefined;
+  pullClass: 'transient' | 'auth';
+  stuckPods: number;
+  images: number;
+  fraction: number;
+}
+
+/** The whole sweep's figures, and every trip (whole sweep first, then registries by host). */
+export interface OutageAssessment extends Omit<OutageScope, 'scope' | 'host' | 'tripped'> {
+  tripped: boolean;
+  trips: OutageTrip[];
 }
 
 /** Every decision of one sweep, and the outage breaker they were judged under. */

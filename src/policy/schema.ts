@@ -28,7 +28,7 @@ export const DEFAULT_ACTION = 'fail' as const;
 export const DEFAULT_LIMITS: Limits = {
   maxJobsPerSweep: 100,
   maxJobsPerNamespace: 20,
-  outage: { minStuckPods: 20, minImages: 5, transientFraction: 0.6 },
+  outage: { minStuckPods: 20, minImages: 5, transientFraction: 0.6, authFraction: 0.6 },
 };
 
 export const DEFAULT_CRONJOBS: CronJobsPolicy = { suspendAfter: 0 };
@@ -250,21 +250,31 @@ const rulesSchema = z
 const fractionMessage = (iss: { input?: unknown }) =>
   `expected a fraction greater than 0 and at most 1, got ${describeValue(iss.input)}`;
 
+function fraction(description: string, defaultValue: number) {
+  return z
+    .number({ error: (iss) => (iss.input === undefined ? undefined : `expected a number, got ${describeValue(iss.input)}`) })
+    .gt(0, { error: fractionMessage })
+    .lte(1, { error: fractionMessage })
+    .meta({ description, default: defaultValue });
+}
+
 const outageSchema = z
   .strictObject({
     minStuckPods: positiveInt('Stuck pods needed in one sweep to suspect a registry outage.', DEFAULT_LIMITS.outage.minStuckPods).optional(),
     minImages: positiveInt('Distinct stuck images needed to suspect a registry outage.', DEFAULT_LIMITS.outage.minImages).optional(),
-    transientFraction: z
-      .number({ error: (iss) => (iss.input === undefined ? undefined : `expected a number, got ${describeValue(iss.input)}`) })
-      .gt(0, { error: fractionMessage })
-      .lte(1, { error: fractionMessage })
-      .meta({
-        description: 'Fraction (0 < f <= 1) of stuck pods that must be transient for the breaker to trip.',
-        default: DEFAULT_LIMITS.outage.transientFraction,
-      })
-      .optional(),
+    transientFraction: fraction(
+      'Fraction (0 < f <= 1) of stuck pods that must be transient for the breaker to trip for the transient class.',
+      DEFAULT_LIMITS.outage.transientFraction,
+    ).optional(),
+    authFraction: fraction(
+      'Fraction (0 < f <= 1) of stuck pods that must be auth for the breaker to trip for the auth class (a credential helper or token service is down).',
+      DEFAULT_LIMITS.outage.authFraction,
+    ).optional(),
   })
-  .meta({ description: 'Outage breaker: when it trips, transient-class Jobs are reported, not failed, that sweep.' });
+  .meta({
+    description:
+      'Outage breaker, evaluated for the whole sweep and for each registry host: when it trips for a class, that class\'s Jobs are reported, not failed, that sweep.',
+  });
 
 const cronJobsSchema = z
   .strictObject({
@@ -356,6 +366,7 @@ export function toPolicy(file: PolicyFile): Policy {
         minStuckPods: file.limits?.outage?.minStuckPods ?? DEFAULT_LIMITS.outage.minStuckPods,
         minImages: file.limits?.outage?.minImages ?? DEFAULT_LIMITS.outage.minImages,
         transientFraction: file.limits?.outage?.transientFraction ?? DEFAULT_LIMITS.outage.transientFraction,
+        authFraction: file.limits?.outage?.authFraction ?? DEFAULT_LIMITS.outage.authFraction,
       },
     },
     cronJobs: { suspendAfter: file.cronJobs?.suspendAfter ?? DEFAULT_CRONJOBS.suspendAfter },

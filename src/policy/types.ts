@@ -32,7 +32,7 @@ export interface Rule {
 export interface Limits {
   maxJobsPerSweep: number;
   maxJobsPerNamespace: number;
-  outage: { minStuckPods: number; minImages: number; transientFraction: number };
+  outage: { minStuckPods: number; minImages: number; transientFraction: number; authFraction: number };
 }
 
 export interface CronJobsPolicy {

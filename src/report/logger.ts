@@ -1,5 +1,6 @@
 import type { Writable } from 'node:stream';
 import winston from 'winston';
+import { describeTrip } from '../judge/outage.ts';
 import { formatDuration } from '../policy/duration.ts';
 import type { AuditLine, CronJobAuditLine, SweepSummary } from './audit.ts';
 
@@ -116,7 +117,7 @@ function renderSummary(s: SweepSummary): string {
     ...(s.cronJobs?.suspended ? [`${s.cronJobs.suspended} CronJob(s) suspended.`] : []),
     ...(s.cronJobs?.['would-suspend'] ? [`${s.cronJobs['would-suspend']} CronJob(s) would be suspended.`] : []),
     ...(s.outage.tripped
-      ? [`Outage breaker tripped: ${s.outage.stuckPods} stuck pods, ${s.outage.images} images, ${Math.round(s.outage.transientFraction * 100)}% transient.`]
+      ? s.outage.trips.map((t) => `Outage breaker tripped for ${describeTrip(t)}: those Jobs are reported, not failed.`)
       : []),
     ...(s.actionErrors > 0 ? [`${s.actionErrors} action(s) failed; see the error lines above.`] : []),
   ].join('\n');

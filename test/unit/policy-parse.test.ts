@@ -32,7 +32,7 @@ rules:                    # first match wins; a rule's matchers must all match; 
 limits:
   maxJobsPerSweep: 100
   maxJobsPerNamespace: 20
-  outage: { minStuckPods: 20, minImages: 5, transientFraction: 0.6 }
+  outage: { minStuckPods: 20, minImages: 5, transientFraction: 0.6, authFraction: 0.6 }
 `;
 
 const BUILTIN_DEFAULTS: Policy['defaults'] = {
@@ -43,7 +43,7 @@ const BUILTIN_DEFAULTS: Policy['defaults'] = {
 const BUILTIN_LIMITS: Policy['limits'] = {
   maxJobsPerSweep: 100,
   maxJobsPerNamespace: 20,
-  outage: { minStuckPods: 20, minImages: 5, transientFraction: 0.6 },
+  outage: { minStuckPods: 20, minImages: 5, transientFraction: 0.6, authFraction: 0.6 },
 };
 
 function valid(text: string): Policy {
@@ -124,7 +124,7 @@ describe('parsePolicyYaml: valid policies', () => {
     assert.deepEqual(policy.limits, {
       maxJobsPerSweep: 7,
       maxJobsPerNamespace: 20,
-      outage: { minStuckPods: 20, minImages: 2, transientFraction: 0.6 },
+      outage: { minStuckPods: 20, minImages: 2, transientFraction: 0.6, authFraction: 0.6 },
     });
   });
 

@@ -78,7 +78,7 @@ describe('summary', () => {
       finishedAt: new Date(NOW.getTime() + 1500),
       podsScanned: 10,
       stuckContainers: 3,
-      outage: { tripped: false, stuckPods: 3, images: 1, transientPods: 0, transientFraction: 0 },
+      outage: { tripped: false, stuckPods: 3, images: 1, transientPods: 0, transientFraction: 0, authPods: 0, authFraction: 0, trips: [] },
     };
     const s = summarize({ ...base, results: [ok, deferred, broken] });
     assert.equal(s.outcomes.failed, 1);
