@@ -11,6 +11,7 @@ import type { KubeGateway } from './kube/gateway.ts';
 import { mapBounded } from './concurrency.ts';
 import type { StuckContainer } from './model.ts';
 import { observeStuckContainers } from './observe/pods.ts';
+import { SYSTEM_NAMESPACES } from './policy/defaults.ts';
 import { loadPolicy, type LoadedPolicy, type PolicyLocation } from './policy/load.ts';
 import { formatProblem } from './policy/problems.ts';
 import { policyNeedsNamespaceLabels } from './policy/resolve.ts';
@@ -52,6 +53,8 @@ export interface SweepResult {
   summary: SweepSummary | undefined;
   results: ActResult[];
   cronJobs?: CronJobResult[];
+  /** The policy ConfigMap did not exist: the default one (built-in defaults) or a named one (invalid). */
+  policyMissing?: 'default' | 'named';
 }
 
 /** One sweep: observe → classify → attribute → judge → act → report. */
@@ -62,7 +65,13 @@ export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<Swe
 
   const loaded = await loadPolicy(gateway, options.policy);
   if (!loaded.ok) return policyFailure(deps, options, sweepId, loaded);
-  if (loaded.builtin) logger.info(`policy: ${loaded.description}`, { sweepId });
+  if (loaded.builtin) {
+    logger.warn(
+      `policy: ${loaded.description}: sweeping on the built-in defaults (ignore ${SYSTEM_NAMESPACES.join(', ')}; default grace elsewhere); ` +
+        'create the ConfigMap, or name one with --policy-configmap',
+      { sweepId },
+    );
+  }
   for (const w of loaded.warnings) logger.warn(`policy warning: ${formatProblem(loaded.description, w)}`, { sweepId });
   const policy = loaded.policy;
 
@@ -124,7 +133,13 @@ export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<Swe
     cronJobs,
   });
   logSummary(logger, summary);
-  return { status: summary.actionErrors > 0 ? 'actions-failed' : 'done', summary, results, cronJobs };
+  return {
+    status: summary.actionErrors > 0 ? 'actions-failed' : 'done',
+    summary,
+    results,
+    cronJobs,
+    ...(loaded.builtin ? { policyMissing: 'default' as const } : {}),
+  };
 }
 
 async function policyFailure(
@@ -152,10 +167,12 @@ async function policyFailure(
     try {
       await deps.gateway.createEvent(namespace, event);
     } catch (error) {
-      logger.error('could not write the InvalidPolicy Event', { sweepId, error: describeApiError(error).message });
+      const failure = describeApiError(error);
+      if (failure.status === 409) logger.info('the InvalidPolicy Event for these problems was already emitted', { sweepId, event: event.metadata?.name });
+      else logger.error('could not write the InvalidPolicy Event', { sweepId, error: failure.message });
     }
   }
-  return { status: 'invalid-policy', summary: undefined, results: [] };
+  return { status: 'invalid-policy', summary: undefined, results: [], ...(loaded.missing ? { policyMissing: 'named' as const } : {}) };
 }
 
 function unreachable(logger: winston.Logger, sweepId: string, what: string, failure: ApiFailure): SweepResult {

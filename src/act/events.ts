@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { V1MicroTime, type EventsV1Event } from '@kubernetes/client-node';
 import type { Decision } from '../judge/types.ts';
 import { formatDuration } from '../policy/duration.ts';
@@ -44,12 +44,22 @@ export function invalidPolicyEvent(
   reporter: Reporter,
 ): EventsV1Event {
   const summary = `Policy is invalid, so the sweeper took no action (${problems.length} problem${problems.length === 1 ? '' : 's'}): `;
-  return warningEvent(reporter, {
+  const event = warningEvent(reporter, {
     reason: EVENT_REASON_INVALID_POLICY,
     action: 'ValidatePolicy',
     note: summary + problems.join('; '),
     regarding: { apiVersion: 'v1', kind: 'ConfigMap', name: configMap.name, namespace: configMap.namespace, uid: configMap.uid },
   });
+  return { ...event, metadata: { ...event.metadata, name: invalidPolicyEventName(configMap, problems) } };
+}
+
+/**
+ * Same ConfigMap (uid) and same problems → same name, so a second sweep's create is a 409 and
+ * the Event is emitted once per distinct problem set (again once the API server expires it).
+ */
+export function invalidPolicyEventName(configMap: { name: string; uid: string | undefined }, problems: readonly string[]): string {
+  const hash = createHash('sha256').update(`${configMap.uid ?? '(no uid)'}\n${problems.join('\n')}`).digest('hex');
+  return `${configMap.name.slice(0, 200)}.invalid-policy.${hash.slice(0, 16)}`;
 }
 
 type ObjectRef = NonNullable<EventsV1Event['regarding']> & { name: string; namespace: string };

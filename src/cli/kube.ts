@@ -67,7 +67,7 @@ export function policyLocation(options: { policyFile?: string; policyConfigmap?:
     if (!match) throw new UsageError(`--policy-configmap ${options.policyConfigmap}: expected NAMESPACE/NAME`);
     return { kind: 'configmap', namespace: match[1]!, name: match[3]! };
   }
-  return { kind: 'configmap', namespace: ownNamespace(), name: DEFAULT_POLICY_CONFIGMAP };
+  return { kind: 'configmap', namespace: ownNamespace(), name: DEFAULT_POLICY_CONFIGMAP, isDefault: true };
 }
 
 function hasDefaultCredentials(env: NodeJS.ProcessEnv = process.env): boolean {

@@ -2,18 +2,32 @@
 import { open } from 'node:fs/promises';
 import { describeApiError, type ApiFailure } from '../kube/errors.ts';
 import type { KubeGateway } from '../kube/gateway.ts';
-import { parseConfigMapData, parsePolicyDocument } from './configmap.ts';
+import { parseConfigMapData, parsePolicyDocument, POLICY_KEY } from './configmap.ts';
 import { FALLBACK_POLICY } from './defaults.ts';
 import { MAX_POLICY_BYTES } from './parse.ts';
 import type { Policy, PolicyProblem } from './types.ts';
 
 export const DEFAULT_POLICY_CONFIGMAP = 'imagepull-sweeper-policy';
 
-export type PolicyLocation = { kind: 'configmap'; namespace: string; name: string } | { kind: 'file'; path: string };
+/**
+ * Where the policy is read. `isDefault`: the ConfigMap nobody named (the sweeper's own default);
+ * only that one may be missing. A ConfigMap named on the command line must exist.
+ */
+export type PolicyLocation =
+  | { kind: 'configmap'; namespace: string; name: string; isDefault?: boolean }
+  | { kind: 'file'; path: string };
 
 export type LoadedPolicy =
   | { ok: true; policy: Policy; description: string; builtin: boolean; warnings: PolicyProblem[] }
-  | { ok: false; kind: 'invalid'; description: string; problems: PolicyProblem[]; configMapUid: string | undefined }
+  | {
+      ok: false;
+      kind: 'invalid';
+      description: string;
+      problems: PolicyProblem[];
+      configMapUid: string | undefined;
+      /** The named ConfigMap does not exist. */
+      missing?: boolean;
+    }
   | { ok: false; kind: 'unreachable'; description: string; failure: ApiFailure }
   | { ok: false; kind: 'unreadable-file'; description: string; message: string };
 
@@ -42,7 +56,10 @@ export async function readPolicyFile(path: string, stdin: () => Promise<string> 
   }
 }
 
-/** Reads and validates the policy; a missing ConfigMap means the fallback policy. */
+/**
+ * Reads and validates the policy. A missing default ConfigMap means the fallback policy; a
+ * missing ConfigMap that was named is an invalid policy.
+ */
 export async function loadPolicy(gateway: KubeGateway | undefined, location: PolicyLocation): Promise<LoadedPolicy> {
   const description = describeLocation(location);
   if (location.kind === 'file') {
@@ -66,8 +83,12 @@ export async function loadPolicy(gateway: KubeGateway | undefined, location: Pol
       : { ok: false, kind: 'invalid', description, problems: parsed.problems, configMapUid: configMap.metadata?.uid };
   } catch (error) {
     const failure = describeApiError(error);
-    if (failure.status === 404) {
+    if (failure.status === 404 && location.isDefault === true) {
       return { ok: true, policy: FALLBACK_POLICY, description: `built-in defaults (no ${description})`, builtin: true, warnings: [] };
+    }
+    if (failure.status === 404) {
+      const message = `${description} does not exist; create it (key ${JSON.stringify(POLICY_KEY)}), or leave out --policy-configmap to use the default policy ConfigMap`;
+      return { ok: false, kind: 'invalid', description, problems: [{ line: 1, column: 1, path: '', message }], configMapUid: undefined, missing: true };
     }
     return { ok: false, kind: 'unreachable', description, failure };
   }

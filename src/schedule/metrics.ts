@@ -20,6 +20,12 @@ export class SweepMetrics {
     labelNames: ['outcome'],
     registers: [this.registry],
   });
+  private readonly policyMissing = new Counter({
+    name: 'imagepull_sweeper_policy_missing_total',
+    help: 'Sweeps that found no policy ConfigMap: configmap="default" ran on the built-in defaults, configmap="named" (--policy-configmap) did nothing.',
+    labelNames: ['configmap'],
+    registers: [this.registry],
+  });
   private readonly lastSweep = new Gauge({
     name: 'imagepull_sweeper_last_sweep_timestamp_seconds',
     help: 'Unix time the last sweep finished.',
@@ -36,12 +42,14 @@ export class SweepMetrics {
   constructor(options: { dryRun?: boolean } = {}) {
     for (const result of [...Object.values(RESULT_LABEL), 'crashed']) this.sweeps.inc({ result }, 0);
     for (const outcome of outcomesFor(options.dryRun === true)) this.jobs.inc({ outcome }, 0);
+    for (const configmap of ['default', 'named']) this.policyMissing.inc({ configmap }, 0);
     collectDefaultMetrics({ register: this.registry, prefix: 'imagepull_sweeper_' });
   }
 
   record(result: SweepResult | undefined, seconds: number, finishedAt: Date): void {
     this.sweeps.inc({ result: result ? RESULT_LABEL[result.status] : 'crashed' });
     for (const r of result?.results ?? []) this.jobs.inc({ outcome: r.outcome });
+    if (result?.policyMissing) this.policyMissing.inc({ configmap: result.policyMissing });
     this.duration.observe(seconds);
     this.lastSweep.set(finishedAt.getTime() / 1000);
   }

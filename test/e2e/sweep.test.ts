@@ -22,6 +22,7 @@ import {
   readJob,
   runSweep,
   settledSnapshot,
+  type SweepRun,
   sweeperEvents,
   trueCondition,
   waitForJobFailed,
@@ -247,16 +248,18 @@ describe('sweep leaves alone what it must', () => {
     assert.equal(nextOutcome.newest, 'deferred');
   });
 
-  it('an invalid policy ConfigMap changes nothing, exits 2 and leaves a Warning Event on the ConfigMap', TIMEOUT, async () => {
+  it('an invalid policy ConfigMap changes nothing, exits 2 and leaves one Warning Event per distinct problem set', TIMEOUT, async () => {
     const ns = await namespace('badpolicy');
     await createStuckJob(kc, ns, 'job', { stuckFor: 9999 });
     const core = kc.makeApiClient(CoreV1Api);
+    const name = 'imagepull-sweeper-policy';
+    const location = { kind: 'configmap' as const, namespace: ns, name };
     await core.createNamespacedConfigMap({
       namespace: ns,
-      body: { metadata: { name: 'imagepull-sweeper-policy' }, data: { 'policy.yaml': 'defaults:\n  grace:\n    permanent: 2 minutes\n' } },
+      body: { metadata: { name }, data: { 'policy.yaml': 'defaults:\n  grace:\n    permanent: 2 minutes\n' } },
     });
     const before = await settledSnapshot(kc, ns);
-    const run = await runSweep(kc, { namespaces: [ns], policy: { kind: 'configmap', namespace: ns, name: 'imagepull-sweeper-policy' } });
+    const run = await runSweep(kc, { namespaces: [ns], policy: location });
     assert.equal(run.exitCode, 2);
     assert.equal(run.lines.length, 0);
     assert.ok(run.records.some((r) => /3:16 defaults\.grace\.permanent/.test(String(r.message))), JSON.stringify(run.records));
@@ -266,17 +269,68 @@ describe('sweep leaves alone what it must', () => {
     assert.equal(event!.reason, 'InvalidPolicy');
     assert.equal(event!.type, 'Warning');
     assert.equal(event!.regarding?.kind, 'ConfigMap');
-    assert.equal(event!.regarding?.name, 'imagepull-sweeper-policy');
+    assert.equal(event!.regarding?.name, name);
     assert.match(event!.note!, /defaults\.grace\.permanent/);
+
+    // The same problems again: no new Event, however many sweeps.
+    for (let i = 0; i < 2; i += 1) assert.equal((await runSweep(kc, { namespaces: [ns], policy: location })).exitCode, 2);
+    assert.equal((await sweeperEvents(kc, ns)).length, 1);
+
+    // A different problem: one new Event, once.
+    await core.replaceNamespacedConfigMap({
+      namespace: ns,
+      name,
+      body: { metadata: { name }, data: { 'policy.yaml': 'defaults: { action: maybe }\n' } },
+    });
+    for (let i = 0; i < 2; i += 1) assert.equal((await runSweep(kc, { namespaces: [ns], policy: location })).exitCode, 2);
+    const events = await sweeperEvents(kc, ns);
+    assert.equal(events.length, 2);
+    assert.equal(events.filter((e) => /defaults\.action/.test(e.note ?? '')).length, 1);
+
+    // The ConfigMap re-created with the first problem is a new object (new uid): a new Event.
+    await core.deleteNamespacedConfigMap({ namespace: ns, name });
+    await core.createNamespacedConfigMap({
+      namespace: ns,
+      body: { metadata: { name }, data: { 'policy.yaml': 'defaults:\n  grace:\n    permanent: 2 minutes\n' } },
+    });
+    assert.equal((await runSweep(kc, { namespaces: [ns], policy: location })).exitCode, 2);
+    assert.equal((await sweeperEvents(kc, ns)).length, 3);
+    assert.deepEqual(await settledSnapshot(kc, ns), before);
   });
 
-  it('a missing policy ConfigMap means the built-in defaults, and says so', TIMEOUT, async () => {
+  it('a missing default policy ConfigMap means the built-in defaults, with a warning on every sweep', TIMEOUT, async () => {
     const ns = await namespace('nopolicy');
     await createStuckJob(kc, ns, 'job', { stuckFor: 9999 });
-    const run = await runSweep(kc, { namespaces: [ns], policy: { kind: 'configmap', namespace: ns, name: 'imagepull-sweeper-policy' } });
+    const location = { kind: 'configmap' as const, namespace: ns, name: 'imagepull-sweeper-policy', isDefault: true };
+    const run = await runSweep(kc, { namespaces: [ns], policy: location, dryRun: true });
+    const warning = (r: SweepRun) => r.records.filter((x) => x.level === 'warn' && /built-in defaults/.test(String(x.message)));
     assert.equal(run.exitCode, 0);
-    assert.ok(run.records.some((r) => /built-in defaults/.test(String(r.message))));
-    assert.equal(run.lines[0]!.outcome, 'failed');
+    assert.equal(warning(run).length, 1, JSON.stringify(run.records));
+    assert.match(String(warning(run)[0]!.message), new RegExp(`no ConfigMap ${ns}/imagepull-sweeper-policy.*--policy-configmap`));
+    const real = await runSweep(kc, { namespaces: [ns], policy: location });
+    assert.equal(warning(real).length, 1);
+    assert.equal(real.lines[0]!.outcome, 'failed');
+    assert.equal(real.summary!.policy, `built-in defaults (no ConfigMap ${ns}/imagepull-sweeper-policy)`);
+  });
+
+  it('a named policy ConfigMap that is missing is an invalid policy: exit 2, nothing changed', TIMEOUT, async () => {
+    const ns = await namespace('namedmissing');
+    await createStuckJob(kc, ns, 'job', { stuckFor: 9999 });
+    const before = await settledSnapshot(kc, ns);
+    const run = await runSweep(kc, { namespaces: [ns], policy: { kind: 'configmap', namespace: ns, name: 'team-policy' } });
+    assert.equal(run.exitCode, 2);
+    assert.equal(run.lines.length, 0);
+    assert.ok(run.records.some((r) => r.level === 'error' && new RegExp(`ConfigMap ${ns}/team-policy does not exist`).test(String(r.message))), JSON.stringify(run.records));
+    assert.deepEqual(await settledSnapshot(kc, ns), before);
+    const events = await sweeperEvents(kc, ns);
+    assert.deepEqual(events.map((e) => [e.reason, e.regarding?.name]), [['InvalidPolicy', 'team-policy']]);
+
+    // A ConfigMap without policy.yaml is just as invalid.
+    await kc.makeApiClient(CoreV1Api).createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: 'team-policy' }, data: { other: 'x' } } });
+    const empty = await runSweep(kc, { namespaces: [ns], policy: { kind: 'configmap', namespace: ns, name: 'team-policy' } });
+    assert.equal(empty.exitCode, 2);
+    assert.ok(empty.records.some((r) => /no data key "policy\.yaml"/.test(String(r.message))));
+    assert.deepEqual(await settledSnapshot(kc, ns), before);
   });
 });
 

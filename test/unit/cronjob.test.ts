@@ -167,7 +167,7 @@ describe('CronJob audit lines', () => {
     const suspended = { namespace: 'ci', cronJob: 'nightly', image: IMAGE, failedInARow: 3, jobs: ['n-1', 'n-2', 'n-3'], outcome: 'would-suspend' as const, detail: 'd', error: undefined };
     logCronJob(logger, cronJobAuditLine('s', suspended, 3, true));
     const broken = { ...suspended, outcome: 'error' as const, error: 'Forbidden: no' };
-    const outage = { tripped: false, stuckPods: 0, images: 0, transientPods: 0, transientFraction: 0 };
+    const outage = { tripped: false, stuckPods: 0, images: 0, transientPods: 0, transientFraction: 0, authPods: 0, authFraction: 0, trips: [] };
     const base = { sweepId: 's', policy: 'p', namespaces: [], startedAt: new Date(0), finishedAt: new Date(0), podsScanned: 0, stuckContainers: 0, outage, results: [] };
     logSummary(logger, summarize({ ...base, dryRun: true, cronJobs: [suspended] }));
     const text = chunks.join('');

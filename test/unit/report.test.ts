@@ -111,7 +111,7 @@ describe('a dry run says "would"', () => {
     finishedAt: NOW,
     podsScanned: 3,
     stuckContainers: 3,
-    outage: { tripped: false, stuckPods: 3, images: 1, transientPods: 0, transientFraction: 0 },
+    outage: { tripped: false, stuckPods: 3, images: 1, transientPods: 0, transientFraction: 0, authPods: 0, authFraction: 0, trips: [] },
   };
   const capture = (format: 'json' | 'text') => {
     const stream = new PassThrough();

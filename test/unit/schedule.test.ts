@@ -3,7 +3,7 @@ import { PassThrough } from 'node:stream';
 import { describe, it } from 'node:test';
 import { UsageError } from '../../src/cli/errors.ts';
 import { createLogger } from '../../src/report/logger.ts';
-import { parseListenAddress } from '../../src/schedule/metrics.ts';
+import { parseListenAddress, SweepMetrics } from '../../src/schedule/metrics.ts';
 import { parseSchedule, runOnSchedule } from '../../src/schedule/scheduler.ts';
 import type { SweepResult } from '../../src/sweep.ts';
 
@@ -94,5 +94,20 @@ describe('parseListenAddress', () => {
     assert.deepEqual(parseListenAddress('[::1]:80'), { host: '::1', port: 80 });
     assert.throws(() => parseListenAddress('9090'), UsageError);
     assert.throws(() => parseListenAddress(':99999'), UsageError);
+  });
+});
+
+describe('SweepMetrics', () => {
+  it('counts sweeps on a missing policy ConfigMap: default (built-in defaults) and named (invalid)', async () => {
+    const metrics = new SweepMetrics();
+    const at = new Date('2026-11-30T12:00:00Z');
+    metrics.record({ ...OK, policyMissing: 'default' }, 0.1, at);
+    metrics.record({ ...OK, policyMissing: 'default' }, 0.1, at);
+    metrics.record({ status: 'invalid-policy', summary: undefined, results: [], policyMissing: 'named' }, 0.1, at);
+    metrics.record(OK, 0.1, at);
+    const text = await metrics.registry.metrics();
+    assert.match(text, /^imagepull_sweeper_policy_missing_total\{configmap="default"\} 2$/m);
+    assert.match(text, /^imagepull_sweeper_policy_missing_total\{configmap="named"\} 1$/m);
+    assert.match(text, /^imagepull_sweeper_sweeps_total\{result="invalid_policy"\} 1$/m);
   });
 });
