@@ -6,7 +6,7 @@ import { invalidPolicyEvent } from './act/events.ts';
 import { attributeToJobs } from './attribute/attribute.ts';
 import { judge, rejudgeJob, type JudgeInput } from './judge/judge.ts';
 import type { PodOwner } from './judge/types.ts';
-import { describeApiError, isCredentialFailure, type ApiFailure } from './kube/errors.ts';
+import { describeApiError, explainFailure, type ApiFailure } from './kube/errors.ts';
 import type { KubeGateway } from './kube/gateway.ts';
 import { mapBounded } from './concurrency.ts';
 import type { StuckContainer } from './model.ts';
@@ -176,12 +176,7 @@ async function policyFailure(
 }
 
 function unreachable(logger: winston.Logger, sweepId: string, what: string, failure: ApiFailure): SweepResult {
-  const why = isCredentialFailure(failure)
-    ? `the cluster refused the credentials (${failure.status} ${failure.reason}: ${failure.message})`
-    : failure.unreachable
-      ? `the cluster could not be reached (${failure.reason}: ${failure.message})`
-      : `the cluster answered ${failure.status ?? ''} ${failure.reason}: ${failure.message}`;
-  logger.error(`${what}: ${why}; nothing was changed`, { sweepId });
+  logger.error(`${what}: ${explainFailure(failure)}; nothing was changed`, { sweepId });
   return { status: 'unreachable', summary: undefined, results: [] };
 }
 

@@ -3,6 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, Option } from 'commander';
+import { explainFailure } from '../kube/errors.ts';
 import { createGateway, type KubeGateway } from '../kube/gateway.ts';
 import { withRetries, type RetryNotice } from '../kube/retrying.ts';
 import { parsePolicyDocument } from '../policy/configmap.ts';
@@ -172,7 +173,7 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
           throw new UsageError(`policy ${loaded.description} is invalid`);
         }
         if (loaded.kind === 'unreadable-file') throw new UsageError(`${loaded.description}: ${loaded.message}`);
-        io.stderr.write(`imagepull-sweeper: reading ${loaded.description}: ${loaded.failure.reason}: ${loaded.failure.message}\n`);
+        io.stderr.write(`imagepull-sweeper: reading ${loaded.description}: ${explainFailure(loaded.failure)}\n`);
         setExitCode(EXIT.unreachable);
         return;
       }

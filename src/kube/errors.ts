@@ -18,6 +18,8 @@ export interface ApiFailure {
   status: number | undefined;
   /** No response at all: connection refused, DNS, TLS, timeout. */
   unreachable: boolean;
+  /** The server's TLS certificate is not trusted (self-signed, unknown CA, wrong host name): retrying cannot help. */
+  untrusted: boolean;
   /** The server's reason (e.g. "Conflict", "NotFound") or the network error code. */
   reason: string;
   message: string;
@@ -29,35 +31,48 @@ export function describeApiError(error: unknown): ApiFailure {
   if (error instanceof ApiException) {
     const body = parseBody(error.body);
     const retryAfter = Number(headerValue(error.headers, 'retry-after'));
+    const reason = body?.reason ?? STATUS_REASONS[error.code] ?? `HTTP ${error.code}`;
     return {
       status: error.code,
       unreachable: false,
-      reason: body?.reason ?? `HTTP ${error.code}`,
-      message: body?.message ?? firstLine(String(error.message)),
+      untrusted: false,
+      reason,
+      // A 401 body says only "Unauthorized"; the client's own text starts "HTTP-Code: 401".
+      message: error.code === 401 ? REFUSED_CREDENTIALS : (body?.message ?? `HTTP ${error.code}`),
       retryAfterSeconds: Number.isFinite(retryAfter) && retryAfter >= 0 ? retryAfter : undefined,
     };
   }
   const code = networkCode(error);
   const aborted = ['AbortError', 'TimeoutError'].includes(String((error as { name?: unknown } | undefined)?.name));
   const message = aborted ? 'no answer within the request timeout' : error instanceof Error ? error.message : String(error);
+  const untrusted = (code !== undefined && TLS_TRUST_CODE.test(code)) || /self[- ]signed|unable to (verify|get (local )?issuer)|altnames|certificate/i.test(message);
   return {
     status: undefined,
-    unreachable: code !== undefined || /certificate|self[- ]signed|socket hang up|fetch failed/i.test(message),
+    unreachable: untrusted || code !== undefined || /socket hang up|fetch failed/i.test(message),
+    untrusted,
     reason: code ?? 'Error',
-    message: firstLine(message),
+    message: untrusted ? `the cluster's TLS certificate is not trusted: ${firstLine(message)}` : firstLine(message),
     retryAfterSeconds: undefined,
   };
 }
 
-/** Worth another try: throttled, server-side trouble, or the connection dropped. */
+const REFUSED_CREDENTIALS = 'the cluster refused the credentials (401 Unauthorized)';
+const STATUS_REASONS: Record<number, string> = { 401: 'Unauthorized', 403: 'Forbidden', 404: 'NotFound', 409: 'Conflict', 410: 'Expired', 429: 'TooManyRequests', 500: 'InternalError', 503: 'ServiceUnavailable', 504: 'Timeout' };
+const TLS_TRUST_CODE = /^(ERR_TLS_CERT|CERT_|DEPTH_ZERO|UNABLE_TO_(VERIFY|GET_ISSUER)|SELF_SIGNED)/;
+
+/** Worth another try: throttled, server-side trouble, or the connection dropped (never an untrusted certificate). */
 export function isRetryable(f: ApiFailure): boolean {
-  if (f.status === undefined) return f.unreachable;
+  if (f.status === undefined) return f.unreachable && !f.untrusted;
   return f.status === 429 || (f.status >= 500 && f.status !== 501);
 }
 
-/** The cluster refused who we are (as opposed to one object being missing or busy). */
-export function isCredentialFailure(f: ApiFailure): boolean {
-  return f.status === 401 || f.status === 403;
+/** One phrase for an operator: why the cluster could not be used. */
+export function explainFailure(f: ApiFailure): string {
+  if (f.status === 401) return REFUSED_CREDENTIALS;
+  if (f.status === 403) return `the cluster refused the credentials (403 Forbidden: ${f.message})`;
+  if (f.untrusted) return f.message;
+  if (f.unreachable) return `the cluster could not be reached (${f.reason}: ${f.message})`;
+  return `the cluster answered ${f.status ?? ''} ${f.reason}: ${f.message}`;
 }
 
 function networkCode(error: unknown): string | undefined {

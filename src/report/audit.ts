@@ -1,5 +1,6 @@
 import type { ActResult } from '../act/act.ts';
 import type { CronJobOutcome, CronJobResult } from '../act/cronjob.ts';
+import { truncate } from '../act/events.ts';
 import type { OutageAssessment } from '../judge/types.ts';
 import type { GraceSourceKind } from '../policy/types.ts';
 import { PULL_CLASSES, outcomesFor, type Outcome, type PullClass } from '../model.ts';
@@ -33,6 +34,9 @@ export interface AuditLine {
   waitingMessage: string;
 }
 
+/** The kubelet's message is the registry's text: cut it so one decision stays one readable line. */
+export const WAITING_MESSAGE_LIMIT = 2048;
+
 export function auditLine(sweepId: string, result: ActResult, dryRun: boolean): AuditLine {
   const d = result.decision;
   return {
@@ -58,7 +62,7 @@ export function auditLine(sweepId: string, result: ActResult, dryRun: boolean): 
     mechanism: d.mechanism ?? null,
     error: result.error ?? null,
     warnings: d.warnings,
-    waitingMessage: d.message,
+    waitingMessage: truncate(d.message, WAITING_MESSAGE_LIMIT),
   };
 }
 
