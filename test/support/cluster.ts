@@ -61,6 +61,8 @@ export interface ClusterState {
   logDir: string;
   kubeconfigPath: string;
   server: string;
+  /** http://127.0.0.1:PORT of etcd (its gRPC gateway serves /v3/kv/...). */
+  etcdUrl: string;
   /** Process ids; each component leads its own process group. */
   pids: Record<Component, number>;
   startedAt: string;
@@ -87,6 +89,8 @@ export interface StartClusterOptions {
   baseDir?: string;
   /** Max wait for the control plane to become ready (default 120 s). */
   readyTimeoutMs?: number;
+  /** Extra kube-apiserver flags (e.g. --watch-cache=false, so lists are served by etcd). */
+  apiserverArgs?: string[];
 }
 
 const defaultLog = (line: string): void => {
@@ -355,6 +359,7 @@ export async function startCluster(opts: StartClusterOptions = {}): Promise<Clus
     logDir,
     kubeconfigPath: path.join(runDir, 'admin.kubeconfig'),
     server,
+    etcdUrl,
     pids: pids as Record<Component, number>,
     startedAt: new Date().toISOString(),
   };
@@ -404,6 +409,7 @@ export async function startCluster(opts: StartClusterOptions = {}): Promise<Clus
       '--endpoint-reconciler-type=none',
       '--profiling=false',
       '--v=1',
+      ...(opts.apiserverArgs ?? []),
     ]);
 
     // With --cert-dir and no --tls-cert-file the apiserver writes a self-signed CA and a serving

@@ -1,0 +1,92 @@
+// An expired continue token from the real API server: etcd is compacted between two pages of
+// the sweep's pod list, the API server answers 410 Gone, and the sweep lists again from the start.
+// A private control plane with the watch cache off: the shared one serves later pages from its
+// cache snapshots, which an etcd compaction does not expire (a cluster's apiserver goes to etcd
+// when its cache cannot serve the token, e.g. after a restart).
+import assert from 'node:assert/strict';
+import { PassThrough } from 'node:stream';
+import { after, before, describe, it } from 'node:test';
+import { CoreV1Api } from '@kubernetes/client-node';
+import { describeApiError } from '../../src/kube/errors.ts';
+import { createGateway, type KubeGateway } from '../../src/kube/gateway.ts';
+import { withRetries } from '../../src/kube/retrying.ts';
+import { createLogger } from '../../src/report/logger.ts';
+import { sweep } from '../../src/sweep.ts';
+import { startCluster, type Cluster } from '../support/cluster.ts';
+import { createNamespace } from '../support/fixtures.ts';
+import { createStuckJob, policyFile, sweeperEvents, waitForJobFailed } from '../support/sweeper.ts';
+
+let cluster: Cluster;
+before(async () => {
+  cluster = await startCluster({ apiserverArgs: ['--watch-cache=false'] });
+});
+after(async () => cluster?.stop());
+
+/** POSTs to etcd's gRPC gateway. */
+async function etcd(path: string, body: object): Promise<Record<string, unknown>> {
+  const res = await fetch(`${cluster.state.etcdUrl}${path}`, { method: 'POST', body: JSON.stringify(body) });
+  assert.equal(res.status, 200, `${path}: ${res.status} ${await res.clone().text()}`);
+  return (await res.json()) as Record<string, unknown>;
+}
+
+/** Compacts etcd up to its current revision (physically), so older revisions are gone. */
+async function compactEtcd(): Promise<number> {
+  const range = await etcd('/v3/kv/range', { key: Buffer.from('/registry/namespaces/default').toString('base64') });
+  const revision = Number((range.header as { revision: string }).revision);
+  await etcd('/v3/kv/compaction', { revision, physical: true });
+  return revision;
+}
+
+describe('an expired continue token', () => {
+  it('restarts the pod list from the start, and every Job is judged once', { timeout: 300_000 }, async () => {
+    const kc = cluster.kubeConfig;
+    const ns = (await createNamespace(kc, 'continue')).name;
+    const core = kc.makeApiClient(CoreV1Api);
+    for (let i = 0; i < 5; i += 1) await createStuckJob(kc, ns, `job-${i}`, { stuckFor: 3600 });
+
+    // The real gateway; after the first page, a write moves etcd on and etcd is compacted.
+    const real = createGateway(kc);
+    const pages: { continued: boolean; status: number | 'ok' }[] = [];
+    let compactedAt: number | undefined;
+    const gateway: KubeGateway = {
+      ...real,
+      async listPods(opts) {
+        try {
+          const page = await real.listPods(opts);
+          pages.push({ continued: opts.continueToken !== undefined, status: 'ok' });
+          if (page.continueToken && compactedAt === undefined) {
+            await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: 'bump' } } });
+            compactedAt = await compactEtcd();
+          }
+          return page;
+        } catch (error) {
+          pages.push({ continued: opts.continueToken !== undefined, status: describeApiError(error).status ?? 0 });
+          throw error;
+        }
+      },
+    };
+    const out = new PassThrough();
+    let text = '';
+    out.on('data', (c: Buffer) => (text += c.toString()));
+    const result = await sweep(
+      { gateway: withRetries(gateway), clock: () => new Date(), logger: createLogger({ format: 'json', stream: out }) },
+      { dryRun: false, namespaces: [ns], policy: policyFile('{}\n'), instance: 'e2e', pageSize: 2 },
+    );
+    await new Promise((r) => setImmediate(r));
+    const records = text.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+
+    assert.ok(compactedAt !== undefined, 'etcd was compacted between pages');
+    const expired = pages.findIndex((p) => p.continued && p.status === 410);
+    assert.ok(expired > 0, `the API server answered 410 Gone to the continue token: ${JSON.stringify(pages)}`);
+    assert.equal(pages[expired + 1]?.continued, false, 'the list started again without a token');
+    assert.ok(records.some((r) => r.level === 'warn' && /continue token expired; listing again/.test(String(r.message))));
+
+    assert.equal(result.status, 'done');
+    assert.equal(result.summary?.podsScanned, 5, 'pods of the abandoned pass are not counted twice');
+    const jobs = result.results.map((r) => `${r.decision.job} ${r.outcome}`).sort();
+    assert.deepEqual(jobs, [0, 1, 2, 3, 4].map((i) => `job-${i} failed`));
+    for (let i = 0; i < 5; i += 1) await waitForJobFailed(kc, ns, `job-${i}`);
+    assert.equal((await sweeperEvents(kc, ns)).length, 5);
+    process.stderr.write(`[continue] pages: ${JSON.stringify(pages)}; etcd compacted at revision ${compactedAt}\n`);
+  });
+});
