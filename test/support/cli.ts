@@ -1,8 +1,9 @@
 // Runs the built CLI as a user would: a child process, real argv, real exit status.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parse } from 'yaml';
 
 export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 export const CLI = join(REPO, 'dist/src/cli/main.js');
@@ -21,6 +22,43 @@ export function ensureBuilt(): void {
   if (existsSync(CLI) && statSync(CLI).mtimeMs >= Math.max(...inputs.filter(existsSync).map(newestMtime))) return;
   const result = spawnSync('npm', ['run', 'build'], { cwd: REPO, encoding: 'utf8' });
   if (result.status !== 0) throw new Error(`npm run build failed:\n${result.stdout}\n${result.stderr}`);
+}
+
+// Credentials that must never appear in any output of the CLI: the test cluster's (read from
+// $IMAGEPULL_SWEEPER_TEST_KUBECONFIG) and any a test registers. Every run is checked.
+const secrets = new Set<string>();
+
+/** Adds a credential string (and its base64 form) that no CLI output may contain. */
+export function registerSecret(secret: string): void {
+  if (secret.length < 8) return;
+  secrets.add(secret);
+  secrets.add(Buffer.from(secret).toString('base64'));
+}
+
+/** Registers the tokens and key material of a kubeconfig file. */
+export function registerKubeconfigSecrets(path: string): void {
+  const cfg = parse(readFileSync(path, 'utf8')) as { users?: { user?: Record<string, unknown> }[] };
+  for (const { user } of cfg.users ?? []) {
+    for (const key of ['token', 'password', 'client-key-data']) {
+      const value = user?.[key];
+      if (typeof value !== 'string') continue;
+      registerSecret(value);
+      if (key === 'client-key-data') {
+        // The PEM body lines of the key, each long enough to identify it.
+        for (const line of Buffer.from(value, 'base64').toString('utf8').split('\n')) if (!line.startsWith('-----')) registerSecret(line.trim());
+      }
+    }
+  }
+}
+
+const testKubeconfig = process.env.IMAGEPULL_SWEEPER_TEST_KUBECONFIG;
+if (testKubeconfig && existsSync(testKubeconfig)) registerKubeconfigSecrets(testKubeconfig);
+
+/** Throws when `text` holds a registered credential (naming only its last characters). */
+export function assertNoSecrets(text: string, what = 'CLI output'): void {
+  for (const secret of secrets) {
+    if (text.includes(secret)) throw new Error(`${what} contains credential material (…${secret.slice(-4)})`);
+  }
 }
 
 export interface Exec {
@@ -49,7 +87,15 @@ export function exec(
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
     child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
     child.on('error', reject);
-    child.on('close', (code, signal) => resolvePromise({ code, signal, stdout, stderr }));
+    child.on('close', (code, signal) => {
+      try {
+        assertNoSecrets(stdout + stderr, `output of ${[command, ...args].join(' ').slice(0, 200)}`);
+      } catch (error) {
+        reject(error as Error);
+        return;
+      }
+      resolvePromise({ code, signal, stdout, stderr });
+    });
     child.stdin.end(options.input ?? '');
   });
 }
@@ -77,7 +123,16 @@ export function startCli(args: string[], env: Record<string, string> = {}): { ch
   let out = '';
   child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
   child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
-  const exited = new Promise<number | null>((r) => child.on('close', (code) => r(code)));
+  const exited = new Promise<number | null>((r, reject) =>
+    child.on('close', (code) => {
+      try {
+        assertNoSecrets(out, `output of ${args.join(' ')}`);
+        r(code);
+      } catch (error) {
+        reject(error as Error);
+      }
+    }),
+  );
   return { child, output: () => out, exited };
 }
 

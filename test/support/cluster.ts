@@ -91,6 +91,8 @@ export interface StartClusterOptions {
   readyTimeoutMs?: number;
   /** Extra kube-apiserver flags (e.g. --watch-cache=false, so lists are served by etcd). */
   apiserverArgs?: string[];
+  /** Controllers to run (default CONTROLLERS). */
+  controllers?: readonly string[];
 }
 
 const defaultLog = (line: string): void => {
@@ -439,7 +441,7 @@ export async function startCluster(opts: StartClusterOptions = {}): Promise<Clus
     log(`kube-apiserver ready after ${apiReadyMs} ms; starting kube-controller-manager`);
     launch('kube-controller-manager', [
       `--kubeconfig=${kcmKubeconfig}`,
-      `--controllers=${CONTROLLERS.join(',')}`,
+      `--controllers=${(opts.controllers ?? CONTROLLERS).join(',')}`,
       '--leader-elect=false',
       // Each controller talks to the API as its own ServiceAccount (kube-system/job-controller…),
       // bound by the bootstrap RBAC roles, as in a real cluster.
