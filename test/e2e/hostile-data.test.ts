@@ -10,7 +10,7 @@ import { WAITING_MESSAGE_LIMIT } from '../../src/report/audit.ts';
 import { CONTROLLERS, startCluster, type Cluster } from '../support/cluster.ts';
 import { createNamespace, jobManifest } from '../support/fixtures.ts';
 import { setImagePullStuck, setPodRunning, waitForJobPods } from '../support/kubelet.ts';
-import { MISSING_IMAGE, NOT_FOUND_MESSAGE, createStuckJob, policyFile, runSweep, snapshot, waitForJobFailed } from '../support/sweeper.ts';
+import { MISSING_IMAGE, NOT_FOUND_MESSAGE, createStuckJob, policyFile, runSweep, settledSnapshot, snapshot, waitForJobFailed } from '../support/sweeper.ts';
 
 let cluster: Cluster;
 before(async () => {
@@ -64,7 +64,7 @@ describe('hostile cluster data', () => {
     } catch {
       accepted = false;
     }
-    const before = await snapshot(kc, ns);
+    const before = await settledSnapshot(kc, ns);
     const run = await runSweep(kc, { namespaces: [ns], policy: POLICY, dryRun: true });
     process.stderr.write(`[hostile] ghost container status ${accepted ? 'stored' : 'rejected'} by the API server; dry-run decisions: ${JSON.stringify(run.lines.map((l) => [l.container, l.outcome, l.detail]))}\n`);
     assert.ok(run.exitCode === 0 || run.exitCode === 1, `exit ${run.exitCode}`);
