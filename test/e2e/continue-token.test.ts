@@ -50,9 +50,9 @@ describe('an expired continue token', () => {
     let compactedAt: number | undefined;
     const gateway: KubeGateway = {
       ...real,
-      async listPods(opts) {
+      async listPodRows(opts) {
         try {
-          const page = await real.listPods(opts);
+          const page = await real.listPodRows(opts);
           pages.push({ continued: opts.continueToken !== undefined, status: 'ok' });
           if (page.continueToken && compactedAt === undefined) {
             await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: 'bump' } } });
