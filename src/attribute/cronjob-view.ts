@@ -1,16 +1,13 @@
 import type { V1CronJob } from '@kubernetes/client-node';
 import type { CronJobView } from '../judge/cronjob.ts';
+import { objectIdentity } from './job-view.ts';
 
 /** Pure: the parts of a V1CronJob the suspension judgement needs. */
 export function toCronJobView(cronJob: V1CronJob): CronJobView {
   const meta = cronJob.metadata ?? {};
   const last = cronJob.status?.lastSuccessfulTime as Date | string | undefined;
   return {
-    namespace: meta.namespace ?? '',
-    name: meta.name ?? '',
-    uid: meta.uid ?? '',
-    resourceVersion: meta.resourceVersion ?? '',
-    annotations: { ...(meta.annotations ?? {}) },
+    ...objectIdentity(meta),
     suspended: cronJob.spec?.suspend === true,
     lastSuccessfulTime: last === undefined || last === null ? undefined : typeof last === 'string' ? last : last.toISOString(),
   };

@@ -1,8 +1,25 @@
-import type { V1Job, V1PodFailurePolicy } from '@kubernetes/client-node';
+import type { V1Job, V1ObjectMeta, V1PodFailurePolicy } from '@kubernetes/client-node';
 import type { JobView, OwnerRef } from '../model.ts';
 
 /** Conditions that mean the Job has ended or is on its way to an end it cannot leave. */
 const TERMINAL_CONDITIONS = new Set(['Complete', 'Failed', 'FailureTarget', 'SuccessCriteriaMet']);
+
+/** Pure: what every view of a namespaced object carries to find it again and write to it safely. */
+export function objectIdentity(meta: V1ObjectMeta): {
+  namespace: string;
+  name: string;
+  uid: string;
+  resourceVersion: string;
+  annotations: Record<string, string>;
+} {
+  return {
+    namespace: meta.namespace ?? '',
+    name: meta.name ?? '',
+    uid: meta.uid ?? '',
+    resourceVersion: meta.resourceVersion ?? '',
+    annotations: { ...(meta.annotations ?? {}) },
+  };
+}
 
 /** Pure: the parts of a V1Job the judge needs. */
 export function toJobView(job: V1Job): JobView {
@@ -12,11 +29,7 @@ export function toJobView(job: V1Job): JobView {
     (job.status?.conditions ?? []).some((c) => TERMINAL_CONDITIONS.has(c.type) && c.status === 'True');
   const cronJob = (meta.ownerReferences ?? []).find((o) => o.controller && o.kind === 'CronJob');
   return {
-    namespace: meta.namespace ?? '',
-    name: meta.name ?? '',
-    uid: meta.uid ?? '',
-    resourceVersion: meta.resourceVersion ?? '',
-    annotations: { ...(meta.annotations ?? {}) },
+    ...objectIdentity(meta),
     finished,
     deleting: meta.deletionTimestamp !== undefined && meta.deletionTimestamp !== null,
     managedBy: job.spec?.managedBy ?? undefined,
