@@ -57,10 +57,10 @@ function predecessorDone(kind: ContainerKind | undefined, status: V1ContainerSta
 
 interface Slot {
   status: V1ContainerStatus;
-  spec: V1Container | undefined;
+  spec: V1Container;
   kind: ContainerKind;
   /** The init container before this one (init and sidecar only). */
-  previous?: { kind: ContainerKind | undefined; status: V1ContainerStatus | undefined };
+  previous?: { kind: ContainerKind; status: V1ContainerStatus | undefined };
 }
 
 /** Cheap test run on every Pending pod of the cluster before any per-container work. */
@@ -84,34 +84,31 @@ function isStalled(pod: V1Pod, slot: Slot): boolean {
   return !slot.previous || predecessorDone(slot.previous.kind, slot.previous.status) !== undefined;
 }
 
-function initKind(spec: V1Container | undefined): ContainerKind {
-  return spec?.restartPolicy === 'Always' ? 'sidecar' : 'init';
+function initKind(spec: V1Container): ContainerKind {
+  return spec.restartPolicy === 'Always' ? 'sidecar' : 'init';
 }
 
+/**
+ * One slot per container named in the spec that has a status in the matching list. A status
+ * for a name the spec does not have (in that list) is not the kubelet's and is never judged.
+ * Ephemeral containers are not judged (SPEC: init, regular and sidecar containers).
+ */
 function slotsOf(pod: V1Pod): Slot[] {
   const initSpecs = pod.spec?.initContainers ?? [];
-  const initStatuses = pod.status?.initContainerStatuses ?? [];
-  const statusByName = new Map(initStatuses.map((s) => [s.name, s]));
-  const specByName = new Map(initSpecs.map((c) => [c.name, c]));
-  // Spec order decides who comes before whom; status order is the fallback.
-  const order = initSpecs.length > 0 ? initSpecs.map((c) => c.name) : initStatuses.map((s) => s.name);
-
-  const slots: Slot[] = initStatuses.map((status) => {
-    const spec = specByName.get(status.name);
-    const i = order.indexOf(status.name);
-    const prevName = i > 0 ? order[i - 1] : undefined;
-    const previous =
-      prevName === undefined
-        ? undefined
-        : {
-            kind: specByName.has(prevName) ? initKind(specByName.get(prevName)) : 'init',
-            status: statusByName.get(prevName),
-          };
-    return { status, spec, kind: initKind(spec), ...(previous ? { previous } : {}) };
+  const statusByName = new Map((pod.status?.initContainerStatuses ?? []).map((s) => [s.name, s]));
+  const slots: Slot[] = [];
+  // Spec order decides who comes before whom.
+  initSpecs.forEach((spec, i) => {
+    const status = statusByName.get(spec.name);
+    if (!status) return;
+    const prev = i > 0 ? initSpecs[i - 1] : undefined;
+    const previous = prev ? { kind: initKind(prev), status: statusByName.get(prev.name) } : undefined;
+    slots.push({ status, spec, kind: initKind(spec), ...(previous ? { previous } : {}) });
   });
   const specs = new Map((pod.spec?.containers ?? []).map((c) => [c.name, c]));
   for (const status of pod.status?.containerStatuses ?? []) {
-    slots.push({ status, spec: specs.get(status.name), kind: 'regular' });
+    const spec = specs.get(status.name);
+    if (spec) slots.push({ status, spec, kind: 'regular' });
   }
   return slots;
 }
@@ -138,9 +135,10 @@ function pullStartedAt(pod: V1Pod, slot: Slot): Date | undefined {
 
 /**
  * Every init, sidecar and regular container of an active pod whose waiting reason is a stuck
- * reason, or that is stalled (class `stalled`, see isStalled). Ephemeral containers are ignored. A container with no determinable start time (no
- * condition, startTime or creationTimestamp — never the case for a pod read from the API server)
- * is left out rather than guessed.
+ * reason, or that is stalled (class `stalled`, see isStalled); only containers the spec names
+ * (see slotsOf). A container with no determinable start time (no condition, startTime or
+ * creationTimestamp — never the case for a pod read from the API server) is left out rather
+ * than guessed.
  */
 export function findStuckContainers(pod: V1Pod): StuckContainer[] {
   if (!isActivePod(pod) || !hasStuckStatus(pod)) return [];
@@ -152,7 +150,7 @@ export function findStuckContainers(pod: V1Pod): StuckContainer[] {
     if (!isStuckReason(reason) && !(isStalledReason(reason) && isStalled(pod, slot))) continue;
     const stuckSince = pullStartedAt(pod, slot);
     if (!stuckSince) continue;
-    const image = slot.status.image || slot.spec?.image || '';
+    const image = slot.status.image || slot.spec.image || '';
     const message = waiting?.message ?? '';
     const pullClass: PullClass = isStuckReason(reason) ? classifyPullFailure(reason, message, image) : 'stalled';
     out.push({

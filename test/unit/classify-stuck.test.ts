@@ -169,7 +169,7 @@ describe('findStuckContainers: what is stuck', () => {
   it('falls back to the spec image when the status has none', () => {
     const found = findStuckContainers(pod({ containers: [{ name: 'main', image: 'registry.example.com/app:2' }], statuses: [waiting('main', 'ErrImagePull', { image: '' })] }));
     assert.equal(found[0]?.image, 'registry.example.com/app:2');
-    const none = findStuckContainers(pod({ containers: [{ name: 'other' }], statuses: [waiting('main', 'ErrImagePull', { image: '' })] }));
+    const none = findStuckContainers(pod({ containers: [{ name: 'main' }], statuses: [waiting('main', 'ErrImagePull', { image: '' })] }));
     assert.equal(none[0]?.image, '');
   });
 
@@ -337,13 +337,38 @@ describe('findStuckContainers: stuckSince for init and sidecar containers', () =
     });
     assert.deepEqual(findStuckContainers(p).map((s) => [s.container, s.containerKind, s.stuckSince]), [['proxy', 'sidecar', T(5)]]);
   });
-  it('without init specs, status order decides the predecessor', () => {
+  it('init statuses without init specs are not judged', () => {
     const p = pod({
       initStatuses: [terminated('first', T(8)), waiting('second', 'ErrImagePull')],
       statuses: [waiting('main', 'PodInitializing')],
       conditions: [cond('PodReadyToStartContainers', T(2))],
     });
-    assert.deepEqual(findStuckContainers(p).map((s) => [s.container, s.containerKind, s.stuckSince]), [['second', 'init', T(8)]]);
+    assert.deepEqual(findStuckContainers(p), []);
+  });
+});
+
+describe('findStuckContainers: only containers the spec names', () => {
+  const READY = [cond('PodReadyToStartContainers', T(2)), cond('Initialized', T(2))];
+  it('a waiting status of a container the spec does not have is never judged', () => {
+    const healthy = running('main', T(3));
+    for (const reason of ['ImagePullBackOff', 'ErrImagePull', 'ContainerCreating']) {
+      assert.deepEqual(findStuckContainers(pod({ conditions: READY, statuses: [healthy, waiting('ghost', reason, {}, NOT_FOUND)] })), [], reason);
+      const ghostInit = pod({ conditions: READY, statuses: [healthy], initStatuses: [waiting('ghost', reason, {}, NOT_FOUND)] });
+      assert.deepEqual(findStuckContainers(ghostInit), [], `init ${reason}`);
+    }
+  });
+  it('a status in the wrong list (a regular container listed as init, and back) is not judged', () => {
+    const p = pod({
+      initContainers: [{ name: 'setup', image: 'setup:1' }],
+      initStatuses: [terminated('setup', T(3)), waiting('main', 'ErrImagePull')],
+      statuses: [waiting('setup', 'ErrImagePull')],
+      conditions: READY,
+    });
+    assert.deepEqual(findStuckContainers(p), []);
+  });
+  it('the spec containers next to a ghost are still judged', () => {
+    const found = findStuckContainers(pod({ conditions: READY, statuses: [waiting('ghost', 'ErrImagePull'), waiting('main', 'ImagePullBackOff', {}, NOT_FOUND)] }));
+    assert.deepEqual(found.map((c) => [c.container, c.reason]), [['main', 'ImagePullBackOff']]);
   });
 });
 
