@@ -9,7 +9,7 @@ import { withRetries } from '../../src/kube/retrying.ts';
 import type { StuckContainer } from '../../src/model.ts';
 import { observeStuckContainers } from '../../src/observe/pods.ts';
 import { useTestCluster } from '../support/hooks.ts';
-import { setImagePullStuck, setPodRunning, type WaitingOnImage } from '../support/kubelet.ts';
+import { setImagePullStuck, setInitRunning, setPodRunning, type WaitingOnImage } from '../support/kubelet.ts';
 import { MISSING_IMAGE, NOT_FOUND_MESSAGE } from '../support/sweeper.ts';
 
 const TIMEOUT = { timeout: 180_000 };
@@ -19,10 +19,15 @@ const env = useTestCluster((hooks) => {
 });
 
 const container = (name: string, extra: Partial<V1Container> = {}): V1Container => ({ name, image: MISSING_IMAGE, command: ['true'], ...extra });
-const pull = (c: string, reason = 'ImagePullBackOff', init = false): WaitingOnImage => ({ container: c, reason, message: reason === 'ContainerCreating' ? '' : NOT_FOUND_MESSAGE, init });
+const NO_MESSAGE = new Set(['ContainerCreating', 'PodInitializing']);
+const pull = (c: string, reason = 'ImagePullBackOff', init = false): WaitingOnImage => ({ container: c, reason, message: NO_MESSAGE.has(reason) ? '' : NOT_FOUND_MESSAGE, init });
 
-/** Each pod: its spec and the kubelet-written state (none: unscheduled; running; or waiting containers). */
-const PODS: { name: string; init?: V1Container[]; containers: V1Container[]; state: 'none' | 'running' | WaitingOnImage[] }[] = [
+/**
+ * Each pod: its spec and the kubelet-written state (none: unscheduled; running; init-running: its
+ * first init container runs; or waiting containers, `PodInitializing` as the real node writes a
+ * hung pull of an init container, a sidecar or, after init, a regular container).
+ */
+const PODS: { name: string; init?: V1Container[]; containers: V1Container[]; state: 'none' | 'running' | 'init-running' | WaitingOnImage[] }[] = [
   { name: 'unscheduled', containers: [container('main')], state: 'none' },
   { name: 'running', containers: [container('main')], state: 'running' },
   { name: 'regular', containers: [container('main')], state: [pull('main')] },
@@ -32,6 +37,10 @@ const PODS: { name: string; init?: V1Container[]; containers: V1Container[]; sta
   { name: 'sidecar', init: [container('proxy', { restartPolicy: 'Always' })], containers: [container('main')], state: [pull('proxy', 'ImagePullBackOff', true)] },
   { name: 'creating', containers: [container('main')], state: [pull('main', 'ContainerCreating')] },
   { name: 'invalid-name', containers: [container('main')], state: [pull('main', 'InvalidImageName')] },
+  { name: 'init-running', init: [container('setup'), container('more')], containers: [container('main')], state: 'init-running' },
+  { name: 'init-stalled', init: [container('setup')], containers: [container('main')], state: [pull('setup', 'PodInitializing', true)] },
+  { name: 'sidecar-stalled', init: [container('proxy', { restartPolicy: 'Always' })], containers: [container('main')], state: [pull('proxy', 'PodInitializing', true)] },
+  { name: 'after-init-stalled', init: [container('setup')], containers: [container('main')], state: [pull('main', 'PodInitializing')] },
 ];
 
 function key(c: StuckContainer): string {
@@ -47,6 +56,7 @@ describe('lean observation (Table rows, then full reads of the candidates)', () 
       const body: V1Pod = { metadata: { name: p.name }, spec: { restartPolicy: 'Never', containers: p.containers, ...(p.init ? { initContainers: p.init } : {}) } };
       await core.createNamespacedPod({ namespace: ns, body });
       if (p.state === 'running') await setPodRunning(core, ns, p.name);
+      else if (p.state === 'init-running') await setInitRunning(core, ns, p.name, { since });
       else if (p.state !== 'none') await setImagePullStuck(core, ns, p.name, { since, stuck: p.state });
     }
 
@@ -59,10 +69,63 @@ describe('lean observation (Table rows, then full reads of the candidates)', () 
     const counting = { ...gateway, readPod: (n: string, name: string) => (reads.push(name), gateway.readPod(n, name)) };
     const scoped = await observeStuckContainers(counting, { namespaces: [ns], pageSize: 3 });
     assert.deepEqual(scoped.stuck.map(key).sort(), expected);
+    const stalled = scoped.stuck.filter((c) => c.pullClass === 'stalled').map((c) => [c.pod, c.container, c.containerKind, c.reason]);
+    assert.deepEqual(stalled.sort(), [
+      ['after-init-stalled', 'main', 'regular', 'PodInitializing'],
+      ['creating', 'main', 'regular', 'ContainerCreating'],
+      ['init-stalled', 'setup', 'init', 'PodInitializing'],
+      ['second-behind-creating', 'a', 'regular', 'ContainerCreating'],
+      ['sidecar-stalled', 'proxy', 'sidecar', 'PodInitializing'],
+    ]);
     assert.equal(scoped.podsScanned, PODS.length - 1, 'every Pending pod listed');
     assert.deepEqual(reads.sort(), PODS.filter((p) => p.state !== 'none' && p.state !== 'running').map((p) => p.name).sort(), 'only candidates read');
 
     const everywhere = await observeStuckContainers(gateway, { namespaces: [], pageSize: 500 });
     assert.deepEqual(everywhere.stuck.filter((c) => c.namespace === ns).map(key).sort(), expected);
+  });
+
+  // The price of reading `Init:<i>/<n>` pods: one GET each. Two namespaces of N Pending pods, one
+  // unscheduled (STATUS Pending: listed, never read), one with an init container running
+  // (STATUS Init:0/1: listed and read); the difference is what the init reads cost.
+  it('measures the cost of reading Init:<i>/<n> pods', TIMEOUT, async () => {
+    const N = 100;
+    const core = kc.makeApiClient(CoreV1Api);
+    const gateway = withRetries(createGateway(kc));
+    const idle = await env.namespace('observe-idle');
+    const init = await env.namespace('observe-init');
+    const body = (name: string, withInit: boolean): V1Pod => ({
+      metadata: { name },
+      spec: { restartPolicy: 'Never', containers: [container('main')], ...(withInit ? { initContainers: [container('setup')] } : {}) },
+    });
+    const names = Array.from({ length: N }, (_, i) => `p${i}`);
+    for (let i = 0; i < N; i += 20) {
+      await Promise.all(
+        names.slice(i, i + 20).map(async (n) => {
+          await core.createNamespacedPod({ namespace: idle, body: body(n, false) });
+          await core.createNamespacedPod({ namespace: init, body: body(n, true) });
+          await setInitRunning(core, init, n);
+        }),
+      );
+    }
+    const timed = async (ns: string): Promise<{ ms: number; candidates: number; stuck: number }> => {
+      const runs: number[] = [];
+      let last = { candidates: 0, stuck: 0 };
+      for (let r = 0; r < 5; r++) {
+        const t0 = performance.now();
+        const o = await observeStuckContainers(gateway, { namespaces: [ns], pageSize: 500 });
+        runs.push(performance.now() - t0);
+        last = { candidates: o.candidates, stuck: o.stuck.length };
+      }
+      return { ms: runs.sort((a, b) => a - b)[2]!, ...last };
+    };
+    const a = await timed(idle);
+    const b = await timed(init);
+    process.stderr.write(
+      `[observe] ${N} Pending pods, median of 5: unscheduled ${a.ms.toFixed(1)} ms (${a.candidates} read); ` +
+        `init running ${b.ms.toFixed(1)} ms (${b.candidates} read): ${((b.ms - a.ms) / N).toFixed(2)} ms a pod in Init:<i>/<n>\n`,
+    );
+    assert.equal(a.candidates, 0);
+    assert.equal(b.candidates, N);
+    assert.equal(b.stuck, 0, 'a running init container is never stuck');
   });
 });

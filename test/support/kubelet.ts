@@ -293,6 +293,39 @@ export function setImagePullStuck(
   });
 }
 
+/**
+ * Puts the pod in the state a kubelet reports while its first init container runs: that one
+ * running, every other container waiting in PodInitializing, Initialized False (STATUS `Init:0/<n>`).
+ */
+export function setInitRunning(core: CoreV1Api, namespace: string, podName: string, opts: { since?: Date } = {}): Promise<V1Pod> {
+  const since = opts.since ?? new Date();
+  return writeStatus(core, namespace, podName, (pod) => {
+    const spec = pod.spec;
+    const initSpecs = spec?.initContainers ?? [];
+    if (!spec || initSpecs.length === 0) throw new Error(`pod ${namespace}/${podName} has no init containers`);
+    const waiting = (c: V1Container): V1ContainerStatus => ({ ...baseStatus(c), state: { waiting: { reason: 'PodInitializing' } } });
+    const first = { ...baseStatus(initSpecs[0]!), started: true, state: { running: { startedAt: since } } };
+    const started = new Date(since.getTime() - SANDBOX_DELAY_MS);
+    const incomplete = `containers with incomplete status: ${names(initSpecs.map((c) => c.name))}`;
+    const notReady = `containers with unready status: ${names(spec.containers.map((c) => c.name))}`;
+    return {
+      ...pod.status,
+      phase: 'Pending',
+      conditions: [
+        condition(pod, 'PodReadyToStartContainers', 'True', since),
+        condition(pod, 'Initialized', 'False', started, 'ContainersNotInitialized', incomplete),
+        condition(pod, 'Ready', 'False', started, 'ContainersNotReady', notReady),
+        condition(pod, 'ContainersReady', 'False', started, 'ContainersNotReady', notReady),
+        condition(pod, 'PodScheduled', 'True', started),
+      ],
+      qosClass: pod.status?.qosClass ?? 'BestEffort',
+      startTime: pod.status?.startTime ?? started,
+      initContainerStatuses: [first, ...initSpecs.slice(1).map(waiting)],
+      containerStatuses: spec.containers.map(waiting),
+    };
+  });
+}
+
 /** Puts the pod in the state a kubelet reports for a healthy running pod. */
 export function setPodRunning(
   core: CoreV1Api,

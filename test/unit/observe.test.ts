@@ -82,7 +82,11 @@ describe('observeStuckContainers', () => {
 
 describe('isCandidateStatus', () => {
   it('rules out only the STATUS values that exclude a stuck container', () => {
-    for (const s of ['Pending', 'SchedulingGated', 'Terminating', 'Init:0/2', 'Init:1/3']) assert.equal(isCandidateStatus(s), false, s);
+    for (const s of ['Pending', 'SchedulingGated', 'Terminating']) assert.equal(isCandidateStatus(s), false, s);
+  });
+
+  it('keeps Init:<i>/<n>: an init container whose pull hangs shows it, as a running one does', () => {
+    for (const s of ['Init:0/1', 'Init:0/2', 'Init:1/3']) assert.equal(isCandidateStatus(s), true, s);
   });
 
   it('keeps pull errors, init pull errors, ContainerCreating and anything unknown', () => {
