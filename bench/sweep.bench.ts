@@ -103,6 +103,8 @@ function pagedGateway(total: number, stuckEvery: number): KubeGateway {
     },
     listJobs: notUsed,
     readJob: notUsed,
+    listPods: notUsed,
+    jsonPatchJob: notUsed,
     readNamespace: notUsed,
     readConfigMap: notUsed,
     mergePatchJob: notUsed,

@@ -8,9 +8,13 @@
 // - action: what the policy prescribes for a Job: fail | report | ignore.
 // - decision: the judge's verdict on one Job (or one pod without a Job), with its action, plan
 //   and the detail saying why.
-// - plan: what this sweep decided to do with that Job: fail | report | skip | defer | error.
-// - outcome: what then happened: failed | reported | skipped | deferred | error; a dry run
-//   writes nothing, so there it is would-fail | would-report | would-retry instead.
+// - plan: what this sweep decided to do with that Job: fail | report | retry | skip | defer | error.
+// - outcome: what then happened: failed | reported | retried | skipped | deferred | error; a dry
+//   run writes nothing, so there it is would-fail | would-report | would-retry instead.
+// - claim: the annotations (with a claim id unique to the sweep) and label that mark a Job as
+//   failed by the sweeper; written in one conditional patch, so exactly one sweep owns a failure.
+// - pending: a Job claimed by a sweep that has not finished yet; checked on every sweep, and
+//   retried (by its deadline) once `limits.confirmWithin` has passed.
 // - judgement: all decisions of one sweep plus the outage assessment.
 
 /** The classes of a pull that failed with an error (classify/pull-class.ts). */
@@ -23,10 +27,10 @@ export const ACTIONS = ['fail', 'report', 'ignore'] as const;
 export type Action = (typeof ACTIONS)[number];
 
 /** `error`: the Job could not be read, so nothing could be judged. */
-export const PLANS = ['fail', 'report', 'skip', 'defer', 'error'] as const;
+export const PLANS = ['fail', 'report', 'retry', 'skip', 'defer', 'error'] as const;
 export type Plan = (typeof PLANS)[number];
 
-export const OUTCOMES = ['failed', 'reported', 'skipped', 'deferred', 'error'] as const;
+export const OUTCOMES = ['failed', 'reported', 'retried', 'skipped', 'deferred', 'error'] as const;
 /** What a dry run says instead of the outcomes that would have written something. */
 export const DRY_RUN_OUTCOMES = ['would-fail', 'would-report', 'would-retry', 'skipped', 'deferred', 'error'] as const;
 export type Outcome = (typeof OUTCOMES)[number] | (typeof DRY_RUN_OUTCOMES)[number];
@@ -82,6 +86,8 @@ export interface StuckContainer {
   namespace: string;
   pod: string;
   podUid: string;
+  /** The pod's resourceVersion when observed: the precondition of the sweeper's pod writes. */
+  podResourceVersion: string;
   container: string;
   containerKind: ContainerKind;
   image: string;
@@ -109,12 +115,24 @@ export interface JobView {
   managedBy: string | undefined;
   /** spec.suspend is true. */
   suspended: boolean;
-  /** The pod condition type of the first `FailJob` rule in spec.podFailurePolicy that matches on a pod condition. */
-  failJobConditionType: string | undefined;
+  /** True when the Job has a Failed or FailureTarget condition. */
+  failed: boolean;
+  /** spec.podFailurePolicy.rules, in order. */
+  podFailureRules: PodFailureRule[];
+  /** Names of the pod template's init and regular containers. */
+  containerNames: string[];
   /** The CronJob that owns this Job, if any. */
   cronJob: string | undefined;
   /** That CronJob's uid (to be sure a CronJob read later is the same one). */
   cronJobUid?: string;
   /** status.startTime, used to compute an already-passed activeDeadlineSeconds. */
   startTime: Date | undefined;
+}
+
+/** One rule of a Job's spec.podFailurePolicy, as far as the judge evaluates it. */
+export interface PodFailureRule {
+  /** FailJob | FailIndex | Ignore | Count */
+  action: string;
+  onExitCodes?: { containerName?: string; operator: string; values: number[] };
+  onPodConditions?: { type: string; status: string }[];
 }

@@ -1,16 +1,20 @@
 import { randomUUID } from 'node:crypto';
 import type winston from 'winston';
-import { act, type ActResult } from './act/act.ts';
+import { act, settleFinished, type ActResult } from './act/act.ts';
 import { actOnCronJobs, type CronJobResult } from './act/cronjob.ts';
 import { invalidPolicyEvent } from './act/events.ts';
 import { attributeToJobs } from './attribute/attribute.ts';
+import { toJobView } from './attribute/job-view.ts';
 import { judge, rejudgeJob, type JudgeInput } from './judge/judge.ts';
+import { judgePending } from './judge/pending.ts';
 import type { PodOwner } from './judge/types.ts';
 import { describeApiError, explainFailure, type ApiFailure } from './kube/errors.ts';
 import type { KubeGateway } from './kube/gateway.ts';
 import { mapBounded } from './concurrency.ts';
-import type { StuckContainer } from './model.ts';
+import type { JobView, StuckContainer } from './model.ts';
 import { observeStuckContainers } from './observe/pods.ts';
+import { forEachPage } from './kube/paging.ts';
+import { LABELS } from './policy/annotations.ts';
 import { SYSTEM_NAMESPACES } from './policy/defaults.ts';
 import { loadPolicy, type LoadedPolicy, type PolicyLocation } from './policy/load.ts';
 import { formatProblem } from './policy/problems.ts';
@@ -33,6 +37,8 @@ export interface SweepOptions {
   /** Identifies this sweeper in Events (pod or host name). */
   instance: string;
   pageSize?: number;
+  /** SIGTERM/SIGINT: writes in flight finish, no new one starts, the sweep reports what it did. */
+  signal?: AbortSignal;
 }
 
 export interface SweepDeps {
@@ -60,7 +66,9 @@ export interface SweepResult {
 /** One sweep: observe → classify → attribute → judge → act → report. */
 export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<SweepResult> {
   const { gateway, clock, logger } = deps;
-  const sweepId = randomUUID().slice(0, 8);
+  // The claim id is unique to this sweep; its first 8 characters are the sweepId of the audit.
+  const claim = randomUUID();
+  const sweepId = claim.slice(0, 8);
   const startedAt = clock();
 
   const loaded = await loadPolicy(gateway, options.policy);
@@ -104,20 +112,40 @@ export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<Swe
     return owner;
   };
 
+  let labelled: JobView[] = [];
+  try {
+    labelled = await listPendingJobs(gateway, options.namespaces);
+  } catch (error) {
+    logger.error(`could not list the Jobs labelled ${LABELS.pending}; they are checked on the next sweep`, { sweepId, error: describeApiError(error).message });
+  }
+
   const now = clock();
   const judgeInput: JudgeInput = { stuck: observation.stuck, ownerOf, namespaceLabels: labels, policy, now };
   const judgement = judge(judgeInput);
-  const results = await act(gateway, judgement.decisions, {
+  const pending = judgePending({ labelled, decisions: judgement.decisions, confirmWithinSeconds: policy.limits.confirmWithinSeconds, now });
+  const actOptions = {
     dryRun: options.dryRun,
     concurrency: CONCURRENT_WRITES,
     now,
     instance: options.instance,
-    rejudge: (decision, fresh) => rejudgeJob({ ...judgeInput, outage: judgement.outage }, decision, fresh),
-  });
-
-  for (const result of results) logDecision(logger, auditLine(sweepId, result, options.dryRun));
+    claim,
+    signal: options.signal,
+    rejudge: (decision: Parameters<typeof rejudgeJob>[1], fresh: JobView, freshPod?: Parameters<typeof rejudgeJob>[3]) =>
+      rejudgeJob({ ...judgeInput, outage: judgement.outage }, decision, fresh, freshPod),
+    onResult: (result: ActResult) => logDecision(logger, auditLine(sweepId, result, options.dryRun)),
+  };
+  const results = await act(gateway, pending.decisions, actOptions);
+  for (const settled of await settleFinished(gateway, pending.finished, actOptions)) {
+    const fields = { sweepId, namespace: settled.job.namespace, job: settled.job.name };
+    if (settled.error) logger.warn(`Job failed by an earlier sweep: ${settled.error}; tried again next sweep`, fields);
+    else if (settled.eventWritten) logger.info('wrote the missing FailJob Event of a Job failed by an earlier sweep', fields);
+  }
+  if (options.signal?.aborted) logger.warn('sweep stopped by a signal: writes in flight finished, none started after', { sweepId });
+  // CronJob suspension is a write too: none starts once the sweep was told to stop.
   const { suspendAfter } = policy.cronJobs;
-  const cronJobs = await actOnCronJobs(gateway, results, { dryRun: options.dryRun, suspendAfter, concurrency: CONCURRENT_WRITES, now, instance: options.instance });
+  const cronJobs = options.signal?.aborted
+    ? []
+    : await actOnCronJobs(gateway, results, { dryRun: options.dryRun, suspendAfter, concurrency: CONCURRENT_WRITES, now, instance: options.instance });
   for (const c of cronJobs) logCronJob(logger, cronJobAuditLine(sweepId, c, suspendAfter, options.dryRun));
   const summary = summarize({
     sweepId,
@@ -131,6 +159,7 @@ export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<Swe
     outage: judgement.outage,
     results,
     cronJobs,
+    awaitingFailed: pending.awaiting,
   });
   logSummary(logger, summary);
   return {
@@ -178,6 +207,18 @@ async function policyFailure(
 function unreachable(logger: winston.Logger, sweepId: string, what: string, failure: ApiFailure): SweepResult {
   logger.error(`${what}: ${explainFailure(failure)}; nothing was changed`, { sweepId });
   return { status: 'unreachable', summary: undefined, results: [] };
+}
+
+/** Jobs the sweeper claimed and has not yet seen finish, found by their label on the server. */
+async function listPendingJobs(gateway: KubeGateway, namespaces: readonly string[]): Promise<JobView[]> {
+  const scopes: (string | undefined)[] = namespaces.length > 0 ? [...new Set(namespaces)] : [undefined];
+  const jobs: JobView[] = [];
+  for (const namespace of scopes) {
+    const listPage = (continueToken: string | undefined) =>
+      gateway.listJobs({ namespace, labelSelector: `${LABELS.pending}=true`, limit: 500, continueToken });
+    await forEachPage(listPage, (page) => jobs.push(...page.map(toJobView)));
+  }
+  return jobs;
 }
 
 async function readNamespaceLabels(

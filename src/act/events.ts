@@ -1,6 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { V1MicroTime, type EventsV1Event } from '@kubernetes/client-node';
 import type { Decision } from '../judge/types.ts';
+import type { JobView } from '../model.ts';
+import { ANNOTATIONS } from '../policy/annotations.ts';
 import { formatDuration } from '../policy/duration.ts';
 import { describeGraceSource } from '../policy/resolve.ts';
 
@@ -38,6 +40,28 @@ export function stuckJobEvent(d: Decision, action: 'FailJob' | 'Report', reporte
   });
 }
 
+/**
+ * The FailJob Event of a Job the sweeper claimed, built from the claim's annotations only, so
+ * every sweep that writes it (the claiming one, or a later one completing the failure) writes
+ * the same Event under the same name: it exists at most once per claim.
+ */
+export function failedJobEvent(
+  job: Pick<JobView, 'namespace' | 'name' | 'uid' | 'annotations'>,
+  reporter: Reporter,
+  related?: { name: string; uid: string },
+): EventsV1Event {
+  const claim = job.annotations[ANNOTATIONS.claim] ?? job.annotations[ANNOTATIONS.failedAt] ?? '';
+  const digest = createHash('sha256').update(`${job.uid}/${claim}`).digest('hex').slice(0, 16);
+  return warningEvent(reporter, {
+    name: `${job.name.slice(0, 230)}.${digest}`,
+    reason: EVENT_REASON_STUCK,
+    action: 'FailJob',
+    note: `Failing Job: ${job.annotations[ANNOTATIONS.message] ?? ''}`,
+    regarding: { apiVersion: 'batch/v1', kind: 'Job', name: job.name, namespace: job.namespace, uid: job.uid },
+    ...(related ? { related: { apiVersion: 'v1', kind: 'Pod', name: related.name, namespace: job.namespace, uid: related.uid } } : {}),
+  });
+}
+
 export function invalidPolicyEvent(
   configMap: { namespace: string; name: string; uid: string | undefined },
   problems: string[],
@@ -67,12 +91,12 @@ type ObjectRef = NonNullable<EventsV1Event['regarding']> & { name: string; names
 /** A Warning Event in the namespace of the object it is about. */
 function warningEvent(
   reporter: Reporter,
-  e: { reason: string; action: string; note: string; regarding: ObjectRef; related?: ObjectRef },
+  e: { name?: string; reason: string; action: string; note: string; regarding: ObjectRef; related?: ObjectRef },
 ): EventsV1Event {
   return {
     apiVersion: 'events.k8s.io/v1',
     kind: 'Event',
-    metadata: { name: eventName(e.regarding.name), namespace: e.regarding.namespace },
+    metadata: { name: e.name ?? eventName(e.regarding.name), namespace: e.regarding.namespace },
     eventTime: new V1MicroTime(reporter.now.getTime()),
     type: 'Warning',
     reason: e.reason,

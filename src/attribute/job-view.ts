@@ -1,5 +1,5 @@
 import type { V1Job, V1ObjectMeta, V1PodFailurePolicy } from '@kubernetes/client-node';
-import type { JobView, OwnerRef } from '../model.ts';
+import type { JobView, OwnerRef, PodFailureRule } from '../model.ts';
 
 /** Conditions that mean the Job has ended or is on its way to an end it cannot leave. */
 const TERMINAL_CONDITIONS = new Set(['Complete', 'Failed', 'FailureTarget', 'SuccessCriteriaMet']);
@@ -28,33 +28,34 @@ export function toJobView(job: V1Job): JobView {
     job.status?.completionTime !== undefined ||
     (job.status?.conditions ?? []).some((c) => TERMINAL_CONDITIONS.has(c.type) && c.status === 'True');
   const cronJob = (meta.ownerReferences ?? []).find((o) => o.controller && o.kind === 'CronJob');
+  const failed = (job.status?.conditions ?? []).some((c) => (c.type === 'Failed' || c.type === 'FailureTarget') && c.status === 'True');
+  const podSpec = job.spec?.template?.spec;
   return {
     ...objectIdentity(meta),
     finished,
     deleting: meta.deletionTimestamp !== undefined && meta.deletionTimestamp !== null,
     managedBy: job.spec?.managedBy ?? undefined,
     suspended: job.spec?.suspend === true,
-    failJobConditionType: failJobConditionType(job.spec?.podFailurePolicy),
+    failed,
+    podFailureRules: podFailureRules(job.spec?.podFailurePolicy),
+    containerNames: [...(podSpec?.initContainers ?? []), ...(podSpec?.containers ?? [])].map((c) => c.name),
     cronJob: cronJob?.name,
     cronJobUid: cronJob?.uid,
     startTime: job.status?.startTime ? new Date(job.status.startTime) : undefined,
   };
 }
 
-/**
- * The pod condition type that makes the Job controller fail the Job: the first FailJob rule
- * matching a condition (status True) whose type no earlier rule already claims.
- */
-export function failJobConditionType(policy: V1PodFailurePolicy | undefined): string | undefined {
-  const claimed = new Set<string>();
-  for (const rule of policy?.rules ?? []) {
-    for (const pattern of rule.onPodConditions ?? []) {
-      if ((pattern.status ?? 'True') !== 'True' || claimed.has(pattern.type)) continue;
-      if (rule.action === 'FailJob') return pattern.type;
-      claimed.add(pattern.type);
+/** The rules of spec.podFailurePolicy, reduced to what decides which rule matches a pod. */
+function podFailureRules(policy: V1PodFailurePolicy | undefined): PodFailureRule[] {
+  return (policy?.rules ?? []).map((rule) => {
+    const out: PodFailureRule = { action: rule.action };
+    if (rule.onExitCodes) {
+      const { containerName, operator, values } = rule.onExitCodes;
+      out.onExitCodes = { operator, values: [...values], ...(containerName ? { containerName } : {}) };
     }
-  }
-  return undefined;
+    if (rule.onPodConditions) out.onPodConditions = rule.onPodConditions.map((p) => ({ type: p.type, status: p.status ?? 'True' }));
+    return out;
+  });
 }
 
 /** The pod's owner reference when it points at a batch/v1 Job. */

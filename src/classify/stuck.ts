@@ -157,6 +157,7 @@ export function findStuckContainers(pod: V1Pod): StuckContainer[] {
       namespace: pod.metadata?.namespace ?? '',
       pod: pod.metadata?.name ?? '',
       podUid: pod.metadata?.uid ?? '',
+      podResourceVersion: pod.metadata?.resourceVersion ?? '',
       container: slot.status.name,
       containerKind: slot.kind,
       image,

@@ -22,7 +22,7 @@ export interface CliIo {
   stdout: Writable & { isTTY?: boolean };
   stderr: Writable;
   readStdin: () => Promise<string>;
-  /** For `run`: resolves when SIGTERM/SIGINT arrives. */
+  /** For `sweep` and `run`: calls `stop` when SIGTERM/SIGINT arrives. */
   onStopSignal: (stop: () => void) => void;
 }
 
@@ -91,7 +91,12 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
     .addHelpText('after', SWEEP_EXAMPLES)
     .action(async (flags: SweepFlags) => {
       const { deps, options } = prepareSweep(flags, io);
-      setExitCode(exitStatusOf((await sweep(deps, options)).status));
+      const stop = new AbortController();
+      io.onStopSignal(() => {
+        if (!stop.signal.aborted) deps.logger.warn('stop requested: finishing the writes in flight, starting no new ones');
+        stop.abort();
+      });
+      setExitCode(exitStatusOf((await sweep(deps, { ...options, signal: stop.signal })).status));
     });
 
   withSweepOptions(program.command('run').description('sweep on a cron schedule until SIGTERM/SIGINT'))

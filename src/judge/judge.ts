@@ -3,6 +3,7 @@ import { ANNOTATIONS, ignoredByAnnotation } from '../policy/annotations.ts';
 import { formatDuration } from '../policy/duration.ts';
 import { describeGraceSource, graceForJob, resolveForNamespace } from '../policy/resolve.ts';
 import type { EffectivePolicy, GraceSeconds, Policy } from '../policy/types.ts';
+import { chooseMechanism } from './mechanism.ts';
 import { assessOutage, describeTrip, tripFor } from './outage.ts';
 import type { Decision, Judgement, OutageAssessment, PodOwner } from './types.ts';
 
@@ -92,7 +93,7 @@ function decideGroup(group: OwnerGroup, input: JudgeInput, outage: OutageAssessm
       detail: `within grace (${formatDuration(Math.floor(stuckSeconds))} of ${graceFrom})`,
     });
   }
-  const mechanism = job.failJobConditionType ? 'podFailurePolicy' : 'activeDeadlineSeconds';
+  const choice = chooseMechanism(job);
   if (effective.action === 'report') {
     return makeDecision(worst, input.now, { ...base, plan: 'report', graceSeconds, graceSource, warnings, detail: reportDetail(job, `rule ${effective.rule}: report only`) });
   }
@@ -108,7 +109,17 @@ function decideGroup(group: OwnerGroup, input: JudgeInput, outage: OutageAssessm
       detail: reportDetail(job, `outage breaker tripped (${describeTrip(trip)}): ${trip.pullClass} failures are reported, not failed, this sweep`),
     });
   }
-  return makeDecision(worst, input.now, { ...base, plan: 'fail', graceSeconds, graceSource, warnings, mechanism, detail: `stuck past grace (${graceFrom})` });
+  const shadowed = choice.mechanism === 'activeDeadlineSeconds' && job.podFailureRules.length > 0 ? `; ${choice.why}, so by the deadline` : '';
+  return makeDecision(worst, input.now, {
+    ...base,
+    plan: 'fail',
+    graceSeconds,
+    graceSource,
+    warnings,
+    mechanism: choice.mechanism,
+    failJobCondition: choice.conditionType,
+    detail: `stuck past grace (${graceFrom})${shadowed}`,
+  });
 }
 
 function reportDetail(job: JobView, why: string): string {
@@ -158,6 +169,7 @@ interface DecisionFields {
   graceSeconds?: number;
   graceSource?: Decision['graceSource'];
   mechanism?: Decision['mechanism'];
+  failJobCondition?: string;
   warnings?: string[];
 }
 
@@ -168,6 +180,7 @@ function makeDecision(c: StuckContainer, now: Date, f: DecisionFields): Decision
     cronJob: f.job?.cronJob,
     pod: c.pod,
     podUid: c.podUid,
+    podResourceVersion: c.podResourceVersion,
     container: c.container,
     containerKind: c.containerKind,
     image: c.image,
@@ -183,6 +196,7 @@ function makeDecision(c: StuckContainer, now: Date, f: DecisionFields): Decision
     plan: f.plan,
     detail: f.detail,
     mechanism: f.mechanism,
+    failJobCondition: f.failJobCondition,
     warnings: f.warnings ?? [],
     jobView: f.job,
     stuckPods: f.stuckPods ?? 1,
@@ -211,6 +225,7 @@ function applyLimits(decisions: Decision[], policy: Policy): void {
 function defer(d: Decision, why: string): void {
   d.plan = 'defer';
   d.mechanism = undefined;
+  d.failJobCondition = undefined;
   d.detail = `${why}: waits for the next sweep`;
 }
 
@@ -231,17 +246,27 @@ export function secondsBetween(from: Date, to: Date): number {
   return (to.getTime() - from.getTime()) / 1000;
 }
 
-/** Judges one Job again after a fresh read (e.g. a write conflicted). It keeps the slot it held under the limits. */
-export function rejudgeJob(input: JudgeInput, previous: Decision, fresh: JobView): Decision {
+/**
+ * Judges one Job again after a fresh read (a write conflicted). It keeps the slot it held under
+ * the limits. `freshPod` replaces what was seen of the pod a precondition failed on.
+ */
+export function rejudgeJob(
+  input: JudgeInput,
+  previous: Decision,
+  fresh: JobView,
+  freshPod?: { podUid: string; stuck: StuckContainer[] },
+): Decision {
   const previousUid = previous.jobView?.uid;
   if (previousUid !== fresh.uid) {
-    return { ...previous, plan: 'skip', mechanism: undefined, detail: `Job ${fresh.name} was replaced (uid differs)` };
+    return { ...previous, plan: 'skip', mechanism: undefined, failJobCondition: undefined, detail: `Job ${fresh.name} was replaced (uid differs)` };
   }
-  const stuck = input.stuck.filter((c) => {
+  const seen = freshPod ? input.stuck.filter((c) => c.podUid !== freshPod.podUid).concat(freshPod.stuck) : input.stuck;
+  const stuck = seen.filter((c) => {
+    if (freshPod && freshPod.stuck.includes(c)) return true;
     const owner = input.ownerOf(c.podUid);
     return owner.kind === 'job' && owner.job.uid === fresh.uid;
   });
   const outage = input.outage ?? assessOutage(input.stuck, input.policy.limits.outage);
   const judgement = judge({ ...input, stuck, outage, ownerOf: () => ({ kind: 'job', job: fresh }) });
-  return judgement.decisions[0] ?? { ...previous, plan: 'skip', mechanism: undefined, detail: 'no longer stuck' };
+  return judgement.decisions[0] ?? { ...previous, plan: 'skip', mechanism: undefined, failJobCondition: undefined, detail: 'no longer stuck' };
 }

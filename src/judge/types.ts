@@ -14,7 +14,7 @@ export type FailMechanism = 'podFailurePolicy' | 'activeDeadlineSeconds';
 export interface Decision
   extends Pick<
     StuckContainer,
-    'namespace' | 'pod' | 'podUid' | 'container' | 'containerKind' | 'image' | 'reason' | 'message' | 'pullClass' | 'stuckSince'
+    'namespace' | 'pod' | 'podUid' | 'podResourceVersion' | 'container' | 'containerKind' | 'image' | 'reason' | 'message' | 'pullClass' | 'stuckSince'
   > {
   job: string | undefined;
   cronJob: string | undefined;
@@ -30,6 +30,8 @@ export interface Decision
   /** Why, in a few words an operator can act on. */
   detail: string;
   mechanism: FailMechanism | undefined;
+  /** The pod condition type to add, on the podFailurePolicy path. */
+  failJobCondition: string | undefined;
   warnings: string[];
   /** The Job as judged; undefined for pods not owned by a Job. */
   jobView: JobView | undefined;

@@ -40,15 +40,21 @@ export interface KubeGateway {
   /** Pods of one namespace as Table rows, without the objects: a few dozen bytes per pod. */
   listPodRows(opts: { namespace: string; fieldSelector: string; limit: number; continueToken?: string }): Promise<Page<PodRow>>;
   readPod(namespace: string, name: string): Promise<V1Pod>;
-  listJobs(opts: { namespace: string; limit: number; continueToken?: string }): Promise<Page<V1Job>>;
+  /** Pods of one namespace matching a label selector, in full (a pending Job's pods). */
+  listPods(opts: { namespace: string; labelSelector: string; limit: number; continueToken?: string }): Promise<Page<V1Pod>>;
+  /** Without a namespace: every namespace. */
+  listJobs(opts: { namespace?: string; labelSelector?: string; limit: number; continueToken?: string }): Promise<Page<V1Job>>;
   readJob(namespace: string, name: string): Promise<V1Job>;
   readNamespace(name: string): Promise<V1Namespace>;
   readConfigMap(namespace: string, name: string): Promise<V1ConfigMap>;
   /** JSON merge patch (RFC 7386). */
   mergePatchJob(namespace: string, name: string, patch: object): Promise<V1Job>;
+  /** JSON patch (RFC 6902), e.g. with a `test` operation as a precondition. */
+  jsonPatchJob(namespace: string, name: string, operations: object[]): Promise<V1Job>;
   /** Strategic merge patch of the status subresource: conditions merge by type. */
   patchPodStatus(namespace: string, name: string, patch: object): Promise<V1Pod>;
-  deletePod(namespace: string, name: string, uid: string): Promise<void>;
+  /** Deletes only that pod (uid) as it was seen (resourceVersion, when given). */
+  deletePod(namespace: string, name: string, uid: string, resourceVersion?: string): Promise<void>;
   createEvent(namespace: string, event: EventsV1Event): Promise<void>;
   /** The CronJob owning failed Jobs (cronJobs.suspendAfter). */
   readCronJob(namespace: string, name: string): Promise<V1CronJob>;
@@ -80,6 +86,7 @@ export function createGateway(kubeConfig: KubeConfig, options: { timeoutMs?: num
   const plain = requestOptions(timeoutMs, raw.middleware);
   const mergePatch = requestOptions(timeoutMs, raw.middleware, PatchStrategy.MergePatch);
   const strategicMergePatch = requestOptions(timeoutMs, raw.middleware, PatchStrategy.StrategicMergePatch);
+  const jsonPatch = requestOptions(timeoutMs, raw.middleware, PatchStrategy.JsonPatch);
   const core = kubeConfig.makeApiClient(CoreV1Api);
   const batch = kubeConfig.makeApiClient(BatchV1Api);
   const events = kubeConfig.makeApiClient(EventsV1Api);
@@ -99,21 +106,23 @@ export function createGateway(kubeConfig: KubeConfig, options: { timeoutMs?: num
       return { items, continueToken: table.metadata?.continue || undefined };
     },
     readPod: async (namespace, name) => (await raw.getJson(`/api/v1/namespaces/${path(namespace)}/pods/${path(name)}`, {})) as V1Pod,
-    async listJobs({ namespace, limit, continueToken }) {
-      const list = (await raw.getJson(`/apis/batch/v1/namespaces/${path(namespace)}/jobs`, { limit, continue: continueToken })) as {
-        items?: V1Job[];
-        metadata?: { continue?: string };
-      };
-      return { items: list.items ?? [], continueToken: list.metadata?.continue || undefined };
+    async listPods({ namespace, labelSelector, limit, continueToken }) {
+      const query = { labelSelector, limit, continue: continueToken };
+      return asPage<V1Pod>(await raw.getJson(`/api/v1/namespaces/${path(namespace)}/pods`, query));
+    },
+    async listJobs({ namespace, labelSelector, limit, continueToken }) {
+      const where = namespace === undefined ? '/apis/batch/v1/jobs' : `/apis/batch/v1/namespaces/${path(namespace)}/jobs`;
+      return asPage<V1Job>(await raw.getJson(where, { labelSelector, limit, continue: continueToken }));
     },
     readJob: async (namespace, name) => (await raw.getJson(`/apis/batch/v1/namespaces/${path(namespace)}/jobs/${path(name)}`, {})) as V1Job,
     readNamespace: (name) => core.readNamespace({ name }, plain),
     readConfigMap: (namespace, name) => core.readNamespacedConfigMap({ namespace, name }, plain),
     mergePatchJob: (namespace, name, body) => batch.patchNamespacedJob({ namespace, name, body }, mergePatch),
+    jsonPatchJob: (namespace, name, body) => batch.patchNamespacedJob({ namespace, name, body }, jsonPatch),
     patchPodStatus: (namespace, name, body) =>
       core.patchNamespacedPodStatus({ namespace, name, body }, strategicMergePatch),
-    async deletePod(namespace, name, uid) {
-      await core.deleteNamespacedPod({ namespace, name, body: { preconditions: { uid } } }, plain);
+    async deletePod(namespace, name, uid, resourceVersion) {
+      await core.deleteNamespacedPod({ namespace, name, body: { preconditions: { uid, resourceVersion } } }, plain);
     },
     async createEvent(namespace, body) {
       await events.createNamespacedEvent({ namespace, body }, plain);
@@ -130,6 +139,11 @@ interface Table {
   columnDefinitions?: { name: string }[];
   rows: { cells: unknown[] }[];
   metadata?: { continue?: string };
+}
+
+function asPage<T>(body: unknown): Page<T> {
+  const list = body as { items?: T[] | null; metadata?: { continue?: string } } | undefined;
+  return { items: list?.items ?? [], continueToken: list?.metadata?.continue || undefined };
 }
 
 function asTable(body: unknown, what: string): Table {

@@ -67,7 +67,9 @@ const FAILED = Symbol('failed');
 /**
  * The plain gateway with retries. Reads are repeated as they are. Writes are repeated because
  * each is made idempotent:
- * - `mergePatchJob` without a resourceVersion and `patchPodStatus` give the same result twice;
+ * - `mergePatchJob` without a resourceVersion gives the same result twice; `patchPodStatus` and
+ *   `jsonPatchJob` carry preconditions, so a repeat after a lost answer fails and the caller
+ *   re-reads the object to learn whether the first attempt landed;
  * - `mergePatchJob` with a resourceVersion (a claim) that conflicts after a retry reads the Job:
  *   if it carries every annotation the patch sets, the first attempt landed;
  * - `createEvent` sends the same object (same name) every attempt, so a 409 after a retry is done;
@@ -82,7 +84,8 @@ export function withRetries(plain: KubeGateway, options: Partial<RetryPolicy> = 
     listNamespaceNames: (opts) => retry('listNamespaceNames', () => plain.listNamespaceNames(opts)),
     listPodRows: (opts) => retry(`listPodRows ${opts.namespace}`, () => plain.listPodRows(opts)),
     readPod: (namespace, name) => retry(`readPod ${namespace}/${name}`, () => plain.readPod(namespace, name)),
-    listJobs: (opts) => retry(`listJobs ${opts.namespace}`, () => plain.listJobs(opts)),
+    listPods: (opts) => retry(`listPods ${opts.namespace}`, () => plain.listPods(opts)),
+    listJobs: (opts) => retry(`listJobs ${opts.namespace ?? '*'}`, () => plain.listJobs(opts)),
     readJob: (namespace, name) => retry(`readJob ${namespace}/${name}`, () => plain.readJob(namespace, name)),
     readNamespace: (name) => retry(`readNamespace ${name}`, () => plain.readNamespace(name)),
     readConfigMap: (namespace, name) => retry(`readConfigMap ${namespace}/${name}`, () => plain.readConfigMap(namespace, name)),
@@ -94,8 +97,11 @@ export function withRetries(plain: KubeGateway, options: Partial<RetryPolicy> = 
         const current = await plain.readJob(namespace, name).catch(() => undefined);
         return current && carriesAnnotations(current, patch) ? current : FAILED;
       }),
-    deletePod: (namespace, name, uid) =>
-      retry(`deletePod ${namespace}/${name}`, () => plain.deletePod(namespace, name, uid), async (error) =>
+    // A test operation that fails after a retry is left to the caller, which re-reads the Job.
+    jsonPatchJob: (namespace, name, operations) =>
+      retry(`jsonPatchJob ${namespace}/${name}`, () => plain.jsonPatchJob(namespace, name, operations)),
+    deletePod: (namespace, name, uid, resourceVersion) =>
+      retry(`deletePod ${namespace}/${name}`, () => plain.deletePod(namespace, name, uid, resourceVersion), async (error) =>
         describeApiError(error).status === 404 ? undefined : FAILED,
       ),
     createEvent: (namespace, event) =>

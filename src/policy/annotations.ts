@@ -18,6 +18,13 @@ export const ANNOTATIONS = {
   cronFailedJobs: `${ANNOTATION_PREFIX}failed-jobs`,
   cronLastSuccess: `${ANNOTATION_PREFIX}last-success-seen`,
   cronCountedAt: `${ANNOTATION_PREFIX}counted-at`,
+  /** The claim id of the sweep that failed the Job: unique per sweep, names its Event. */
+  claim: `${ANNOTATION_PREFIX}claim`,
+} as const;
+
+export const LABELS = {
+  /** "true" from the claim until the sweeper has seen the Job finish: found by a label selector on every sweep. */
+  pending: `${ANNOTATION_PREFIX}pending`,
 } as const;
 
 /**

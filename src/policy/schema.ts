@@ -29,7 +29,9 @@ export const DEFAULT_LIMITS: Limits = {
   maxJobsPerSweep: 100,
   maxJobsPerNamespace: 20,
   outage: { minStuckPods: 20, minImages: 5, transientFraction: 0.6, authFraction: 0.6 },
+  confirmWithinSeconds: 300,
 };
+export const DEFAULT_CONFIRM_WITHIN_TEXT = '5m';
 
 export const DEFAULT_CRONJOBS: CronJobsPolicy = { suspendAfter: 0 };
 
@@ -305,6 +307,10 @@ export const policyFileSchema = z
         maxJobsPerSweep: positiveInt('Most Jobs acted on in one sweep; the rest wait, oldest stuck first.', DEFAULT_LIMITS.maxJobsPerSweep).optional(),
         maxJobsPerNamespace: positiveInt('Most Jobs acted on per namespace in one sweep.', DEFAULT_LIMITS.maxJobsPerNamespace).optional(),
         outage: outageSchema.optional(),
+        confirmWithin: duration(
+          'A Job failed by the sweeper but not Failed this long after is failed again (by its deadline).',
+          DEFAULT_CONFIRM_WITHIN_TEXT,
+        ).optional(),
       })
       .meta({ description: 'Bounds on the blast radius of one sweep.' })
       .optional(),
@@ -368,6 +374,7 @@ export function toPolicy(file: PolicyFile): Policy {
         transientFraction: file.limits?.outage?.transientFraction ?? DEFAULT_LIMITS.outage.transientFraction,
         authFraction: file.limits?.outage?.authFraction ?? DEFAULT_LIMITS.outage.authFraction,
       },
+      confirmWithinSeconds: seconds(file.limits?.confirmWithin ?? DEFAULT_CONFIRM_WITHIN_TEXT),
     },
     cronJobs: { suspendAfter: file.cronJobs?.suspendAfter ?? DEFAULT_CRONJOBS.suspendAfter },
   };

@@ -33,6 +33,8 @@ export interface Limits {
   maxJobsPerSweep: number;
   maxJobsPerNamespace: number;
   outage: { minStuckPods: number; minImages: number; transientFraction: number; authFraction: number };
+  /** A Job failed by the sweeper but not finished this long after `failed-at` is failed again. */
+  confirmWithinSeconds: number;
 }
 
 export interface CronJobsPolicy {

@@ -113,6 +113,8 @@ export interface SweepSummary {
   byClass: Record<PullClass, number>;
   byNamespace: Record<string, Partial<Record<Outcome, number>>>;
   deferred: number;
+  /** Jobs failed by the sweeper (now or earlier) that the Job controller has not yet marked Failed. */
+  awaitingFailed: number;
   /** Actions (or lookups) that failed; any makes the exit status 1. */
   actionErrors: number;
   /** CronJobs by outcome (suspended, counted...; would-suspend, would-count in a dry run). */
@@ -133,6 +135,8 @@ export interface SummaryInput {
   outage: OutageAssessment;
   results: readonly ActResult[];
   cronJobs?: readonly CronJobResult[];
+  /** Pending Jobs seen by this sweep (failed earlier, not finished). */
+  awaitingFailed?: number;
 }
 
 export function summarize(input: SummaryInput): SweepSummary {
@@ -166,6 +170,8 @@ export function summarize(input: SummaryInput): SweepSummary {
     byClass,
     byNamespace,
     deferred: outcomes.deferred ?? 0,
+    // Failed now (the Job controller acts a moment later), plus those failed earlier and not finished.
+    awaitingFailed: (outcomes.failed ?? 0) + (input.awaitingFailed ?? 0),
     actionErrors,
     cronJobs,
     outage: input.outage,

@@ -113,9 +113,10 @@ function renderSummary(s: SweepSummary): string {
   return [
     `${s.dryRun ? 'Dry run' : 'Sweep'} ${s.sweepId}: ${s.decisions} decision(s)${counts ? ` (${counts})` : ''} ` +
       `in ${s.durationMs} ms; ${s.podsScanned} pending pod(s) scanned in ${namespaces}; policy ${s.policy}.`,
-    ...(s.deferred > 0 ? [`${s.deferred} Job(s) deferred to the next sweep by limits.`] : []),
+    ...(s.deferred > 0 ? [`${s.deferred} Job(s) deferred to the next sweep by limits or a stop.`] : []),
     ...(s.cronJobs?.suspended ? [`${s.cronJobs.suspended} CronJob(s) suspended.`] : []),
     ...(s.cronJobs?.['would-suspend'] ? [`${s.cronJobs['would-suspend']} CronJob(s) would be suspended.`] : []),
+    ...(s.awaitingFailed > 0 ? [`${s.awaitingFailed} Job(s) failed by the sweeper, not yet Failed by the Job controller.`] : []),
     ...(s.outage.tripped
       ? s.outage.trips.map((t) => `Outage breaker tripped for ${describeTrip(t)}: those Jobs are reported, not failed.`)
       : []),

@@ -44,13 +44,13 @@ const PFP_SPEC = {
  * only code that talks to the API); the policy ConfigMap `get` is a namespaced Role.
  */
 const CLUSTER_ROLE_GRANTS = [
-  'pods list', //         listPodRows: Pending pods of each namespace, STATUS column only
-  'pods get', //          readPod: the full pod, for each pod whose STATUS may mean stuck
+  'pods list', //         listPodRows: Pending pods of each namespace, STATUS column only; listPods: a retried Job's pods
+  'pods get', //          readPod: the full pod, for each pod whose STATUS may mean stuck; a re-read after a failed precondition
   'pods delete', //       deletePod: podFailurePolicy mechanism, after the condition is set
   'pods/status patch', // patchPodStatus: the podFailurePolicy condition (e.g. ImagePullStuck)
   'batch/jobs get', //    readJob: the owner of a stuck pod; `policy explain --job`
-  'batch/jobs list', //   listJobs: many stuck pods in one namespace
-  'batch/jobs patch', //  mergePatchJob: annotations, spec.activeDeadlineSeconds
+  'batch/jobs list', //   listJobs: many stuck pods in one namespace; pending Jobs by label
+  'batch/jobs patch', //  mergePatchJob: claim annotations + pending label, spec.activeDeadlineSeconds; jsonPatchJob: release
   'batch/cronjobs get', //   readCronJob: the owner of failed Jobs (cronJobs.suspendAfter)
   'batch/cronjobs patch', // mergePatchCronJob: the run count annotations, spec.suspend
   'namespaces get', //    readNamespace: labels for namespaceSelector rules; `policy explain`

@@ -413,6 +413,7 @@ describe('sweep under real API failures and races', () => {
       concurrency: 2,
       now: input.now,
       instance: 'e2e',
+      claim: 'e2e-claim',
       rejudge: (d, fresh) => {
         rejudged += 1;
         return rejudgeJob(input, d, fresh);

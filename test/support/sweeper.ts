@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { BatchV1Api, CoreV1Api, EventsV1Api, type EventsV1Event, type KubeConfig, type V1CronJob, type V1Job } from '@kubernetes/client-node';
 import { exitStatusOf } from '../../src/cli/exit.ts';
-import { createGateway } from '../../src/kube/gateway.ts';
+import { createGateway, type KubeGateway } from '../../src/kube/gateway.ts';
 import { withRetries } from '../../src/kube/retrying.ts';
 import type { PolicyLocation } from '../../src/policy/load.ts';
 import type { AuditLine, SweepSummary } from '../../src/report/audit.ts';
@@ -39,13 +39,15 @@ export function policyFile(yaml: string): PolicyLocation {
 export async function runSweep(
   kc: KubeConfig,
   options: { namespaces: string[]; policy: PolicyLocation; dryRun?: boolean; pageSize?: number },
+  /** Instead of the plain gateway (e.g. one that injects faults); retries are added around it. */
+  plainGateway?: KubeGateway,
 ): Promise<SweepRun> {
   const stream = new PassThrough();
   const chunks: string[] = [];
   stream.on('data', (c: Buffer) => chunks.push(c.toString()));
   const logger = createLogger({ format: 'json', stream });
   const result = await sweep(
-    { gateway: withRetries(createGateway(kc)), clock: () => new Date(), logger },
+    { gateway: withRetries(plainGateway ?? createGateway(kc), plainGateway ? { sleep: async () => undefined } : {}), clock: () => new Date(), logger },
     { dryRun: options.dryRun ?? false, namespaces: options.namespaces, policy: options.policy, instance: 'e2e', pageSize: options.pageSize },
   );
   await new Promise((r) => setImmediate(r));

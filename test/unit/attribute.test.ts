@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { V1Job } from '@kubernetes/client-node';
-import { failJobConditionType, jobOwner, toJobView } from '../../src/attribute/job-view.ts';
+import { jobOwner, toJobView } from '../../src/attribute/job-view.ts';
 
 function v1job(over: Partial<V1Job> = {}): V1Job {
   return {
@@ -52,42 +52,6 @@ describe('toJobView', () => {
     assert.equal(v.suspended, true);
     assert.equal(v.managedBy, 'example.com/other');
     assert.equal(v.cronJob, 'nightly');
-  });
-});
-
-describe('failJobConditionType', () => {
-  it('finds the FailJob rule on a pod condition', () => {
-    assert.equal(
-      failJobConditionType({
-        rules: [
-          { action: 'FailJob', onExitCodes: { operator: 'In', values: [42] } },
-          { action: 'FailJob', onPodConditions: [{ type: 'ImagePullStuck', status: 'True' }] },
-        ],
-      }),
-      'ImagePullStuck',
-    );
-  });
-
-  it('defaults the pattern status to True', () => {
-    assert.equal(failJobConditionType({ rules: [{ action: 'FailJob', onPodConditions: [{ type: 'X' } as never] }] }), 'X');
-  });
-
-  it('does not use a type an earlier rule claims with another action', () => {
-    assert.equal(
-      failJobConditionType({
-        rules: [
-          { action: 'Ignore', onPodConditions: [{ type: 'ImagePullStuck', status: 'True' }] },
-          { action: 'FailJob', onPodConditions: [{ type: 'ImagePullStuck', status: 'True' }] },
-        ],
-      }),
-      undefined,
-    );
-  });
-
-  it('ignores patterns on status False and policies without FailJob', () => {
-    assert.equal(failJobConditionType({ rules: [{ action: 'FailJob', onPodConditions: [{ type: 'X', status: 'False' }] }] }), undefined);
-    assert.equal(failJobConditionType({ rules: [{ action: 'Count', onPodConditions: [{ type: 'X', status: 'True' }] }] }), undefined);
-    assert.equal(failJobConditionType(undefined), undefined);
   });
 });
 

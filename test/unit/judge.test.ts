@@ -262,9 +262,22 @@ rules:
 
 describe('judge: fail mechanism', () => {
   it('uses the pod failure policy when the Job has a FailJob rule on a pod condition', () => {
-    const j = job('pfp', { failJobConditionType: 'ImagePullStuck' });
+    const j = job('pfp', { podFailureRules: [{ action: 'FailJob', onPodConditions: [{ type: 'ImagePullStuck', status: 'True' }] }] });
     const d = only(run([stuckIn(j)], [j]).plan.decisions);
     assert.equal(d.mechanism, 'podFailurePolicy');
+    assert.equal(d.failJobCondition, 'ImagePullStuck');
+  });
+
+  it('uses the deadline, and says why, when an earlier rule would swallow the deleted pod', () => {
+    const j = job('shadowed', {
+      podFailureRules: [
+        { action: 'Ignore', onExitCodes: { operator: 'In', values: [137] } },
+        { action: 'FailJob', onPodConditions: [{ type: 'ImagePullStuck', status: 'True' }] },
+      ],
+    });
+    const d = only(run([stuckIn(j)], [j]).plan.decisions);
+    assert.equal(d.mechanism, 'activeDeadlineSeconds');
+    assert.match(d.detail, /rule 1 \(Ignore on exit code In \[137\]\) would match the deleted pod before rule 2/);
   });
 });
 

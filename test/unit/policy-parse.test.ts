@@ -44,6 +44,7 @@ const BUILTIN_LIMITS: Policy['limits'] = {
   maxJobsPerSweep: 100,
   maxJobsPerNamespace: 20,
   outage: { minStuckPods: 20, minImages: 5, transientFraction: 0.6, authFraction: 0.6 },
+  confirmWithinSeconds: 300,
 };
 
 function valid(text: string): Policy {
@@ -125,7 +126,9 @@ describe('parsePolicyYaml: valid policies', () => {
       maxJobsPerSweep: 7,
       maxJobsPerNamespace: 20,
       outage: { minStuckPods: 20, minImages: 2, transientFraction: 0.6, authFraction: 0.6 },
+      confirmWithinSeconds: 300,
     });
+    assert.equal(valid('limits:\n  confirmWithin: 90s\n').limits.confirmWithinSeconds, 90);
   });
 
   it('keeps rule fields unset when the file leaves them out', () => {

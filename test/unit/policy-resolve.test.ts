@@ -263,6 +263,7 @@ describe('annotations', () => {
         cronFailedJobs: 'imagepull-sweeper/failed-jobs',
         cronLastSuccess: 'imagepull-sweeper/last-success-seen',
         cronCountedAt: 'imagepull-sweeper/counted-at',
+        claim: 'imagepull-sweeper/claim',
       },
     );
   });

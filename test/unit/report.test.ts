@@ -124,7 +124,7 @@ describe('a dry run says "would"', () => {
     const fail = decisionFor('a');
     const report = { ...decisionFor('b'), plan: 'report' as const, action: 'report' as const };
     const skip = { ...decisionFor('c'), plan: 'skip' as const };
-    const results = await act(noWrites, [fail, report, skip], { dryRun: true, concurrency: 2, now: NOW, instance: 'h', rejudge: (d) => d });
+    const results = await act(noWrites, [fail, report, skip], { dryRun: true, concurrency: 2, now: NOW, instance: 'h', claim: 'c', rejudge: (d) => d });
     assert.deepEqual(results.map((r) => [r.outcome, r.error]), [['would-fail', undefined], ['would-report', undefined], ['skipped', undefined]]);
   });
 
