@@ -183,7 +183,16 @@ async function failJob(gateway: KubeGateway, d: Decision, options: ActOptions): 
     }
   }
   const claimed = { ...job, annotations: { ...job.annotations, ...annotations } };
-  return ensureEvent(gateway, failedJobEvent(claimed, reporter(options), { name: d.pod, uid: d.podUid }));
+  const eventError = await ensureEvent(gateway, failedJobEvent(claimed, reporter(options), { name: d.pod, uid: d.podUid }));
+  // The deadline path is complete once its Event is out: its stuck pods stay until the Job
+  // controller ends the Job, so they would lead a later sweep to it. The pod path keeps the
+  // label until a sweep sees the Job finished (its pod may be gone or terminating for minutes).
+  if (!viaPod && eventError === undefined) await dropPendingLabel(gateway, job).catch(() => undefined);
+  return eventError;
+}
+
+function dropPendingLabel(gateway: KubeGateway, job: JobView): Promise<unknown> {
+  return gateway.mergePatchJob(job.namespace, job.name, { metadata: { labels: { [LABELS.pending]: null } } });
 }
 
 /** The claim patch. When its answer is lost and the retries fail, a read tells whether it landed. */
@@ -302,7 +311,7 @@ export async function settleFinished(gateway: KubeGateway, jobs: readonly JobVie
       }
     }
     try {
-      await gateway.mergePatchJob(job.namespace, job.name, { metadata: { labels: { [LABELS.pending]: null } } });
+      await dropPendingLabel(gateway, job);
       return { job, eventWritten, error: undefined };
     } catch (error) {
       return { job, eventWritten, error: `its ${LABELS.pending} label could not be removed: ${describeApiError(error).message}` };

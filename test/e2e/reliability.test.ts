@@ -119,24 +119,30 @@ describe('crash safety', () => {
   it('kill -9 at many points of a batch of 200 (half podFailurePolicy): one more sweep fails every Job exactly once, with one Event', TIMEOUT, async () => {
     const ns = await env.namespace('kill9');
     const names = await stuckJobs(ns, 200, 2);
-    // Kill points: after the n-th Job this process failed, at once or a few ms later (mid-sequence).
+    // Kill points: once this process has audited `after` Jobs failed, at once or a few ms later
+    // (mid write sequence). Output comes in bursts, so each run fails at least that many.
     const killPoints: { after: number; delayMs: number }[] = [
       { after: 0, delayMs: 0 },
+      { after: 1, delayMs: 0 },
+      { after: 1, delayMs: 9 },
       { after: 3, delayMs: 0 },
-      { after: 9, delayMs: 7 },
-      { after: 17, delayMs: 0 },
-      { after: 26, delayMs: 3 },
-      { after: 31, delayMs: 11 },
-      { after: 40, delayMs: 0 },
-      { after: 12, delayMs: 5 },
-      { after: 22, delayMs: 1 },
+      { after: 2, delayMs: 30 },
+      { after: 5, delayMs: 4 },
+      { after: 1, delayMs: 60 },
+      { after: 8, delayMs: 0 },
+      { after: 4, delayMs: 17 },
+      { after: 2, delayMs: 2 },
+      { after: 6, delayMs: 45 },
+      { after: 3, delayMs: 120 },
     ];
     const runs: CliRun[] = [];
     for (const point of killPoints) {
-      const run = await sweepProcess(ns, (failed) => (failed >= point.after && (point.after > 0 || failed === 0) ? 'SIGKILL' : undefined), point.delayMs);
+      const run = await sweepProcess(ns, (failed) => (failed >= point.after ? 'SIGKILL' : undefined), point.delayMs);
       runs.push(run);
+      if (run.signal !== 'SIGKILL') break; // nothing left to fail before the kill point
     }
     const killed = runs.filter((r) => r.signal === 'SIGKILL').length;
+    assert.ok(killed >= 8, `at least 8 runs killed mid-batch, got ${killed}`);
     const failedBeforeFinal = [...failedLinesPerJob(runs).values()].reduce((a, b) => a + b, 0);
 
     await new Promise((r) => setTimeout(r, CONFIRM_WITHIN_S * 1000 + 500));
@@ -148,8 +154,8 @@ describe('crash safety', () => {
     const twice = [...perJob.entries()].filter(([, n]) => n > 1);
     const retried = final.lines.filter((l) => l.outcome === 'retried').length;
     console.log(
-      `[kill -9] ${names.length} Jobs (100 podFailurePolicy), ${killPoints.length} kill points (${killed} killed mid-run, ` +
-        `${failedBeforeFinal} Jobs audited failed before the final sweep), final sweep: ${final.lines.filter((l) => l.outcome === 'failed').length} failed, ` +
+      `[kill -9] ${names.length} Jobs (100 podFailurePolicy), ${killed} runs killed with SIGKILL mid-batch, ` +
+        `${failedBeforeFinal} Jobs audited failed before the final sweep; final sweep: ${final.lines.filter((l) => l.outcome === 'failed').length} failed, ` +
         `${retried} retried; Events missing ${missing}, duplicates ${duplicates}, Jobs failed twice ${twice.length}`,
     );
     assert.equal(missing, 0);
