@@ -215,12 +215,17 @@ describe('the admission guard', () => {
       (error: unknown) => error instanceof ApiException && error.code >= 400,
     );
 
-    // What the sweeper does is allowed: its annotations, the deadline, and releasing its claim.
-    await patch({ metadata: { annotations: { 'imagepull-sweeper/failed-at': '2026-11-30T00:00:00Z' } }, spec: { activeDeadlineSeconds: 1 } })();
-    await patch({ metadata: { annotations: { 'imagepull-sweeper/failed-at': null } } })();
+    await assertGuardDenies('removing another label', rule, patch({ metadata: { labels: { team: null } } }));
+    // What the sweeper does is allowed: its annotations and pending label, the deadline, and
+    // releasing its claim.
+    await patch({
+      metadata: { annotations: { 'imagepull-sweeper/failed-at': '2026-11-30T00:00:00Z' }, labels: { 'imagepull-sweeper/pending': 'true' } },
+      spec: { activeDeadlineSeconds: 1 },
+    })();
+    await patch({ metadata: { annotations: { 'imagepull-sweeper/failed-at': null }, labels: { 'imagepull-sweeper/pending': null } } })();
     const job = await batch.readNamespacedJob({ namespace: ns, name: 'held' });
     assert.equal(job.spec?.template.spec?.containers[0]?.image, 'registry.invalid/app:1');
-    assert.deepEqual(job.metadata?.labels?.team, 'a');
+    assert.deepEqual(job.metadata?.labels, { team: 'a' });
     assert.deepEqual(job.metadata?.annotations, { 'owner/note': 'keep', 'imagepull-sweeper/grace': '1m' });
     assert.equal(job.spec?.parallelism, 1);
 

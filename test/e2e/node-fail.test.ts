@@ -126,11 +126,11 @@ describe('failing Jobs on the real node', () => {
   });
 
   // SPEC "How a Job is failed" (2026-11-30): with an earlier rule that matches the pod the kubelet
-  // leaves behind (exit code 137 → Ignore), the condition path cannot end the Job. Issue 8 makes
-  // the sweeper choose the deadline path then; until it lands this is a known failure.
+  // leaves behind (exit code 137 → Ignore), the condition path cannot end the Job, so the sweeper
+  // uses the deadline.
   it(
     'podFailurePolicy with an earlier onExitCodes In [137] Ignore rule: the Job still ends Failed',
-    { ...TIMEOUT, todo: 'issue 8: the sweeper still picks the podFailurePolicy path although an earlier Ignore rule on exit code 137 wins' },
+    TIMEOUT,
     async () => {
       const ns = await env.namespace('node-pfp-ignore');
       const core = env.kc.makeApiClient(CoreV1Api);
@@ -150,9 +150,12 @@ describe('failing Jobs on the real node', () => {
       await pastGrace();
       const run = await runSweep(env.kc, { namespaces: [ns], policy: FAST });
       assert.equal(run.lines[0]!.outcome, 'failed');
+      assert.equal(run.lines[0]!.mechanism, 'activeDeadlineSeconds');
+      assert.match(run.lines[0]!.detail, /rule 1 \(Ignore on exit code In \[137\]\) would match the deleted pod/);
       // A working mechanism ends the Job within seconds (the other paths take about 2 s).
       const job = await waitForJobFailed(env.kc, ns, 'ignores-137', 30_000);
-      assert.ok(trueCondition(job, 'Failed'));
+      assert.equal(trueCondition(job, 'Failed')?.reason, 'DeadlineExceeded');
+      assert.equal((await sweeperEvents(env.kc, ns)).filter((e) => e.action === 'FailJob').length, 1);
     },
   );
 
