@@ -80,7 +80,9 @@ export function withRetries(plain: KubeGateway, options: Partial<RetryPolicy> = 
   const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...options };
   const retry = <T>(request: string, call: () => Promise<T>, settle?: (e: unknown, retried: boolean) => Promise<T | typeof FAILED>) =>
     retrying(policy, request, call, settle);
-  return {
+  // Settling a conditional write reads the object back through these retries too: a lost read
+  // must not turn a write that landed into a conflict.
+  const gateway: KubeGateway = {
     listNamespaceNames: (opts) => retry('listNamespaceNames', () => plain.listNamespaceNames(opts)),
     listPodRows: (opts) => retry(`listPodRows ${opts.namespace}`, () => plain.listPodRows(opts)),
     readPod: (namespace, name) => retry(`readPod ${namespace}/${name}`, () => plain.readPod(namespace, name)),
@@ -94,7 +96,7 @@ export function withRetries(plain: KubeGateway, options: Partial<RetryPolicy> = 
     mergePatchJob: (namespace, name, patch) =>
       retry(`mergePatchJob ${namespace}/${name}`, () => plain.mergePatchJob(namespace, name, patch), async (error, retried) => {
         if (!retried || !isConditional(patch) || describeApiError(error).status !== 409) return FAILED;
-        const current = await plain.readJob(namespace, name).catch(() => undefined);
+        const current = await gateway.readJob(namespace, name).catch(() => undefined);
         return current && carriesAnnotations(current, patch) ? current : FAILED;
       }),
     // A test operation that fails after a retry is left to the caller, which re-reads the Job.
@@ -112,10 +114,11 @@ export function withRetries(plain: KubeGateway, options: Partial<RetryPolicy> = 
     mergePatchCronJob: (namespace, name, patch) =>
       retry(`mergePatchCronJob ${namespace}/${name}`, () => plain.mergePatchCronJob(namespace, name, patch), async (error, retried) => {
         if (!retried || !isConditional(patch) || describeApiError(error).status !== 409) return FAILED;
-        const current = await plain.readCronJob(namespace, name).catch(() => undefined);
+        const current = await gateway.readCronJob(namespace, name).catch(() => undefined);
         return current && carriesAnnotations(current, patch) ? current : FAILED;
       }),
   };
+  return gateway;
 }
 
 interface AnnotationPatch {

@@ -74,6 +74,13 @@ describe('the retrying gateway', () => {
     assert.equal(firstTry.calls.readJob, undefined, 'a conflict on the first attempt is a race lost, not checked');
   });
 
+  it('reads a conflicting claim back with retries: a dropped read does not turn a landed claim into a conflict', async () => {
+    const claim = { metadata: { resourceVersion: '7', annotations: { 'imagepull-sweeper/claim': 'c1' } } };
+    const flaky = scripted({ mergePatchJob: [dropped(), status(409)], readJob: [dropped(), status(503), job({ 'imagepull-sweeper/claim': 'c1' })] });
+    await retrying(flaky.gateway).mergePatchJob('ns', 'j', claim);
+    assert.equal(flaky.calls.readJob, 3);
+  });
+
   it('counts an Event create answered 409 after a retry as done, not on the first attempt', async () => {
     await retrying(scripted({ createEvent: [dropped(), status(409)] }).gateway).createEvent('ns', event);
     await assert.rejects(retrying(scripted({ createEvent: [status(409)] }).gateway).createEvent('ns', event));
