@@ -13,7 +13,7 @@ import type { KubeGateway } from './kube/gateway.ts';
 import { mapBounded } from './concurrency.ts';
 import type { JobView, StuckContainer } from './model.ts';
 import { observeStuckContainers } from './observe/pods.ts';
-import { forEachPage } from './kube/paging.ts';
+import { listFromStart } from './kube/paging.ts';
 import { LABELS } from './policy/annotations.ts';
 import { SYSTEM_NAMESPACES } from './policy/defaults.ts';
 import { loadPolicy, type LoadedPolicy, type PolicyLocation } from './policy/load.ts';
@@ -97,6 +97,7 @@ export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<Swe
   const attribution = await attributeToJobs(gateway, observation.stuck, {
     concurrency: CONCURRENT_READS,
     listThreshold: LIST_JOBS_THRESHOLD,
+    onRestart: (ns, n) => logger.warn('Job list continue token expired; listing again from the start', { sweepId, namespace: ns, restart: n }),
   });
   for (const e of attribution.errors) logger.error('could not read Job', { sweepId, namespace: e.namespace, job: e.job, error: e.message });
 
@@ -114,7 +115,9 @@ export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<Swe
 
   let labelled: JobView[] = [];
   try {
-    labelled = await listPendingJobs(gateway, options.namespaces);
+    labelled = await listPendingJobs(gateway, options.namespaces, (ns, n) =>
+      logger.warn('pending Job list continue token expired; listing again from the start', { sweepId, namespace: ns ?? '*', restart: n }),
+    );
   } catch (error) {
     logger.error(`could not list the Jobs labelled ${LABELS.pending}; they are checked on the next sweep`, { sweepId, error: describeApiError(error).message });
   }
@@ -210,13 +213,20 @@ function unreachable(logger: winston.Logger, sweepId: string, what: string, fail
 }
 
 /** Jobs the sweeper claimed and has not yet seen finish, found by their label on the server. */
-async function listPendingJobs(gateway: KubeGateway, namespaces: readonly string[]): Promise<JobView[]> {
+async function listPendingJobs(
+  gateway: KubeGateway,
+  namespaces: readonly string[],
+  onRestart: (namespace: string | undefined, restart: number) => void,
+): Promise<JobView[]> {
   const scopes: (string | undefined)[] = namespaces.length > 0 ? [...new Set(namespaces)] : [undefined];
   const jobs: JobView[] = [];
   for (const namespace of scopes) {
     const listPage = (continueToken: string | undefined) =>
       gateway.listJobs({ namespace, labelSelector: `${LABELS.pending}=true`, limit: 500, continueToken });
-    await forEachPage(listPage, (page) => jobs.push(...page.map(toJobView)));
+    const views = await listFromStart(listPage, (): JobView[] => [], (acc, page) => acc.push(...page.map(toJobView)), {
+      onRestart: (restart) => onRestart(namespace, restart),
+    });
+    jobs.push(...views);
   }
   return jobs;
 }

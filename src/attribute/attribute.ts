@@ -3,13 +3,15 @@ import type { PodOwner } from '../judge/types.ts';
 import type { JobView, StuckContainer } from '../model.ts';
 import { describeApiError } from '../kube/errors.ts';
 import type { KubeGateway } from '../kube/gateway.ts';
-import { forEachPage } from '../kube/paging.ts';
+import { listFromStart } from '../kube/paging.ts';
 import { jobOwner, toJobView } from './job-view.ts';
 
 export interface AttributeOptions {
   concurrency: number;
   /** At or above this many Jobs wanted in one namespace, one paged LIST replaces the GETs. */
   listThreshold: number;
+  /** A namespace's Job list started over after its continue token expired (410 Gone). */
+  onRestart?: (namespace: string, restart: number) => void;
 }
 
 export interface Attribution {
@@ -43,11 +45,16 @@ export async function attributeToJobs(
       lookups.push(async () => {
         try {
           const listPage = (continueToken: string | undefined) => gateway.listJobs({ namespace, limit: 500, continueToken });
-          await forEachPage(listPage, (jobs) => {
-            for (const job of jobs) {
-              if (names.has(job.metadata?.name ?? '')) found.set(`${namespace}/${job.metadata!.name}`, toJobView(job));
-            }
-          });
+          const onRestart = (restart: number) => options.onRestart?.(namespace, restart);
+          const listed = await listFromStart(
+            listPage,
+            () => new Map<string, JobView>(),
+            (acc, jobs) => {
+              for (const job of jobs) if (names.has(job.metadata?.name ?? '')) acc.set(`${namespace}/${job.metadata!.name}`, toJobView(job));
+            },
+            { onRestart },
+          );
+          for (const [key, view] of listed) found.set(key, view);
         } catch (error) {
           const { message } = describeApiError(error);
           for (const name of names) errors.push({ namespace, job: name, message });

@@ -6,7 +6,7 @@ import type { StuckContainer } from '../model.ts';
 import { mapBounded } from '../concurrency.ts';
 import { describeApiError } from '../kube/errors.ts';
 import type { KubeGateway, PodRow } from '../kube/gateway.ts';
-import { forEachPage } from '../kube/paging.ts';
+import { forEachPage, listFromStart } from '../kube/paging.ts';
 import { isCandidateStatus } from './candidates.ts';
 
 export const PENDING_PODS = 'status.phase=Pending';
@@ -81,21 +81,14 @@ interface Scoped {
 }
 
 async function listNamespace(gateway: KubeGateway, namespace: string, options: ObserveOptions): Promise<Scoped> {
-  const maxRestarts = options.maxRestarts ?? 3;
-  for (let restart = 0; ; restart += 1) {
-    const acc: Scoped = { candidates: [], podsScanned: 0, pages: 0 };
-    try {
-      const listPage = (continueToken: string | undefined) =>
-        gateway.listPodRows({ namespace, fieldSelector: PENDING_PODS, limit: options.pageSize, continueToken });
-      await forEachPage(listPage, (rows) => {
-        acc.pages += 1;
-        acc.podsScanned += rows.length;
-        for (const row of rows) if (isCandidateStatus(row.status)) acc.candidates.push(row);
-      });
-      return acc;
-    } catch (error) {
-      if (describeApiError(error).status !== 410 || restart >= maxRestarts) throw error;
-      options.onRestart?.(namespace, restart + 1);
-    }
-  }
+  const listPage = (continueToken: string | undefined) =>
+    gateway.listPodRows({ namespace, fieldSelector: PENDING_PODS, limit: options.pageSize, continueToken });
+  const fresh = (): Scoped => ({ candidates: [], podsScanned: 0, pages: 0 });
+  const onPage = (acc: Scoped, rows: PodRow[]) => {
+    acc.pages += 1;
+    acc.podsScanned += rows.length;
+    for (const row of rows) if (isCandidateStatus(row.status)) acc.candidates.push(row);
+  };
+  const onRestart = (restart: number) => options.onRestart?.(namespace, restart);
+  return listFromStart(listPage, fresh, onPage, { ...(options.maxRestarts !== undefined ? { maxRestarts: options.maxRestarts } : {}), onRestart });
 }

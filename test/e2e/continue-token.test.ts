@@ -1,19 +1,20 @@
 // An expired continue token from the real API server: etcd is compacted between two pages of
-// the sweep's pod list, the API server answers 410 Gone, and the sweep lists again from the start.
+// one of the sweep's lists (pods, a namespace's Jobs, the pending Jobs), the API server answers
+// 410 Gone, and the sweep lists again from the start.
 // A private control plane with the watch cache off: the shared one serves later pages from its
 // cache snapshots, which an etcd compaction does not expire (a cluster's apiserver goes to etcd
 // when its cache cannot serve the token, e.g. after a restart).
 import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
-import { CoreV1Api } from '@kubernetes/client-node';
+import { BatchV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { describeApiError } from '../../src/kube/errors.ts';
 import { createGateway, type KubeGateway } from '../../src/kube/gateway.ts';
 import { withRetries } from '../../src/kube/retrying.ts';
 import { createLogger } from '../../src/report/logger.ts';
 import { sweep } from '../../src/sweep.ts';
 import { startCluster, type Cluster } from '../support/cluster.ts';
-import { createNamespace } from '../support/fixtures.ts';
+import { createNamespace, jobManifest } from '../support/fixtures.ts';
 import { createStuckJob, policyFile, sweeperEvents, waitForJobFailed } from '../support/sweeper.ts';
 
 let cluster: Cluster;
@@ -88,5 +89,78 @@ describe('an expired continue token', () => {
     for (let i = 0; i < 5; i += 1) await waitForJobFailed(kc, ns, `job-${i}`);
     assert.equal((await sweeperEvents(kc, ns)).length, 5);
     process.stderr.write(`[continue] pages: ${JSON.stringify(pages)}; etcd compacted at revision ${compactedAt}\n`);
+  });
+  it('restarts the Job lists (a namespace\'s Jobs, the pending Jobs), and every Job is judged once', { timeout: 300_000 }, async () => {
+    const kc = cluster.kubeConfig;
+    const ns = (await createNamespace(kc, 'continue-jobs')).name;
+    const core = kc.makeApiClient(CoreV1Api);
+    const batch = kc.makeApiClient(BatchV1Api);
+    // 12 stuck Jobs: at least 10 in one namespace, so their owners come from one paged LIST.
+    for (let i = 0; i < 12; i += 1) await createStuckJob(kc, ns, `stuck-${i}`, { stuckFor: 3600 });
+    // 4 Jobs failed a moment ago by an earlier sweep, not finished yet: found by their label.
+    const failedAt = new Date(Date.now() - 10_000).toISOString().replace(/\.\d+Z$/, 'Z');
+    for (let i = 0; i < 4; i += 1) {
+      const body = jobManifest(`pending-${i}`, 'registry.invalid/app:1');
+      body.metadata = {
+        ...body.metadata,
+        labels: { 'imagepull-sweeper/pending': 'true' },
+        annotations: { 'imagepull-sweeper/failed-at': failedAt, 'imagepull-sweeper/claim': `earlier-${i}` },
+      };
+      await batch.createNamespacedJob({ namespace: ns, body });
+    }
+
+    // Pages of 3 Jobs; after the first page of each kind of Job list, etcd moves on and is compacted.
+    const real = createGateway(kc);
+    const calls: { list: string; continued: boolean; status: number | 'ok' }[] = [];
+    const compacted = new Set<string>();
+    const gateway: KubeGateway = {
+      ...real,
+      async listJobs(opts) {
+        const list = opts.labelSelector ? 'pending' : 'namespace';
+        try {
+          const page = await real.listJobs({ ...opts, limit: 3 });
+          calls.push({ list, continued: opts.continueToken !== undefined, status: 'ok' });
+          if (page.continueToken && !compacted.has(list)) {
+            compacted.add(list);
+            await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: `bump-${list}` } } });
+            await compactEtcd();
+          }
+          return page;
+        } catch (error) {
+          calls.push({ list, continued: opts.continueToken !== undefined, status: describeApiError(error).status ?? 0 });
+          throw error;
+        }
+      },
+    };
+    const out = new PassThrough();
+    let text = '';
+    out.on('data', (c: Buffer) => (text += c.toString()));
+    const result = await sweep(
+      { gateway: withRetries(gateway), clock: () => new Date(), logger: createLogger({ format: 'json', stream: out }) },
+      { dryRun: false, namespaces: [ns], policy: policyFile('{}\n'), instance: 'e2e' },
+    );
+    await new Promise((r) => setImmediate(r));
+    const records = text.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+
+    for (const list of ['namespace', 'pending']) {
+      const mine = calls.filter((c) => c.list === list);
+      const expired = mine.findIndex((c) => c.continued && c.status === 410);
+      assert.ok(expired > 0, `the ${list} Job list got 410 Gone for its continue token: ${JSON.stringify(mine)}`);
+      assert.equal(mine[expired + 1]?.continued, false, `the ${list} Job list started again without a token`);
+    }
+    assert.ok(records.some((r) => r.level === 'warn' && /^Job list continue token expired; listing again/.test(String(r.message))));
+    assert.ok(records.some((r) => r.level === 'warn' && /^pending Job list continue token expired; listing again/.test(String(r.message))));
+
+    assert.equal(result.status, 'done');
+    const lines = result.results.map((r) => `${r.decision.job} ${r.outcome}`).sort();
+    const expected = [
+      ...[0, 1, 2, 3].map((i) => `pending-${i} skipped`),
+      ...Array.from({ length: 12 }, (_, i) => `stuck-${i} failed`),
+    ].sort();
+    assert.deepEqual(lines, expected, 'each Job judged exactly once');
+    assert.equal(result.summary?.awaitingFailed, 16);
+    for (let i = 0; i < 12; i += 1) await waitForJobFailed(kc, ns, `stuck-${i}`);
+    assert.equal((await sweeperEvents(kc, ns)).length, 12);
+    process.stderr.write(`[continue] Job list calls: ${JSON.stringify(calls)}\n`);
   });
 });
