@@ -1,0 +1,68 @@
+// API requests per failed Job, by mechanism, on the real control plane (pods played by the status
+// stand-in): the sweep that fails the Jobs, and the next one that settles them. Held exact, so a
+// change in the write sequence shows up here; the figures are in the README (Reliability).
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { createGateway, type KubeGateway } from '../../src/kube/gateway.ts';
+import { mapBounded } from '../../src/concurrency.ts';
+import { useTestCluster } from '../support/hooks.ts';
+import { createStuckJob, policyFile, runSweep, sweeperEvents, waitForJobFailed } from '../support/sweeper.ts';
+
+const JOBS = 10;
+const PFP = { podFailurePolicy: { rules: [{ action: 'FailJob', onPodConditions: [{ type: 'ImagePullStuck', status: 'True' }] }] } };
+const POLICY = policyFile('{}\n');
+
+let kc: KubeConfig;
+const env = useTestCluster((hooks) => {
+  kc = hooks.kc;
+});
+
+/** The plain gateway, counting calls per method (each call is one HTTP request). */
+function counting(plain: KubeGateway): { gateway: KubeGateway; counts: Record<string, number> } {
+  const counts: Record<string, number> = {};
+  const gateway = new Proxy(plain, {
+    get: (target, name: string) => {
+      const method = Reflect.get(target, name) as (...args: unknown[]) => unknown;
+      return (...args: unknown[]) => {
+        counts[name] = (counts[name] ?? 0) + 1;
+        return method(...args);
+      };
+    },
+  });
+  return { gateway, counts };
+}
+
+async function measure(label: string, spec: object): Promise<{ fail: Record<string, number>; settle: Record<string, number> }> {
+  const ns = await env.namespace(label);
+  const names = Array.from({ length: JOBS }, (_, i) => `j-${i}`);
+  await mapBounded(names, 8, (name) => createStuckJob(kc, ns, name, { stuckFor: 9999, spec }));
+  const first = counting(createGateway(kc));
+  const run = await runSweep(kc, { namespaces: [ns], policy: POLICY }, first.gateway);
+  assert.equal(run.exitCode, 0);
+  assert.equal(run.lines.filter((l) => l.outcome === 'failed').length, JOBS);
+  for (const name of names) await waitForJobFailed(kc, ns, name);
+  const second = counting(createGateway(kc));
+  assert.equal((await runSweep(kc, { namespaces: [ns], policy: POLICY }, second.gateway)).exitCode, 0);
+  assert.equal((await sweeperEvents(kc, ns)).filter((e) => e.action === 'FailJob').length, JOBS);
+  const perJob = (c: Record<string, number>) => Object.fromEntries(Object.entries(c).map(([k, v]) => [k, v / JOBS]));
+  console.log(`[requests] ${label}, ${JOBS} Jobs: failing sweep ${JSON.stringify(first.counts)}; next sweep ${JSON.stringify(second.counts)}`);
+  return { fail: perJob(first.counts), settle: perJob(second.counts) };
+}
+
+const WRITES = ['mergePatchJob', 'jsonPatchJob', 'patchPodStatus', 'deletePod', 'createEvent'];
+const writesOnly = (c: Record<string, number>) => Object.fromEntries(Object.entries(c).filter(([k]) => WRITES.includes(k)));
+
+describe('API requests per failed Job', () => {
+  it('deadline: one claim patch that also sets the deadline, the Event, the label dropped; nothing on the next sweep', { timeout: 300_000 }, async () => {
+    const { fail, settle } = await measure('req-deadline', {});
+    assert.deepEqual(writesOnly(fail), { mergePatchJob: 2, createEvent: 1 });
+    assert.deepEqual(writesOnly(settle), {});
+  });
+
+  it('podFailurePolicy: claim, pod condition, pod delete, Event; the next sweep re-sends the Event (409) and drops the label', { timeout: 300_000 }, async () => {
+    const { fail, settle } = await measure('req-pfp', PFP);
+    assert.deepEqual(writesOnly(fail), { mergePatchJob: 1, patchPodStatus: 1, deletePod: 1, createEvent: 1 });
+    assert.deepEqual(writesOnly(settle), { createEvent: 1, mergePatchJob: 1 });
+  });
+});
