@@ -153,9 +153,13 @@ describe('crash safety', () => {
     const perJob = failedLinesPerJob(runs);
     const twice = [...perJob.entries()].filter(([, n]) => n > 1);
     const retried = final.lines.filter((l) => l.outcome === 'retried').length;
+    const killedRuns = runs.slice(0, -1);
+    const retriedByKilled = killedRuns.reduce((n, r) => n + r.lines.filter((l) => l.outcome === 'retried').length, 0);
+    const audited = new Set(runs.flatMap((r) => r.lines.filter((l) => l.outcome === 'failed' || l.outcome === 'retried').map((l) => String(l.job))));
     console.log(
       `[kill -9] ${names.length} Jobs (100 podFailurePolicy), ${killed} runs killed with SIGKILL mid-batch, ` +
-        `${failedBeforeFinal} Jobs audited failed before the final sweep; final sweep: ${final.lines.filter((l) => l.outcome === 'failed').length} failed, ` +
+        `${failedBeforeFinal} Jobs audited failed and ${retriedByKilled} retried by the killed runs, ` +
+        `${names.length - audited.size} failed without any audit line getting out; final sweep: ${final.lines.filter((l) => l.outcome === 'failed').length} failed, ` +
         `${retried} retried; Events missing ${missing}, duplicates ${duplicates}, Jobs failed twice ${twice.length}`,
     );
     assert.equal(missing, 0);
