@@ -156,10 +156,11 @@ describe('crash safety', () => {
     const killedRuns = runs.slice(0, -1);
     const retriedByKilled = killedRuns.reduce((n, r) => n + r.lines.filter((l) => l.outcome === 'retried').length, 0);
     const audited = new Set(runs.flatMap((r) => r.lines.filter((l) => l.outcome === 'failed' || l.outcome === 'retried').map((l) => String(l.job))));
+    const eventsBackfilled = runs.reduce((n, r) => n + r.lines.filter((l) => /wrote the missing FailJob Event/.test(String(l.message))).length, 0);
     console.log(
       `[kill -9] ${names.length} Jobs (100 podFailurePolicy), ${killed} runs killed with SIGKILL mid-batch, ` +
         `${failedBeforeFinal} Jobs audited failed and ${retriedByKilled} retried by the killed runs, ` +
-        `${names.length - audited.size} failed without any audit line getting out; final sweep: ${final.lines.filter((l) => l.outcome === 'failed').length} failed, ` +
+        `${names.length - audited.size} failed without a decision line getting out (${eventsBackfilled} Events written by a later run); final sweep: ${final.lines.filter((l) => l.outcome === 'failed').length} failed, ` +
         `${retried} retried; Events missing ${missing}, duplicates ${duplicates}, Jobs failed twice ${twice.length}`,
     );
     assert.equal(missing, 0);
