@@ -1,6 +1,9 @@
 // Runs every image-pull failure case on a real node and saves the statuses the real kubelet
 // wrote to test/fixtures/real-node-statuses.json (the classifier's unit tests and the status
-// stand-in read them):
+// stand-in read them). Transient registry answers (429, 503, a 503 token endpoint, an untrusted
+// certificate) come from loopback stand-ins (test/support/registry-faults.ts); pulls that hang
+// (class stalled) from a registry that never answers, recorded last as they block the node's
+// serialized pulls:
 //   npm run record:node-statuses
 // Uses the running cluster + node of `npm run cluster:up` when there is one, else starts both.
 // Linux and root only (it needs a real node).
@@ -11,8 +14,29 @@ import { BatchV1Api, CoreV1Api, Watch, type KubeConfig, type V1Pod } from '@kube
 import { connect, startCluster } from '../test/support/cluster.ts';
 import { createNamespace, jobManifest } from '../test/support/fixtures.ts';
 import { waitFor, waitForJobPods } from '../test/support/kubelet.ts';
-import { ensureNodePackages, nodeSupport, pushImage, startNode, type NodeInfo, type TestNodeHandle } from '../test/support/node.ts';
-import { createCasePod, nodeCases, nodePodSpec, observeReasons } from '../test/support/node-cases.ts';
+import {
+  addRegistryHost,
+  ensureNodePackages,
+  hungServer,
+  nodeSupport,
+  pushImage,
+  removeRegistryHost,
+  startNode,
+  type NodeInfo,
+  type TestNodeHandle,
+} from '../test/support/node.ts';
+import {
+  createCasePod,
+  nodeCases,
+  nodePodSpec,
+  observeReasons,
+  observeStates,
+  registryFaultCases,
+  stalledCases,
+  type NodeCase,
+  type StalledCase,
+} from '../test/support/node-cases.ts';
+import { startFaultRegistries } from '../test/support/registry-faults.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const OUT = path.join(root, 'test', 'fixtures', 'real-node-statuses.json');
@@ -49,28 +73,33 @@ async function watchPods(kc: KubeConfig, ns: string): Promise<{ seen: V1Pod[]; s
   return { seen, stop: () => req.abort() };
 }
 
+function recordedCase(c: NodeCase | StalledCase, seen: Map<string, V1Pod>): object {
+  return {
+    id: c.id,
+    title: c.title,
+    expectedClass: c.expectedClass,
+    container: c.container,
+    containerKind: c.containerKind,
+    image: c.image,
+    pods: Object.fromEntries([...seen].map(([state, pod]) => [state, trim(pod, c.id)])),
+  };
+}
+
 async function record(kc: KubeConfig, node: TestNodeHandle): Promise<void> {
+  const t0 = Date.now();
   const core = kc.makeApiClient(CoreV1Api);
   const ns = await createNamespace(kc, 'record');
+  const faults = await startFaultRegistries();
+  const hung = await hungServer();
+  const hosts = [faults.tooManyRequests, faults.rateLimitedFetch, faults.unavailable, faults.tokenUnavailable, hung.host];
+  for (const h of hosts) addRegistryHost(node.registryConfigDir, h);
+  addRegistryHost(node.registryConfigDir, faults.untrusted, 'https');
   try {
     const n = await core.readNode({ name: node.name });
-    const cases = await nodeCases(node);
+    const cases = [...(await nodeCases(node)), ...registryFaultCases(node, faults)];
     process.stderr.write(`recording ${cases.length} cases on ${node.name}...\n`);
     await Promise.all(cases.map((c) => createCasePod(kc, ns.name, c.id, c)));
-    const recorded = await Promise.all(
-      cases.map(async (c) => {
-        const seen = await observeReasons(kc, ns.name, c.id, c);
-        return {
-          id: c.id,
-          title: c.title,
-          expectedClass: c.expectedClass,
-          container: c.container,
-          containerKind: c.containerKind,
-          image: c.image,
-          pods: Object.fromEntries([...seen].map(([reason, pod]) => [reason, trim(pod, `${c.id}`)])),
-        };
-      }),
-    );
+    const recorded = await Promise.all(cases.map(async (c) => recordedCase(c, await observeReasons(kc, ns.name, c.id, c))));
 
     // The stuck clock: an init container runs 4 s, then the regular container cannot pull.
     const clockSpec = nodePodSpec(node, [{ name: 'main', image: `${node.registry}/team/missing:1` }], {
@@ -112,23 +141,38 @@ async function record(kc: KubeConfig, node: TestNodeHandle): Promise<void> {
     const failedAfterMs = Date.now() - tDelete;
     watch.stop();
 
+    // Last: pulls that hang. The first blocks the node's (serialized) pulls; the rest queue behind it.
+    const stalled = stalledCases(node, hung.host);
+    process.stderr.write(`recording ${stalled.length} stalled cases (registry ${hung.host} never answers)...\n`);
+    await Promise.all(stalled.map((c) => createCasePod(kc, ns.name, c.id, c)));
+    const recordedStalled = await Promise.all(stalled.map(async (c) => recordedCase(c, await observeStates(kc, ns.name, c.id, c.states))));
+
     const fixture = {
       about:
         'Pod statuses written by a real kubelet v1.37.2 + containerd on the test node, recorded by ' +
-        'scripts/record-node-statuses.ts. Registry ports are those of the recording run.',
+        'scripts/record-node-statuses.ts. Registry ports are those of the recording run. The 429, 503 and ' +
+        'untrusted-certificate registries are loopback stand-ins (test/support/registry-faults.ts); the ' +
+        'stalled pods pull from one that accepts connections and never answers.',
       recordedAt: new Date().toISOString(),
       kubelet: n.status?.nodeInfo?.kubeletVersion,
       containerRuntime: n.status?.nodeInfo?.containerRuntimeVersion,
       cases: recorded,
+      stalled: recordedStalled,
+      /** What the stand-ins were asked (untrusted: nothing gets past the TLS handshake). */
+      registryRequests: Object.fromEntries(Object.entries(faults.requests()).map(([k, v]) => [k, [...new Set(v)]])),
       clock: trim(clock.get('ImagePullBackOff')!, 'clock'),
       running: trim(running, 'running'),
       deletedWaitingPod: { failedAfterMs, pod: trim(deleted, 'deleted') },
     };
     fs.mkdirSync(path.dirname(OUT), { recursive: true });
     fs.writeFileSync(OUT, JSON.stringify(fixture, null, 2) + '\n');
-    process.stderr.write(`wrote ${path.relative(root, OUT)}\n`);
+    process.stderr.write(`wrote ${path.relative(root, OUT)} (recording took ${Date.now() - t0} ms)\n`);
   } finally {
+    // Ends the hung pulls so the node can tear their pods down.
+    await hung.close();
+    await faults.close();
     await ns.remove();
+    for (const h of [...hosts, faults.untrusted]) removeRegistryHost(node.registryConfigDir, h);
   }
 }
 

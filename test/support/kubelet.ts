@@ -71,7 +71,17 @@ export const SANDBOX_DELAY_MS = ((): number => {
 })();
 
 /** Recorded cases whose message the stand-in can replay for another image. */
-export type RecordedPullCase = 'repo-missing' | 'tag-missing' | 'auth-no-secret' | 'unresolvable-host' | 'connection-refused';
+export type RecordedPullCase =
+  | 'repo-missing'
+  | 'tag-missing'
+  | 'auth-no-secret'
+  | 'unresolvable-host'
+  | 'connection-refused'
+  | 'too-many-requests'
+  | 'too-many-requests-on-fetch'
+  | 'service-unavailable'
+  | 'token-unavailable'
+  | 'untrusted-certificate';
 
 /**
  * The waiting message the real kubelet wrote for `kind` with `reason` (ErrImagePull or

@@ -1,7 +1,8 @@
 // The image-pull failure cases the real node is put through: each a pod spec (for a bare pod or a
 // Job template) pinned to the node, and how to recognise the state it must reach. Shared by the
 // node e2e tests and scripts/record-node-statuses.ts, which saves the real statuses to
-// test/fixtures/real-node-statuses.json for the classifier's unit tests.
+// test/fixtures/real-node-statuses.json for the classifier's unit tests. registryFaultCases and
+// stalledCases pull from the stand-ins of registry-faults.ts and hungServer() (node.ts).
 import {
   CoreV1Api,
   type KubeConfig,
@@ -10,6 +11,7 @@ import {
   type V1Pod,
   type V1PodSpec,
 } from '@kubernetes/client-node';
+import type { PullClass } from '../../src/model.ts';
 import { freePort } from './cluster.ts';
 import { waitFor } from './kubelet.ts';
 import type { TestNodeHandle } from './node.ts';
@@ -19,7 +21,7 @@ export interface NodeCase {
   id: string;
   title: string;
   /** The class the classifier must give it. */
-  expectedClass: 'permanent' | 'auth' | 'transient' | 'unknown';
+  expectedClass: PullClass;
   /** Which container gets stuck. */
   container: string;
   containerKind: 'regular' | 'init' | 'sidecar';
@@ -49,28 +51,37 @@ function dockerConfig(registry: string, user: string, password: string): string 
   return JSON.stringify({ auths: { [registry]: { username: user, password, auth } } });
 }
 
-/** Every failure case, built for this node (ports and credentials are per run). */
-export async function nodeCases(node: TestNodeHandle): Promise<NodeCase[]> {
-  const refusedPort = await freePort();
-  const pull = ['ErrImagePull', 'ImagePullBackOff'];
-  const main = (image: string, extra: Partial<V1Container> = {}): V1Container => ({ name: 'main', image, ...extra });
-  const regular = (
-    id: string,
-    title: string,
-    expectedClass: NodeCase['expectedClass'],
-    image: string,
-    extra: Partial<NodeCase> = {},
-  ): NodeCase => ({
+const PULL = ['ErrImagePull', 'ImagePullBackOff'];
+const main = (image: string, extra: Partial<V1Container> = {}): V1Container => ({ name: 'main', image, ...extra });
+
+/** A bare pod whose one regular container `main` pulls `image`. */
+function regularCase(
+  node: { name: string },
+  id: string,
+  title: string,
+  expectedClass: NodeCase['expectedClass'],
+  image: string,
+  extra: Partial<NodeCase> = {},
+): NodeCase {
+  return {
     id,
     title,
     expectedClass,
     container: 'main',
     containerKind: 'regular',
-    reasons: pull,
+    reasons: PULL,
     image,
     spec: nodePodSpec(node, [main(image)]),
     ...extra,
-  });
+  };
+}
+
+/** Every failure case, built for this node (ports and credentials are per run). */
+export async function nodeCases(node: TestNodeHandle): Promise<NodeCase[]> {
+  const refusedPort = await freePort();
+  const pull = PULL;
+  const regular = (id: string, title: string, expectedClass: NodeCase['expectedClass'], image: string, extra: Partial<NodeCase> = {}): NodeCase =>
+    regularCase(node, id, title, expectedClass, image, extra);
   const authImage = `${node.authRegistry}/pause:3.10`;
   const missing = `${node.registry}/team/missing:1`;
   return [
@@ -113,6 +124,151 @@ export async function nodeCases(node: TestNodeHandle): Promise<NodeCase[]> {
   ];
 }
 
+/**
+ * Transient registry answers, from the stand-ins of registry-faults.ts (containerd needs their
+ * hosts: addRegistryHost, https for `untrusted`).
+ */
+export function registryFaultCases(
+  node: { name: string },
+  hosts: { tooManyRequests: string; rateLimitedFetch: string; unavailable: string; tokenUnavailable: string; untrusted: string },
+): NodeCase[] {
+  return [
+    regularCase(node, 'too-many-requests', 'registry answers 429 Too Many Requests', 'transient', `${hosts.tooManyRequests}/team/app:1`),
+    regularCase(node, 'too-many-requests-on-fetch', 'registry answers 429 to the manifest GET (its HEAD succeeds)', 'transient', `${hosts.rateLimitedFetch}/team/app:1`),
+    regularCase(node, 'service-unavailable', 'registry answers 503 Service Unavailable', 'transient', `${hosts.unavailable}/team/app:1`),
+    regularCase(node, 'token-unavailable', "registry's token endpoint answers 503", 'transient', `${hosts.tokenUnavailable}/team/app:1`),
+    regularCase(node, 'untrusted-certificate', 'registry certificate the node does not trust (x509)', 'transient', `${hosts.untrusted}/team/app:1`),
+  ];
+}
+
+function isTrue(pod: V1Pod, type: string): boolean {
+  return pod.status?.conditions?.some((c) => c.type === type && c.status === 'True') ?? false;
+}
+
+/** A case whose pull hangs (class stalled): states to record, each the first pod a predicate accepts. */
+export interface StalledCase extends Omit<NodeCase, 'reasons' | 'expectedClass'> {
+  expectedClass: 'stalled';
+  /** State name -> when the pod is in it. The state named after the waiting reason is the stalled one. */
+  states: Record<string, (pod: V1Pod) => boolean>;
+}
+
+/**
+ * Pulls from `hungHost` (a registry that never answers: no error, no message): a regular container
+ * (ContainerCreating), an init container and a sidecar (PodInitializing), the first of two init
+ * containers, a regular container after a 4 s init container, and an init container after a 4 s
+ * one (PodInitializing, also recorded while the one before it runs). With serialized pulls every later pull on the node queues behind the
+ * first hung one; run these last.
+ */
+export function stalledCases(node: TestNodeHandle, hungHost: string): StalledCase[] {
+  const image = `${hungHost}/team/app:1`;
+  const setup: V1Container = { name: 'setup', image: node.pauseImage, command: ['/pause', '4s'] };
+  const status = (c: Pick<NodeCase, 'container' | 'containerKind'>, pod: V1Pod): V1ContainerStatus | undefined => caseContainerStatus(pod, c);
+  const waitingIn = (reason: string, c: Pick<NodeCase, 'container' | 'containerKind'>) => (pod: V1Pod) =>
+    isTrue(pod, 'PodReadyToStartContainers') && status(c, pod)?.state?.waiting?.reason === reason;
+  const setupState = (pod: V1Pod, state: 'running' | 'terminated'): boolean =>
+    pod.status?.initContainerStatuses?.find((s) => s.name === 'setup')?.state?.[state] !== undefined;
+  const regular = { container: 'main', containerKind: 'regular' } as const;
+  const init = { container: 'fetch', containerKind: 'init' } as const;
+  return [
+    {
+      id: 'stalled',
+      title: 'pull hangs: regular container',
+      expectedClass: 'stalled',
+      ...regular,
+      image,
+      spec: nodePodSpec(node, [main(image)]),
+      states: {
+        // The kubelet's first status, before the sandbox is up: not stalled yet.
+        'sandbox-not-ready': (pod) =>
+          pod.status?.conditions?.some((c) => c.type === 'PodReadyToStartContainers' && c.status === 'False') === true &&
+          status(regular, pod)?.state?.waiting?.reason === 'ContainerCreating',
+        ContainerCreating: waitingIn('ContainerCreating', regular),
+      },
+    },
+    {
+      id: 'stalled-init',
+      title: 'pull hangs: init container',
+      expectedClass: 'stalled',
+      ...init,
+      image,
+      spec: nodePodSpec(node, [main(node.pauseImage)], { initContainers: [{ name: 'fetch', image }] }),
+      states: { PodInitializing: waitingIn('PodInitializing', init) },
+    },
+    {
+      id: 'stalled-sidecar',
+      title: 'pull hangs: sidecar (init container with restartPolicy Always)',
+      expectedClass: 'stalled',
+      container: 'proxy',
+      containerKind: 'sidecar',
+      image,
+      spec: nodePodSpec(node, [main(node.pauseImage)], { initContainers: [{ name: 'proxy', image, restartPolicy: 'Always' }] }),
+      states: { PodInitializing: waitingIn('PodInitializing', { container: 'proxy', containerKind: 'sidecar' }) },
+    },
+    {
+      id: 'stalled-first-of-two-init',
+      title: 'pull hangs: the first of two init containers',
+      expectedClass: 'stalled',
+      ...init,
+      image,
+      spec: nodePodSpec(node, [main(node.pauseImage)], { initContainers: [{ name: 'fetch', image }, setup] }),
+      states: {
+        PodInitializing: (pod) =>
+          waitingIn('PodInitializing', init)(pod) && status({ container: 'setup', containerKind: 'init' }, pod)?.state?.waiting?.reason === 'PodInitializing',
+      },
+    },
+    {
+      id: 'stalled-after-init',
+      title: 'pull hangs: regular container after a 4 s init container',
+      expectedClass: 'stalled',
+      ...regular,
+      image,
+      spec: nodePodSpec(node, [main(image)], { initContainers: [setup] }),
+      states: {
+        'setup-running': (pod) => waitingIn('PodInitializing', regular)(pod) && setupState(pod, 'running'),
+        PodInitializing: (pod) => waitingIn('PodInitializing', regular)(pod) && isTrue(pod, 'Initialized'),
+      },
+    },
+    {
+      id: 'stalled-second-init',
+      title: 'pull hangs: init container after a 4 s init container',
+      expectedClass: 'stalled',
+      ...init,
+      image,
+      spec: nodePodSpec(node, [main(node.pauseImage)], { initContainers: [setup, { name: 'fetch', image }] }),
+      states: {
+        'setup-running': (pod) => waitingIn('PodInitializing', init)(pod) && setupState(pod, 'running'),
+        PodInitializing: (pod) => waitingIn('PodInitializing', init)(pod) && setupState(pod, 'terminated'),
+      },
+    },
+  ];
+}
+
+/**
+ * Polls the pod (every 100 ms) until each of `states` has been seen; returns the first pod each
+ * state's predicate accepted.
+ */
+export async function observeStates(
+  kc: KubeConfig,
+  namespace: string,
+  name: string,
+  states: Record<string, (pod: V1Pod) => boolean>,
+  timeoutMs = 90_000,
+): Promise<Map<string, V1Pod>> {
+  const core = kc.makeApiClient(CoreV1Api);
+  const seen = new Map<string, V1Pod>();
+  await waitFor(
+    async () => {
+      const pod = await core.readNamespacedPod({ name, namespace });
+      for (const [state, is] of Object.entries(states)) if (!seen.has(state) && is(pod)) seen.set(state, pod);
+      return Object.keys(states).every((s) => seen.has(s));
+    },
+    timeoutMs,
+    `pod ${namespace}/${name} in states ${Object.keys(states).join(' and ')}`,
+    100,
+  );
+  return seen;
+}
+
 /** The status of the case's container, if it is there. */
 export function caseContainerStatus(pod: V1Pod, c: Pick<NodeCase, 'container' | 'containerKind'>): V1ContainerStatus | undefined {
   const list = c.containerKind === 'regular' ? pod.status?.containerStatuses : pod.status?.initContainerStatuses;
@@ -120,7 +276,7 @@ export function caseContainerStatus(pod: V1Pod, c: Pick<NodeCase, 'container' | 
 }
 
 /** Creates the case's secrets and a bare pod `name` in `namespace`. */
-export async function createCasePod(kc: KubeConfig, namespace: string, name: string, c: NodeCase): Promise<V1Pod> {
+export async function createCasePod(kc: KubeConfig, namespace: string, name: string, c: Pick<NodeCase, 'spec' | 'secrets'>): Promise<V1Pod> {
   const core = kc.makeApiClient(CoreV1Api);
   for (const s of c.secrets ?? []) {
     await core.createNamespacedSecret({

@@ -174,14 +174,22 @@ export async function pushImage(
   return ref;
 }
 
-/** Writes containerd's host config for `hostPort`: plain HTTP, pull and resolve. */
-export function addRegistryHost(registryConfigDir: string, hostPort: string): void {
+/**
+ * Writes containerd's host config for `hostPort`: plain HTTP (or HTTPS trusting only the system's
+ * CAs), pull and resolve.
+ */
+export function addRegistryHost(registryConfigDir: string, hostPort: string, scheme: 'http' | 'https' = 'http'): void {
   const dir = path.join(registryConfigDir, hostPort);
   fs.mkdirSync(dir, { recursive: true });
   fs.writeFileSync(
     path.join(dir, 'hosts.toml'),
-    `server = "http://${hostPort}"\n\n[host."http://${hostPort}"]\n  capabilities = ["pull", "resolve"]\n`,
+    `server = "${scheme}://${hostPort}"\n\n[host."${scheme}://${hostPort}"]\n  capabilities = ["pull", "resolve"]\n`,
   );
+}
+
+/** Removes what addRegistryHost wrote for `hostPort`. */
+export function removeRegistryHost(registryConfigDir: string, hostPort: string): void {
+  fs.rmSync(path.join(registryConfigDir, hostPort), { recursive: true, force: true });
 }
 
 /** Cgroup hierarchies: the v1 controller mounts, or the single v2 one. */
