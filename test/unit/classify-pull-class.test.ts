@@ -27,24 +27,19 @@ const NOT_FOUND_IMAGE = recordedCase('tag-missing').image;
 const CTRD_401 = recordedMessage('auth-no-secret', 'ErrImagePull');
 const CTRD_DNS = recordedMessage('unresolvable-host', 'ErrImagePull');
 const CTRD_REFUSED = recordedMessage('connection-refused', 'ErrImagePull');
+// The transient answers came from loopback registry stand-ins (test/support/registry-faults.ts).
+const CTRD_429 = recordedMessage('too-many-requests', 'ErrImagePull');
+const CTRD_429_FETCH = recordedMessage('too-many-requests-on-fetch', 'ErrImagePull');
+const CTRD_503 = recordedMessage('service-unavailable', 'ErrImagePull');
+const CTRD_TOKEN_503 = recordedMessage('token-unavailable', 'ErrImagePull');
+const CTRD_X509 = recordedMessage('untrusted-certificate', 'ErrImagePull');
 const CTRD_DENIED =
   `${CTRD} "docker.io/acme/private:1": failed to resolve reference "docker.io/acme/private:1": ` +
   'pull access denied, repository does not exist or may require authorization: server message: ' +
   'insufficient_scope: authorization failed';
-const CTRD_429 =
-  `${CTRD} "docker.io/library/nginx:1.27": failed to copy: httpReadSeeker: failed open: unexpected status code ` +
-  'https://registry-1.docker.io/v2/library/nginx/manifests/sha256:0d17b565c37bcbd895e9d92315a05c1c3c9a29f762b011a10c54a66cd53c9b31: ' +
-  '429 Too Many Requests - Server message: toomanyrequests: You have reached your pull rate limit. ' +
-  'You may increase the limit by authenticating and upgrading: https://www.docker.com/increase-rate-limit';
-const CTRD_503 =
-  `${CTRD} "quay.io/acme/app:1": failed to resolve reference "quay.io/acme/app:1": ` +
-  'unexpected status from HEAD request to https://quay.io/v2/acme/app/manifests/1: 503 Service Unavailable';
 const CTRD_TIMEOUT =
   `${CTRD} "10.0.0.1/app:1": failed to resolve reference "10.0.0.1/app:1": failed to do request: ` +
   'Head "https://10.0.0.1/v2/app/manifests/1": dial tcp 10.0.0.1:443: i/o timeout';
-const CTRD_X509 =
-  `${CTRD} "registry.internal/app:1": failed to resolve reference "registry.internal/app:1": failed to do request: ` +
-  'Head "https://registry.internal/v2/app/manifests/1": tls: failed to verify certificate: x509: certificate signed by unknown authority';
 const CRIO_MANIFEST_UNKNOWN =
   'initializing source docker://busybox:nope: reading manifest nope in docker.io/library/busybox: manifest unknown';
 const CRIO_DENIED =
@@ -200,7 +195,8 @@ const CASES: Case[] = [
   { name: 'back-off: CRI-O unauthorized', reason: 'ImagePullBackOff', message: backOff('acr.azurecr.io/app:1', CRIO_UNAUTHORIZED), expected: 'auth' },
 
   // transient
-  { name: 'containerd: 429 toomanyrequests', reason: 'ErrImagePull', message: CTRD_429, expected: 'transient' },
+  { name: 'containerd: 429 Too Many Requests on the manifest HEAD', reason: 'ErrImagePull', message: CTRD_429, expected: 'transient' },
+  { name: 'containerd: 429 toomanyrequests on the manifest GET', reason: 'ErrImagePull', message: CTRD_429_FETCH, expected: 'transient' },
   { name: 'kubelet: pull QPS exceeded', reason: 'ErrImagePull', message: 'pull QPS exceeded', expected: 'transient' },
   { name: 'containerd: 503 Service Unavailable', reason: 'ErrImagePull', message: CTRD_503, expected: 'transient' },
   {
@@ -270,14 +266,7 @@ const CASES: Case[] = [
     message: 'image pull failed for registry.example.com/app:1 because the registry is unavailable: mirror down',
     expected: 'transient',
   },
-  {
-    name: 'precedence: 5xx inside an auth token fetch is transient',
-    reason: 'ErrImagePull',
-    message:
-      `${CTRD} "docker.io/acme/app:1": failed to resolve reference "docker.io/acme/app:1": failed to authorize: failed to fetch oauth token: ` +
-      'unexpected status from POST request to https://auth.docker.io/token: 503 Service Unavailable',
-    expected: 'transient',
-  },
+  { name: 'precedence: 5xx inside an auth token fetch is transient', reason: 'ErrImagePull', message: CTRD_TOKEN_503, expected: 'transient' },
   {
     name: 'precedence: DNS failure fetching an anonymous token is transient',
     reason: 'ErrImagePull',
@@ -286,11 +275,13 @@ const CASES: Case[] = [
       'dial tcp: lookup auth.docker.io: no such host',
     expected: 'transient',
   },
-  { name: 'back-off: 429', reason: 'ImagePullBackOff', message: backOff('docker.io/library/nginx:1.27', CTRD_429), expected: 'transient' },
+  { name: 'back-off: 429', reason: 'ImagePullBackOff', message: recordedMessage('too-many-requests', 'ImagePullBackOff'), expected: 'transient' },
+  { name: 'back-off: 429 on the manifest GET', reason: 'ImagePullBackOff', message: recordedMessage('too-many-requests-on-fetch', 'ImagePullBackOff'), expected: 'transient' },
   { name: 'back-off: pull QPS exceeded', reason: 'ImagePullBackOff', message: backOff('nginx', 'pull QPS exceeded'), expected: 'transient' },
-  { name: 'back-off: 503', reason: 'ImagePullBackOff', message: backOff('quay.io/acme/app:1', CTRD_503), expected: 'transient' },
+  { name: 'back-off: 503', reason: 'ImagePullBackOff', message: recordedMessage('service-unavailable', 'ImagePullBackOff'), expected: 'transient' },
+  { name: 'back-off: 503 from the token endpoint', reason: 'ImagePullBackOff', message: recordedMessage('token-unavailable', 'ImagePullBackOff'), expected: 'transient' },
   { name: 'back-off: DNS', reason: 'ImagePullBackOff', message: recordedMessage('unresolvable-host', 'ImagePullBackOff'), expected: 'transient' },
-  { name: 'back-off: x509', reason: 'ImagePullBackOff', message: backOff('registry.internal/app:1', CTRD_X509), expected: 'transient' },
+  { name: 'back-off: x509', reason: 'ImagePullBackOff', message: recordedMessage('untrusted-certificate', 'ImagePullBackOff'), expected: 'transient' },
   {
     name: 'back-off: embedded RegistryUnavailable',
     reason: 'ImagePullBackOff',
@@ -374,6 +365,26 @@ describe('classifyPullFailure: every message recorded on the real node', () => {
     for (const reason of Object.keys(c.pods)) {
       it(`${c.expectedClass}: ${c.title} (${reason})`, () => {
         assert.equal(classifyPullFailure(reason as StuckReason, recordedMessage(c.id, reason), c.image), c.expectedClass);
+      });
+    }
+  }
+});
+
+describe('explainPullFailure: the transient registry answers recorded on the real node, by the rule for their cause', () => {
+  const cue = (pattern: RegExp): string => PULL_CLASS_RULES.find((r) => pattern.test(r.cue))!.cue;
+  const expected: [string, string][] = [
+    ['too-many-requests', cue(/^429/)],
+    ['too-many-requests-on-fetch', cue(/^429/)],
+    ['service-unavailable', cue(/^5xx/)],
+    // The message also says "failed to authorize": a 5xx while fetching a token is not an auth failure.
+    ['token-unavailable', cue(/^5xx/)],
+    ['untrusted-certificate', cue(/^TLS/)],
+  ];
+  for (const [id, decidedBy] of expected) {
+    for (const reason of ['ErrImagePull', 'ImagePullBackOff'] as const) {
+      it(`${id} (${reason}): ${decidedBy}`, () => {
+        const got = explainPullFailure(reason, recordedMessage(id, reason), recordedCase(id).image);
+        assert.deepEqual([got.pullClass, got.decidedBy, got.reason], ['transient', decidedBy, 'ErrImagePull']);
       });
     }
   }

@@ -464,72 +464,91 @@ describe('findStuckContainers on pods recorded from the real node', () => {
   });
 });
 
-describe('findStuckContainers: class stalled (no pull error, the sandbox is up)', () => {
-  const READY = [cond('PodReadyToStartContainers', T(2)), cond('Initialized', T(2))];
+describe('findStuckContainers: class stalled, on pods recorded from the real node (a registry that never answers)', () => {
+  const trueAt = (p: V1Pod, type: string): Date => {
+    const c = p.status?.conditions?.find((x) => x.type === type && x.status === 'True');
+    assert.ok(c?.lastTransitionTime, `${type} True`);
+    return new Date(c.lastTransitionTime);
+  };
+  const finishedAt = (p: V1Pod, name: string): Date => {
+    const t = p.status?.initContainerStatuses?.find((s) => s.name === name)?.state?.terminated?.finishedAt;
+    assert.ok(t, `${name} terminated`);
+    return new Date(t);
+  };
+  /** When each recorded container's turn came: the clock the SPEC gives stalled. */
+  const CLOCK: Record<string, (p: V1Pod) => Date> = {
+    stalled: (p) => trueAt(p, 'PodReadyToStartContainers'),
+    'stalled-init': (p) => trueAt(p, 'PodReadyToStartContainers'),
+    'stalled-sidecar': (p) => trueAt(p, 'PodReadyToStartContainers'),
+    'stalled-first-of-two-init': (p) => trueAt(p, 'PodReadyToStartContainers'),
+    'stalled-after-init': (p) => trueAt(p, 'Initialized'),
+    'stalled-second-init': (p) => finishedAt(p, 'setup'),
+  };
+  /** The state named after the waiting reason: the container's turn has come. */
+  const stalledState = (c: { pods: Record<string, V1Pod> }): string => {
+    const s = Object.keys(c.pods).find((k) => k === 'ContainerCreating' || k === 'PodInitializing');
+    assert.ok(s, 'a ContainerCreating or PodInitializing state was recorded');
+    return s;
+  };
 
-  it('a container in ContainerCreating after PodReadyToStartContainers is stalled, clock from that condition', () => {
-    const [c, ...rest] = findStuckContainers(pod({ conditions: READY, statuses: [waiting('main', 'ContainerCreating')] }));
-    assert.equal(rest.length, 0);
-    assert.equal(c!.pullClass, 'stalled');
-    assert.equal(c!.reason, 'ContainerCreating');
-    assert.equal(c!.message, '');
-    assert.deepEqual(c!.stuckSince, T(2));
+  it('every case the recording script runs is here', () => {
+    assert.deepEqual(REAL_NODE.stalled.map((c) => c.id).sort(), Object.keys(CLOCK).sort());
   });
 
-  it('is not stalled before the sandbox is ready (PodReadyToStartContainers False or missing)', () => {
-    const statuses = [waiting('main', 'ContainerCreating')];
-    assert.deepEqual(findStuckContainers(pod({ statuses })), []);
-    assert.deepEqual(findStuckContainers(pod({ statuses, conditions: [cond('PodReadyToStartContainers', T(2), 'False'), cond('Initialized', T(2))] })), []);
+  for (const c of REAL_NODE.stalled) {
+    const state = stalledState(c);
+    it(`${c.title} (${state}): one ${c.containerKind} container, stalled, no message, clock from its turn`, () => {
+      const p = recordedPod(c.id, state);
+      const [s, ...more] = findStuckContainers(p);
+      assert.equal(more.length, 0, 'containers still waiting for their turn are not reported');
+      assert.deepEqual(
+        [s!.container, s!.containerKind, s!.reason, s!.pullClass, s!.message, s!.image],
+        [c.container, c.containerKind, state, 'stalled', '', c.image],
+      );
+      assert.deepEqual(s!.stuckSince, CLOCK[c.id]!(p));
+    });
+  }
+
+  it('a regular container after an init container: the clock is Initialized, stamped after the sandbox', () => {
+    const p = recordedPod('stalled-after-init', 'PodInitializing');
+    assert.ok(trueAt(p, 'Initialized').getTime() - trueAt(p, 'PodReadyToStartContainers').getTime() >= 3000);
   });
 
-  it('the clock starts at the later of the sandbox and Initialized', () => {
-    const conditions = [cond('PodReadyToStartContainers', T(2)), cond('Initialized', T(7))];
-    const [c] = findStuckContainers(pod({ conditions, statuses: [waiting('main', 'ContainerCreating')] }));
-    assert.deepEqual(c!.stuckSince, T(7));
+  it('not stalled while the init container before it runs (regular: Initialized False; init: its turn has not come)', () => {
+    for (const id of ['stalled-after-init', 'stalled-second-init']) {
+      const p = recordedPod(id, 'setup-running');
+      assert.equal(p.status?.initContainerStatuses?.find((s) => s.name === 'setup')?.state?.running !== undefined, true, id);
+      assert.deepEqual(findStuckContainers(p), [], id);
+    }
   });
 
-  it('a regular container waits in PodInitializing (pod with init containers): stalled only once Initialized', () => {
-    const o = {
-      initContainers: [{ name: 'setup', image: 'docker.io/library/setup:1' }],
-      initStatuses: [terminated('setup', T(5))],
-      statuses: [waiting('main', 'PodInitializing')],
-    };
-    assert.deepEqual(findStuckContainers(pod({ ...o, conditions: [cond('PodReadyToStartContainers', T(2)), cond('Initialized', T(2), 'False')] })), []);
-    const [c] = findStuckContainers(pod({ ...o, conditions: [cond('PodReadyToStartContainers', T(2)), cond('Initialized', T(5))] }));
-    assert.equal(c!.pullClass, 'stalled');
-    assert.equal(c!.reason, 'PodInitializing');
-    assert.deepEqual(c!.stuckSince, T(5));
-  });
-
-  it('an init container is stalled when its turn has come, never while the one before it runs', () => {
-    const initContainers = [
-      { name: 'first', image: 'docker.io/library/first:1' },
-      { name: 'second', image: 'docker.io/library/second:1' },
-    ];
-    const conditions = [cond('PodReadyToStartContainers', T(2)), cond('Initialized', T(2), 'False')];
-    const statuses = [waiting('main', 'PodInitializing')];
-    const first = findStuckContainers(pod({ initContainers, conditions, statuses, initStatuses: [waiting('first', 'PodInitializing'), waiting('second', 'PodInitializing')] }));
-    assert.deepEqual(first.map((c) => [c.container, c.containerKind, c.pullClass]), [['first', 'init', 'stalled']]);
-    assert.deepEqual(first[0]!.stuckSince, T(2));
-    const busy = findStuckContainers(pod({ initContainers, conditions, statuses, initStatuses: [running('first', T(3)), waiting('second', 'PodInitializing')] }));
-    assert.deepEqual(busy, []);
-    const second = findStuckContainers(pod({ initContainers, conditions, statuses, initStatuses: [terminated('first', T(6)), waiting('second', 'PodInitializing')] }));
-    assert.deepEqual(second.map((c) => [c.container, c.pullClass]), [['second', 'stalled']]);
-    assert.deepEqual(second[0]!.stuckSince, T(6));
-  });
-
-  it('a pull error wins over stalled: ErrImagePull keeps its own class', () => {
-    const [c] = findStuckContainers(pod({ conditions: READY }));
-    assert.equal(c!.pullClass, 'permanent');
+  it('not stalled before the sandbox is ready (the kubelet first writes ContainerCreating, PodReadyToStartContainers False)', () => {
+    const p = recordedPod('stalled', 'sandbox-not-ready');
+    assert.equal(p.status?.containerStatuses?.[0]?.state?.waiting?.reason, 'ContainerCreating');
+    assert.deepEqual(findStuckContainers(p), []);
+    // The same with the condition gone (an older kubelet without it).
+    const noCondition = recordedPod('stalled', 'ContainerCreating');
+    noCondition.status!.conditions = noCondition.status!.conditions!.filter((x) => x.type !== 'PodReadyToStartContainers');
+    assert.deepEqual(findStuckContainers(noCondition), []);
   });
 
   it('other waiting reasons with the sandbox up are not stalled', () => {
     for (const reason of ['CrashLoopBackOff', 'CreateContainerConfigError', 'CreateContainerError', 'RunContainerError']) {
-      assert.deepEqual(findStuckContainers(pod({ conditions: READY, statuses: [waiting('main', reason)] })), [], reason);
+      const p = recordedPod('stalled', 'ContainerCreating');
+      p.status!.containerStatuses![0]!.state = { waiting: { reason } };
+      assert.deepEqual(findStuckContainers(p), [], reason);
     }
   });
 
+  it('a pull error wins over stalled: recorded pull failures have the sandbox up and keep their class', () => {
+    const p = recordedPod('tag-missing', 'ErrImagePull');
+    assert.ok(trueAt(p, 'PodReadyToStartContainers'));
+    assert.deepEqual(findStuckContainers(p).map((s) => s.pullClass), ['permanent']);
+  });
+
   it('a terminating pod is never stalled', () => {
-    assert.deepEqual(findStuckContainers(pod({ conditions: READY, statuses: [waiting('main', 'ContainerCreating')], deletionTimestamp: T(9) })), []);
+    const p = recordedPod('stalled', 'ContainerCreating');
+    p.metadata!.deletionTimestamp = T(9);
+    assert.deepEqual(findStuckContainers(p), []);
   });
 });

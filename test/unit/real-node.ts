@@ -19,6 +19,14 @@ export interface RealNodeFixture {
   kubelet: string;
   containerRuntime: string;
   cases: RecordedCase[];
+  /**
+   * Pulls from a registry that never answers (class stalled). `pods` is keyed by state: the waiting
+   * reason (ContainerCreating / PodInitializing) once the container's turn has come, and
+   * `setup-running` while the init container before it still runs.
+   */
+  stalled: RecordedCase[];
+  /** What the loopback registry stand-ins were asked. */
+  registryRequests: Record<string, string[]>;
   /** Init container ran 4 s, then the regular container could not pull. */
   clock: V1Pod;
   running: V1Pod;
@@ -31,12 +39,12 @@ export const REAL_NODE = JSON.parse(
 ) as RealNodeFixture;
 
 export function recordedCase(id: string): RecordedCase {
-  const c = REAL_NODE.cases.find((x) => x.id === id);
+  const c = [...REAL_NODE.cases, ...REAL_NODE.stalled].find((x) => x.id === id);
   if (!c) throw new Error(`no case ${id} in test/fixtures/real-node-statuses.json`);
   return c;
 }
 
-/** The recorded pod of case `id` when its container first waited with `reason`. */
+/** The recorded pod of case `id` when its container first waited with `reason` (or was in that state). */
 export function recordedPod(id: string, reason: string): V1Pod {
   const pod = recordedCase(id).pods[reason];
   if (!pod) throw new Error(`case ${id} has no recorded ${reason} pod`);
