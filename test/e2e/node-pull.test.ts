@@ -1,12 +1,22 @@
 // Every image-pull failure class from a real pull on the real node (kubelet + containerd + local
-// registries), with the message the real kubelet writes, judged by the sweeper (dry run).
+// registries, and loopback stand-ins for 429, 503 and an untrusted certificate), with the message
+// the real kubelet writes, judged by the sweeper (dry run).
 import assert from 'node:assert/strict';
-import { before, describe, it } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import { CoreV1Api, type V1Pod } from '@kubernetes/client-node';
 import { useTestCluster } from '../support/hooks.ts';
 import { waitFor } from '../support/kubelet.ts';
-import { nodeSkipReason, testNode, type TestNodeHandle } from '../support/node.ts';
-import { caseContainerStatus, createCasePod, nodeCases, nodePodSpec, observeReasons, type NodeCase } from '../support/node-cases.ts';
+import { addRegistryHost, nodeSkipReason, removeRegistryHost, testNode, type TestNodeHandle } from '../support/node.ts';
+import {
+  caseContainerStatus,
+  createCasePod,
+  nodeCases,
+  nodePodSpec,
+  observeReasons,
+  registryFaultCases,
+  type NodeCase,
+} from '../support/node-cases.ts';
+import { startFaultRegistries, type FaultRegistries } from '../support/registry-faults.ts';
 import { policyFile, runSweep, type SweepRun } from '../support/sweeper.ts';
 
 const skip = nodeSkipReason();
@@ -26,6 +36,11 @@ const CAUSES: Record<string, RegExp> = {
   'never-pull': /is not present with pull policy of Never/,
   'init-container': /not found/,
   sidecar: /not found/,
+  'too-many-requests': /failed with status code \[manifests 1\]: 429 Too Many Requests$/,
+  'too-many-requests-on-fetch': /429 Too Many Requests - Server message: toomanyrequests: /,
+  'service-unavailable': /failed with status code \[manifests 1\]: 503 Service Unavailable$/,
+  'token-unavailable': /failed to authorize: failed to fetch anonymous token: unexpected status: 503 Service Unavailable$/,
+  'untrusted-certificate': /x509: certificate signed by unknown authority$/,
 };
 
 describe('real pulls on the real node', () => {
@@ -34,12 +49,16 @@ describe('real pulls on the real node', () => {
   let cases: NodeCase[];
   const seen = new Map<string, Map<string, V1Pod>>();
   let dryRun: SweepRun;
+  let faults: FaultRegistries | undefined;
+  const faultHosts = (f: FaultRegistries): string[] => [f.tooManyRequests, f.rateLimitedFetch, f.unavailable, f.tokenUnavailable, f.untrusted];
 
   before(async () => {
     if (skip) return;
     node = await testNode(env.cluster.kubeconfigPath);
     ns = await env.namespace('node-pull');
-    cases = await nodeCases(node);
+    faults = await startFaultRegistries();
+    for (const h of faultHosts(faults)) addRegistryHost(node.registryConfigDir, h, h === faults.untrusted ? 'https' : 'http');
+    cases = [...(await nodeCases(node)), ...registryFaultCases(node, faults)];
     await Promise.all(cases.map((c) => createCasePod(env.kc, ns, c.id, c)));
     await Promise.all(
       cases.map(async (c) => {
@@ -47,6 +66,12 @@ describe('real pulls on the real node', () => {
       }),
     );
     dryRun = await runSweep(env.kc, { namespaces: [ns], policy: policyFile('{}'), dryRun: true });
+  });
+
+  after(async () => {
+    if (!faults) return;
+    await faults.close();
+    for (const h of faultHosts(faults)) removeRegistryHost(node.registryConfigDir, h);
   });
 
   const one = (id: string): { c: NodeCase; forms: Map<string, V1Pod> } => {
