@@ -14,6 +14,12 @@ export function load(text: string): { ok: true; loaded: Loaded } | { ok: false; 
   const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false });
   const loaded = { doc, lines };
   if (doc.errors.length === 0) return { ok: true, loaded };
+  // The parser recurses per nesting level; thousands of `[` overflow its stack, not a syntax error.
+  const tooDeep = doc.errors.find((error) => /call stack/i.test(error.message));
+  if (tooDeep) {
+    const message = 'the YAML nests too deeply to be read (a policy is a few levels deep); look for runaway [ or {';
+    return { ok: false, problems: [{ ...position(lines, tooDeep.pos[0]), path: '', message }], loaded };
+  }
   const problems = doc.errors.map((error) => ({
     ...position(lines, error.pos[0]),
     path: '',

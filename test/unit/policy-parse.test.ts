@@ -486,6 +486,13 @@ describe('parsePolicyYaml: bounded time and memory', () => {
     assert.match(only(text).message, /expands more than 100 aliases/);
     assert.ok(performance.now() - started < 2000);
   });
+
+  it('says a runaway nesting is too deep, not that the parser ran out of stack', () => {
+    const p = only(`rules: ${'['.repeat(5000)}${']'.repeat(5000)}\n`);
+    assert.match(p.message, /nests too deeply/);
+    assert.doesNotMatch(p.message, /call stack/);
+    assert.equal(p.line, 1);
+  });
 });
 
 describe('readPolicyFile', () => {
