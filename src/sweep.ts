@@ -114,11 +114,13 @@ export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<Swe
   };
 
   let labelled: JobView[] = [];
+  let otherErrors = 0;
   try {
     labelled = await listPendingJobs(gateway, options.namespaces, (ns, n) =>
       logger.warn('pending Job list continue token expired; listing again from the start', { sweepId, namespace: ns ?? '*', restart: n }),
     );
   } catch (error) {
+    otherErrors += 1;
     logger.error(`could not list the Jobs labelled ${LABELS.pending}; they are checked on the next sweep`, { sweepId, error: describeApiError(error).message });
   }
 
@@ -140,7 +142,10 @@ export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<Swe
   const results = await act(gateway, pending.decisions, actOptions);
   for (const settled of await settleFinished(gateway, pending.finished, actOptions)) {
     const fields = { sweepId, namespace: settled.job.namespace, job: settled.job.name };
-    if (settled.error) logger.warn(`Job failed by an earlier sweep: ${settled.error}; tried again next sweep`, fields);
+    if (settled.error) {
+      otherErrors += 1;
+      logger.error(`Job failed by an earlier sweep: ${settled.error}; tried again next sweep`, fields);
+    }
     else if (settled.eventWritten) logger.info('wrote the missing FailJob Event of a Job failed by an earlier sweep', fields);
   }
   if (options.signal?.aborted) logger.warn('sweep stopped by a signal: writes in flight finished, none started after', { sweepId });
@@ -163,6 +168,7 @@ export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<Swe
     results,
     cronJobs,
     awaitingFailed: pending.awaiting,
+    otherErrors,
   });
   logSummary(logger, summary);
   return {

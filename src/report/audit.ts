@@ -137,6 +137,8 @@ export interface SummaryInput {
   cronJobs?: readonly CronJobResult[];
   /** Pending Jobs seen by this sweep (failed earlier, not finished). */
   awaitingFailed?: number;
+  /** Failures outside the decisions, each logged: listing the pending Jobs, settling a finished one. */
+  otherErrors?: number;
 }
 
 export function summarize(input: SummaryInput): SweepSummary {
@@ -151,6 +153,7 @@ export function summarize(input: SummaryInput): SweepSummary {
     ns[r.outcome] = (ns[r.outcome] ?? 0) + 1;
     if (r.outcome === 'error' || r.error !== undefined) actionErrors += 1;
   }
+  actionErrors += input.otherErrors ?? 0;
   const cronJobs: SweepSummary['cronJobs'] = {};
   for (const c of input.cronJobs ?? []) {
     cronJobs[c.outcome] = (cronJobs[c.outcome] ?? 0) + 1;

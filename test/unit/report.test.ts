@@ -90,6 +90,9 @@ describe('summary', () => {
     assert.equal(s.durationMs, 1500);
     assert.equal(s.exitCode, 1);
     assert.equal(summarize({ ...base, results: [ok, deferred] }).exitCode, 0);
+    // A failure outside the decisions (a missing Event of an earlier sweep not written) is one too.
+    const unsettled = summarize({ ...base, results: [ok, deferred], otherErrors: 1 });
+    assert.deepEqual([unsettled.actionErrors, unsettled.exitCode], [1, 1]);
     const stream = new PassThrough();
     const chunks: string[] = [];
     stream.on('data', (c: Buffer) => chunks.push(c.toString()));
