@@ -1,20 +1,4 @@
-import {
-  BatchV1Api,
-  type ConfigurationOptions,
-  Observable,
-  type ObservableMiddleware,
-  CoreV1Api,
-  EventsV1Api,
-  type EventsV1Event,
-  type KubeConfig,
-  PatchStrategy,
-  type V1ConfigMap,
-  type V1CronJob,
-  type V1Job,
-  type V1Namespace,
-  type V1Pod,
-  setHeaderOptions,
-} from '@kubernetes/client-node';
+import type { EventsV1Event, KubeConfig, V1ConfigMap, V1CronJob, V1Job, V1Namespace, V1Pod } from '@kubernetes/client-node';
 import { createKubeHttp } from './http.ts';
 
 export interface Page<T> {
@@ -40,8 +24,8 @@ export interface KubeGateway {
   /** Pods of one namespace as Table rows, without the objects: a few dozen bytes per pod. */
   listPodRows(opts: { namespace: string; fieldSelector: string; limit: number; continueToken?: string }): Promise<Page<PodRow>>;
   readPod(namespace: string, name: string): Promise<V1Pod>;
-  /** Pods of one namespace matching a label selector, in full (a pending Job's pods). */
-  listPods(opts: { namespace: string; labelSelector: string; limit: number; continueToken?: string }): Promise<Page<V1Pod>>;
+  /** Pods of one namespace in full, by label (a pending Job's pods) or by field (the Pending ones, when many are candidates). */
+  listPods(opts: { namespace: string; labelSelector?: string; fieldSelector?: string; limit: number; continueToken?: string }): Promise<Page<V1Pod>>;
   /** Without a namespace: every namespace. */
   listJobs(opts: { namespace?: string; labelSelector?: string; limit: number; continueToken?: string }): Promise<Page<V1Job>>;
   readJob(namespace: string, name: string): Promise<V1Job>;
@@ -64,32 +48,17 @@ export interface KubeGateway {
 
 export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 
-/**
- * Every request is aborted after `timeoutMs`, so a hung API server cannot hang a sweep, and goes
- * over the shared keep-alive agent (`keepAlive`).
- */
-function requestOptions(timeoutMs: number, keepAlive: ObservableMiddleware, contentType?: string): ConfigurationOptions<ObservableMiddleware> {
-  const timeout: ObservableMiddleware = {
-    pre: (request) => {
-      request.setSignal(AbortSignal.timeout(timeoutMs));
-      return new Observable(Promise.resolve(request));
-    },
-    post: (response) => new Observable(Promise.resolve(response)),
-  };
-  const base: ConfigurationOptions<ObservableMiddleware> = { middleware: [timeout, keepAlive], middlewareMergeStrategy: 'append' };
-  return contentType ? setHeaderOptions('Content-Type', contentType, base) : base;
-}
+const MERGE_PATCH = 'application/merge-patch+json';
+const STRATEGIC_MERGE_PATCH = 'application/strategic-merge-patch+json';
+const JSON_PATCH = 'application/json-patch+json';
 
+/**
+ * Every request goes over the shared keep-alive agent, is aborted after `timeoutMs` (a hung API
+ * server cannot hang a sweep), and its answer is parsed with plain JSON.parse: client-node gives
+ * the configuration and authentication, not the request path (its typed models cost CPU per call).
+ */
 export function createGateway(kubeConfig: KubeConfig, options: { timeoutMs?: number } = {}): KubeGateway {
-  const timeoutMs = options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
-  const raw = createKubeHttp(kubeConfig, timeoutMs);
-  const plain = requestOptions(timeoutMs, raw.middleware);
-  const mergePatch = requestOptions(timeoutMs, raw.middleware, PatchStrategy.MergePatch);
-  const strategicMergePatch = requestOptions(timeoutMs, raw.middleware, PatchStrategy.StrategicMergePatch);
-  const jsonPatch = requestOptions(timeoutMs, raw.middleware, PatchStrategy.JsonPatch);
-  const core = kubeConfig.makeApiClient(CoreV1Api);
-  const batch = kubeConfig.makeApiClient(BatchV1Api);
-  const events = kubeConfig.makeApiClient(EventsV1Api);
+  const raw = createKubeHttp(kubeConfig, options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS);
   const path = (s: string) => encodeURIComponent(s);
   return {
     async listNamespaceNames({ limit, continueToken }) {
@@ -106,8 +75,8 @@ export function createGateway(kubeConfig: KubeConfig, options: { timeoutMs?: num
       return { items, continueToken: table.metadata?.continue || undefined };
     },
     readPod: async (namespace, name) => (await raw.getJson(`/api/v1/namespaces/${path(namespace)}/pods/${path(name)}`, {})) as V1Pod,
-    async listPods({ namespace, labelSelector, limit, continueToken }) {
-      const query = { labelSelector, limit, continue: continueToken };
+    async listPods({ namespace, labelSelector, fieldSelector, limit, continueToken }) {
+      const query = { labelSelector, fieldSelector, limit, continue: continueToken };
       return asPage<V1Pod>(await raw.getJson(`/api/v1/namespaces/${path(namespace)}/pods`, query));
     },
     async listJobs({ namespace, labelSelector, limit, continueToken }) {
@@ -115,20 +84,23 @@ export function createGateway(kubeConfig: KubeConfig, options: { timeoutMs?: num
       return asPage<V1Job>(await raw.getJson(where, { labelSelector, limit, continue: continueToken }));
     },
     readJob: async (namespace, name) => (await raw.getJson(`/apis/batch/v1/namespaces/${path(namespace)}/jobs/${path(name)}`, {})) as V1Job,
-    readNamespace: (name) => core.readNamespace({ name }, plain),
-    readConfigMap: (namespace, name) => core.readNamespacedConfigMap({ namespace, name }, plain),
-    mergePatchJob: (namespace, name, body) => batch.patchNamespacedJob({ namespace, name, body }, mergePatch),
-    jsonPatchJob: (namespace, name, body) => batch.patchNamespacedJob({ namespace, name, body }, jsonPatch),
-    patchPodStatus: (namespace, name, body) =>
-      core.patchNamespacedPodStatus({ namespace, name, body }, strategicMergePatch),
+    readNamespace: async (name) => (await raw.getJson(`/api/v1/namespaces/${path(name)}`, {})) as V1Namespace,
+    readConfigMap: async (namespace, name) => (await raw.getJson(`/api/v1/namespaces/${path(namespace)}/configmaps/${path(name)}`, {})) as V1ConfigMap,
+    mergePatchJob: async (namespace, name, body) =>
+      (await raw.send('PATCH', `/apis/batch/v1/namespaces/${path(namespace)}/jobs/${path(name)}`, { body, contentType: MERGE_PATCH })) as V1Job,
+    jsonPatchJob: async (namespace, name, body) =>
+      (await raw.send('PATCH', `/apis/batch/v1/namespaces/${path(namespace)}/jobs/${path(name)}`, { body, contentType: JSON_PATCH })) as V1Job,
+    patchPodStatus: async (namespace, name, body) =>
+      (await raw.send('PATCH', `/api/v1/namespaces/${path(namespace)}/pods/${path(name)}/status`, { body, contentType: STRATEGIC_MERGE_PATCH })) as V1Pod,
     async deletePod(namespace, name, uid, resourceVersion) {
-      await core.deleteNamespacedPod({ namespace, name, body: { preconditions: { uid, resourceVersion } } }, plain);
+      await raw.send('DELETE', `/api/v1/namespaces/${path(namespace)}/pods/${path(name)}`, { body: { preconditions: { uid, resourceVersion } } });
     },
     async createEvent(namespace, body) {
-      await events.createNamespacedEvent({ namespace, body }, plain);
+      await raw.send('POST', `/apis/events.k8s.io/v1/namespaces/${path(namespace)}/events`, { body });
     },
-    readCronJob: (namespace, name) => batch.readNamespacedCronJob({ namespace, name }, plain),
-    mergePatchCronJob: (namespace, name, body) => batch.patchNamespacedCronJob({ namespace, name, body }, mergePatch),
+    readCronJob: async (namespace, name) => (await raw.getJson(`/apis/batch/v1/namespaces/${path(namespace)}/cronjobs/${path(name)}`, {})) as V1CronJob,
+    mergePatchCronJob: async (namespace, name, body) =>
+      (await raw.send('PATCH', `/apis/batch/v1/namespaces/${path(namespace)}/cronjobs/${path(name)}`, { body, contentType: MERGE_PATCH })) as V1CronJob,
   };
 }
 

@@ -1,15 +1,8 @@
-// The lean HTTP path: one keep-alive agent per TLS identity, shared by client-node's calls and
-// by our own list/read calls, whose bodies are parsed with plain JSON.parse (no typed models).
+// The lean HTTP path: one keep-alive agent per TLS identity, shared by every call the gateway
+// makes; bodies are JSON.stringify-ed and answers parsed with plain JSON.parse (no typed models).
 import * as http from 'node:http';
 import * as https from 'node:https';
-import {
-  ApiException,
-  HttpMethod,
-  Observable,
-  RequestContext,
-  type KubeConfig,
-  type ObservableMiddleware,
-} from '@kubernetes/client-node';
+import { ApiException, HttpMethod, RequestContext, type KubeConfig } from '@kubernetes/client-node';
 
 /** Sockets kept open per agent; the sweep's reads and writes stay well below this. */
 const MAX_SOCKETS = 32;
@@ -20,8 +13,8 @@ const TLS_KEYS = ['ca', 'cert', 'key', 'pfx', 'passphrase', 'rejectUnauthorized'
 export interface KubeHttp {
   /** GET `path` (with query) and JSON.parse the body; non-2xx throws an ApiException. */
   getJson(path: string, query: Record<string, string | number | undefined>, options?: { accept?: string }): Promise<unknown>;
-  /** client-node middleware that swaps its new-agent-per-request for the shared keep-alive agent. */
-  middleware: ObservableMiddleware;
+  /** Any verb with an optional JSON body, the answer JSON-parsed (undefined when empty); non-2xx throws an ApiException. */
+  send(method: Method, path: string, options?: SendOptions): Promise<unknown>;
   /** TLS connections opened so far (for benchmarks). */
   connections(): number;
 }
@@ -51,28 +44,25 @@ export function createKubeHttp(kubeConfig: KubeConfig, timeoutMs: number): KubeH
     return agent;
   };
 
-  const middleware: ObservableMiddleware = {
-    pre: (request) => {
-      request.setAgent(shared(request.getAgent()) as never);
-      return new Observable(Promise.resolve(request));
-    },
-    post: (response) => new Observable(Promise.resolve(response)),
-  };
-
   const server = kubeConfig.getCurrentCluster()?.server ?? '';
 
-  async function getJson(path: string, query: Record<string, string | number | undefined>, options: { accept?: string } = {}): Promise<unknown> {
+  async function send(method: Method, path: string, query: Query, options: SendOptions): Promise<unknown> {
     const url = new URL(server.replace(/\/+$/, '') + path);
     for (const [k, v] of Object.entries(query)) if (v !== undefined && v !== '') url.searchParams.set(k, String(v));
     // client-node's own auth (tokens, exec plugins, client certificates) fills in headers and TLS.
-    const context = new RequestContext(url.toString(), HttpMethod.GET);
+    const context = new RequestContext(url.toString(), HttpMethod[method]);
     await kubeConfig.applySecurityAuthentication(context);
     const agent = shared(context.getAgent() as http.Agent | undefined);
-    const headers = { ...context.getHeaders(), Accept: options.accept ?? 'application/json' };
+    const payload = options.body === undefined ? undefined : JSON.stringify(options.body);
+    const headers: Record<string, string | number> = { ...context.getHeaders(), Accept: options.accept ?? 'application/json' };
+    if (payload !== undefined) {
+      headers['Content-Type'] = options.contentType ?? 'application/json';
+      headers['Content-Length'] = Buffer.byteLength(payload);
+    }
     const transport = url.protocol === 'http:' ? http : https;
     const { status, body, responseHeaders } = await new Promise<{ status: number; body: string; responseHeaders: Record<string, string> }>(
       (resolve, reject) => {
-        const req = transport.request(url, { method: 'GET', headers, agent, signal: AbortSignal.timeout(timeoutMs) }, (res) => {
+        const req = transport.request(url, { method, headers, agent, signal: AbortSignal.timeout(timeoutMs) }, (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
           res.on('error', reject);
@@ -83,16 +73,31 @@ export function createKubeHttp(kubeConfig: KubeConfig, timeoutMs: number): KubeH
           });
         });
         req.on('error', reject);
-        req.end();
+        req.end(payload);
       },
     );
     if (status < 200 || status > 299) {
-      throw new ApiException(status, `HTTP ${status} for GET ${url.pathname}: ${body.slice(0, 500)}`, body, responseHeaders);
+      throw new ApiException(status, `HTTP ${status} for ${method} ${url.pathname}: ${body.slice(0, 500)}`, body, responseHeaders);
     }
-    return JSON.parse(body) as unknown;
+    return body === '' ? undefined : (JSON.parse(body) as unknown);
   }
 
-  return { getJson, middleware, connections: () => opened };
+  return {
+    getJson: (path, query, options = {}) => send('GET', path, query, options),
+    send: (method, path, options = {}) => send(method, path, options.query ?? {}, options),
+    connections: () => opened,
+  };
+}
+
+type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
+type Query = Record<string, string | number | undefined>;
+interface SendOptions {
+  query?: Query;
+  /** Sent as JSON. */
+  body?: unknown;
+  /** Of the body (default application/json), e.g. application/merge-patch+json. */
+  contentType?: string;
+  accept?: string;
 }
 
 function stringify(value: unknown): string | null {
