@@ -101,9 +101,9 @@ function pagedGateway(total: number, stuckEvery: number): KubeGateway {
       const i = Number(name.slice(4));
       return pod(i, i % stuckEvery === 0);
     },
+    listPods: notUsed,
     listJobs: notUsed,
     readJob: notUsed,
-    listPods: notUsed,
     jsonPatchJob: notUsed,
     readNamespace: notUsed,
     readConfigMap: notUsed,

@@ -2,11 +2,12 @@
 // dozen bytes a pod), keep as candidates only the pods whose STATUS does not rule out a stuck
 // container, then read each candidate in full and classify that full read.
 import { findStuckContainers } from '../classify/index.ts';
+import type { V1Pod } from '@kubernetes/client-node';
 import type { StuckContainer } from '../model.ts';
 import { mapBounded } from '../concurrency.ts';
 import { describeApiError } from '../kube/errors.ts';
 import type { KubeGateway, PodRow } from '../kube/gateway.ts';
-import { forEachPage, listFromStart } from '../kube/paging.ts';
+import { forEachPage, listFromStart, type RestartOptions } from '../kube/paging.ts';
 import { isCandidateStatus } from './candidates.ts';
 
 export const PENDING_PODS = 'status.phase=Pending';
@@ -19,6 +20,11 @@ export interface ObserveOptions {
   listConcurrency?: number;
   /** Candidate reads in flight at once (default 8). */
   readConcurrency?: number;
+  /**
+   * From this many candidates in a namespace on, when they are at least a quarter of its
+   * Pending pods, one paged LIST of those pods replaces the GETs (default 10).
+   */
+  listThreshold?: number;
   /** How many times a list may start over after its continue token expired (410 Gone). */
   maxRestarts?: number;
   onRestart?: (namespace: string | undefined, restart: number) => void;
@@ -30,6 +36,7 @@ export interface Observation {
   podsScanned: number;
   /** Pods read in full because their STATUS could mean a stuck container. */
   candidates: number;
+  /** Pages of rows, and of full pods where a namespace LIST replaced the candidates' GETs. */
   pages: number;
 }
 
@@ -40,15 +47,20 @@ export interface Observation {
 export async function observeStuckContainers(gateway: KubeGateway, options: ObserveOptions): Promise<Observation> {
   const result: Observation = { stuck: [], podsScanned: 0, candidates: 0, pages: 0 };
   const namespaces = options.namespaces.length > 0 ? [...new Set(options.namespaces)] : await allNamespaces(gateway, options, result);
-  const candidates: PodRow[] = [];
+  const toRead: PodRow[] = [];
+  const listThreshold = options.listThreshold ?? 10;
   await mapBounded(namespaces, options.listConcurrency ?? 4, async (namespace) => {
     const scoped = await listNamespace(gateway, namespace, options);
-    candidates.push(...scoped.candidates);
     result.podsScanned += scoped.podsScanned;
     result.pages += scoped.pages;
+    result.candidates += scoped.candidates.length;
+    const many = scoped.candidates.length >= listThreshold && scoped.candidates.length * 4 >= scoped.podsScanned;
+    if (!many) return void toRead.push(...scoped.candidates);
+    const listed = await readCandidatesByList(gateway, namespace, new Set(scoped.candidates.map((row) => row.name)), options);
+    result.pages += listed.pages;
+    result.stuck.push(...listed.stuck);
   });
-  result.candidates = candidates.length;
-  const read = await mapBounded(candidates, options.readConcurrency ?? 8, async (row) => {
+  const read = await mapBounded(toRead, options.readConcurrency ?? 8, async (row) => {
     try {
       const pod = await gateway.readPod(row.namespace, row.name);
       // Judged on the full read: a pod that moved on since the list is no longer Pending.
@@ -89,6 +101,29 @@ async function listNamespace(gateway: KubeGateway, namespace: string, options: O
     acc.podsScanned += rows.length;
     for (const row of rows) if (isCandidateStatus(row.status)) acc.candidates.push(row);
   };
+  return listFromStart(listPage, fresh, onPage, restartOptions(namespace, options));
+}
+
+/**
+ * The candidates judged on one paged LIST of the namespace's Pending pods (a candidate missing
+ * from it is gone or no longer Pending); each page is reduced to stuck containers before the next.
+ */
+async function readCandidatesByList(
+  gateway: KubeGateway,
+  namespace: string,
+  candidates: ReadonlySet<string>,
+  options: ObserveOptions,
+): Promise<{ stuck: StuckContainer[]; pages: number }> {
+  const listPage = (continueToken: string | undefined) => gateway.listPods({ namespace, fieldSelector: PENDING_PODS, limit: options.pageSize, continueToken });
+  const fresh = () => ({ stuck: [] as StuckContainer[], pages: 0 });
+  const onPage = (acc: { stuck: StuckContainer[]; pages: number }, pods: V1Pod[]) => {
+    acc.pages += 1;
+    for (const pod of pods) if (candidates.has(pod.metadata?.name ?? '')) acc.stuck.push(...findStuckContainers(pod));
+  };
+  return listFromStart(listPage, fresh, onPage, restartOptions(namespace, options));
+}
+
+function restartOptions(namespace: string, options: ObserveOptions): RestartOptions {
   const onRestart = (restart: number) => options.onRestart?.(namespace, restart);
-  return listFromStart(listPage, fresh, onPage, { ...(options.maxRestarts !== undefined ? { maxRestarts: options.maxRestarts } : {}), onRestart });
+  return { ...(options.maxRestarts !== undefined ? { maxRestarts: options.maxRestarts } : {}), onRestart };
 }

@@ -67,7 +67,8 @@ describe('lean observation (Table rows, then full reads of the candidates)', () 
     const gateway = withRetries(createGateway(kc));
     const reads: string[] = [];
     const counting = { ...gateway, readPod: (n: string, name: string) => (reads.push(name), gateway.readPod(n, name)) };
-    const scoped = await observeStuckContainers(counting, { namespaces: [ns], pageSize: 3 });
+    // One GET per candidate (the namespace LIST is kept for when candidates are many).
+    const scoped = await observeStuckContainers(counting, { namespaces: [ns], pageSize: 3, listThreshold: Number.POSITIVE_INFINITY });
     assert.deepEqual(scoped.stuck.map(key).sort(), expected);
     const stalled = scoped.stuck.filter((c) => c.pullClass === 'stalled').map((c) => [c.pod, c.container, c.containerKind, c.reason]);
     assert.deepEqual(stalled.sort(), [
@@ -80,13 +81,22 @@ describe('lean observation (Table rows, then full reads of the candidates)', () 
     assert.equal(scoped.podsScanned, PODS.length - 1, 'every Pending pod listed');
     assert.deepEqual(reads.sort(), PODS.filter((p) => p.state !== 'none' && p.state !== 'running').map((p) => p.name).sort(), 'only candidates read');
 
+    // The same candidates judged on one paged LIST of the namespace's Pending pods instead.
+    const lists: string[] = [];
+    const listing = { ...gateway, readPod: counting.readPod, listPods: (o: Parameters<typeof gateway.listPods>[0]) => (lists.push(o.namespace), gateway.listPods(o)) };
+    reads.length = 0;
+    const listed = await observeStuckContainers(listing, { namespaces: [ns], pageSize: 3, listThreshold: 1 });
+    assert.deepEqual(listed.stuck.map(key).sort(), expected);
+    assert.deepEqual(reads, [], 'no GET when the namespace LIST is used');
+    assert.equal(lists.length, Math.ceil((PODS.length - 1) / 3), 'one LIST, paged 3 a page');
+
     const everywhere = await observeStuckContainers(gateway, { namespaces: [], pageSize: 500 });
     assert.deepEqual(everywhere.stuck.filter((c) => c.namespace === ns).map(key).sort(), expected);
   });
 
-  // The price of reading `Init:<i>/<n>` pods: one GET each. Two namespaces of N Pending pods, one
-  // unscheduled (STATUS Pending: listed, never read), one with an init container running
-  // (STATUS Init:0/1: listed and read); the difference is what the init reads cost.
+  // The price of reading `Init:<i>/<n>` pods. Two namespaces of N Pending pods, one unscheduled
+  // (STATUS Pending: listed, never read), one with an init container running (STATUS Init:0/1:
+  // listed and read, by a GET each or, as a sweep does when they are many, one namespace LIST).
   it('measures the cost of reading Init:<i>/<n> pods', TIMEOUT, async () => {
     const N = 100;
     const core = kc.makeApiClient(CoreV1Api);
@@ -107,23 +117,27 @@ describe('lean observation (Table rows, then full reads of the candidates)', () 
         }),
       );
     }
-    const timed = async (ns: string): Promise<{ ms: number; candidates: number; stuck: number }> => {
+    const timed = async (ns: string, listThreshold?: number): Promise<{ ms: number; candidates: number; stuck: number }> => {
       const runs: number[] = [];
       let last = { candidates: 0, stuck: 0 };
       for (let r = 0; r < 5; r++) {
         const t0 = performance.now();
-        const o = await observeStuckContainers(gateway, { namespaces: [ns], pageSize: 500 });
+        const o = await observeStuckContainers(gateway, { namespaces: [ns], pageSize: 500, listThreshold });
         runs.push(performance.now() - t0);
         last = { candidates: o.candidates, stuck: o.stuck.length };
       }
       return { ms: runs.sort((a, b) => a - b)[2]!, ...last };
     };
     const a = await timed(idle);
-    const b = await timed(init);
+    const b = await timed(init, Number.POSITIVE_INFINITY);
+    const c = await timed(init);
     process.stderr.write(
       `[observe] ${N} Pending pods, median of 5: unscheduled ${a.ms.toFixed(1)} ms (${a.candidates} read); ` +
-        `init running ${b.ms.toFixed(1)} ms (${b.candidates} read): ${((b.ms - a.ms) / N).toFixed(2)} ms a pod in Init:<i>/<n>\n`,
+        `init running, a GET each ${b.ms.toFixed(1)} ms (${b.candidates} read): ${((b.ms - a.ms) / N).toFixed(2)} ms a pod in Init:<i>/<n>; ` +
+        `init running, one namespace LIST ${c.ms.toFixed(1)} ms\n`,
     );
+    assert.equal(c.candidates, N);
+    assert.equal(c.stuck, 0);
     assert.equal(a.candidates, 0);
     assert.equal(b.candidates, N);
     assert.equal(b.stuck, 0, 'a running init container is never stuck');

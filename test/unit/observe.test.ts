@@ -23,9 +23,10 @@ const row = (name: string, status = 'ErrImagePull'): PodRow => ({ namespace: 'ns
 function scripted(
   pages: (PodRow[] | 'expired')[],
   pods: Record<string, V1Pod | 'gone'> = {},
-): { gateway: KubeGateway; calls: { continueToken?: string; fieldSelector: string }[]; reads: string[] } {
+): { gateway: KubeGateway; calls: { continueToken?: string; fieldSelector: string }[]; reads: string[]; lists: number } {
   const calls: { continueToken?: string; fieldSelector: string }[] = [];
   const reads: string[] = [];
+  const counted = { lists: 0 };
   let served = 0;
   const gateway = {
     async listNamespaceNames() {
@@ -43,8 +44,21 @@ function scripted(
       if (pod === 'gone') throw new ApiException(404, 'Not Found', JSON.stringify({ reason: 'NotFound', message: 'gone' }), {});
       return pod;
     },
+    async listPods(opts: { fieldSelector: string }) {
+      counted.lists += 1;
+      assert.equal(opts.fieldSelector, PENDING_PODS);
+      const listed = pages.flatMap((p) => (p === 'expired' ? [] : p)).map((r) => pods[r.name] ?? stuckPod(r.name));
+      return { items: listed.filter((p): p is V1Pod => p !== 'gone' && p.status?.phase === 'Pending'), continueToken: undefined };
+    },
   } as unknown as KubeGateway;
-  return { gateway, calls, reads };
+  return {
+    gateway,
+    calls,
+    reads,
+    get lists() {
+      return counted.lists;
+    },
+  };
 }
 
 describe('observeStuckContainers', () => {
@@ -72,6 +86,27 @@ describe('observeStuckContainers', () => {
     assert.deepEqual(result.stuck.map((c) => c.pod), ['a', 'b']);
     assert.deepEqual(restarts, [1]);
     assert.equal(calls[2]!.continueToken, undefined);
+  });
+
+  it('reads many candidates of a namespace with one LIST instead of a GET each', async () => {
+    const rows = [...Array.from({ length: 10 }, (_, i) => row(`s${i}`)), ...Array.from({ length: 30 }, (_, i) => row(`q${i}`, 'Pending'))];
+    const many = scripted([rows], { s3: 'gone', s4: stuckPod('s4', 'Running') });
+    const result = await observeStuckContainers(many.gateway, { namespaces: ['ns'], pageSize: 500 });
+    assert.deepEqual(many.reads, []);
+    assert.equal(many.lists, 1);
+    assert.equal(result.candidates, 10);
+    assert.deepEqual(result.stuck.map((c) => c.pod).sort(), ['s0', 's1', 's2', 's5', 's6', 's7', 's8', 's9']);
+  });
+
+  it('keeps GETs when candidates are few, or a small share of the namespace', async () => {
+    const few = scripted([Array.from({ length: 9 }, (_, i) => row(`s${i}`))]);
+    await observeStuckContainers(few.gateway, { namespaces: ['ns'], pageSize: 500 });
+    assert.equal(few.lists, 0);
+    assert.equal(few.reads.length, 9);
+    const diluted = scripted([[...Array.from({ length: 10 }, (_, i) => row(`s${i}`)), ...Array.from({ length: 31 }, (_, i) => row(`q${i}`, 'Pending'))]]);
+    await observeStuckContainers(diluted.gateway, { namespaces: ['ns'], pageSize: 500 });
+    assert.equal(diluted.lists, 0);
+    assert.equal(diluted.reads.length, 10);
   });
 
   it('gives up after maxRestarts and surfaces the error', async () => {
