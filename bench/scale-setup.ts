@@ -18,34 +18,36 @@ export function rawClient(kc: KubeConfig): Raw {
   const user = kc.getCurrentUser()!;
   const ca = Buffer.from(cluster.caData ?? '', 'base64');
   const agent = new https.Agent({ keepAlive: true, maxSockets: 32, ca });
-  return {
-    request(method, path, body, contentType = 'application/json') {
-      const data = body === undefined ? undefined : JSON.stringify(body);
-      return new Promise((resolve, reject) => {
-        const req = https.request(
-          new URL(cluster.server + path),
-          {
-            method,
-            agent,
-            headers: {
-              Authorization: `Bearer ${user.token}`,
-              Accept: 'application/json',
-              ...(data ? { 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(data) } : {}),
-            },
+  const request: Raw['request'] = (method, path, body, contentType = 'application/json') => {
+    const data = body === undefined ? undefined : JSON.stringify(body);
+    return new Promise((resolve, reject) => {
+      const req = https.request(
+        new URL(cluster.server + path),
+        {
+          method,
+          agent,
+          headers: {
+            Authorization: `Bearer ${user.token}`,
+            Accept: 'application/json',
+            ...(data ? { 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(data) } : {}),
           },
-          (res) => {
-            let text = '';
-            res.setEncoding('utf8');
-            res.on('data', (d: string) => (text += d));
-            res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
-          },
-        );
-        req.on('error', reject);
-        req.end(data);
+        },
+        (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (d: string) => (text += d));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+        },
+      );
+      // A kept-alive socket the server closed while idle: send once more on a fresh one.
+      req.on('error', (error: NodeJS.ErrnoException) => {
+        if (req.reusedSocket && error.code === 'ECONNRESET') request(method, path, body, contentType).then(resolve, reject);
+        else reject(error);
       });
-    },
-    close: () => agent.destroy(),
+      req.end(data);
+    });
   };
+  return { request, close: () => agent.destroy() };
 }
 
 /** A pod as the Job controller would make it (labels, one container with resources), not owned by anything. */

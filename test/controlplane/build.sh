@@ -8,9 +8,11 @@
 # <hash> covers go.mod, go.sum, cmd/etcd/main.go, this script and the Go version, so any change
 # rebuilds and an unchanged tree reuses the cache (a warm run takes well under a second).
 #
-# Usage: build.sh [--print-dir]
+# Usage: build.sh [--print-dir | --with-kubectl]
 #   Progress goes to stderr; the last line on stdout is the directory holding the binaries.
 #   --print-dir prints that directory without building (it may not exist yet).
+#   --with-kubectl also builds kubectl from the same module (only the scale benchmark uses it;
+#   the tests do not, so it is not built by default).
 set -euo pipefail
 
 K8S_VERSION=v1.37.2
@@ -27,10 +29,12 @@ hash="$( { cat go.mod go.sum cmd/etcd/main.go build.sh; go version; go env GOOS 
 out="$cache_root/$K8S_VERSION-$hash"
 components=(etcd kube-apiserver kube-controller-manager kubelet)
 
-if [[ "${1:-}" == "--print-dir" ]]; then
-  echo "$out"
-  exit 0
-fi
+case "${1:-}" in
+  --print-dir) echo "$out"; exit 0 ;;
+  --with-kubectl) components+=(kubectl) ;;
+  "") ;;
+  *) echo "build.sh: unknown option $1 (use --print-dir or --with-kubectl)" >&2; exit 2 ;;
+esac
 
 complete() {
   [[ -f "$out/.complete" ]] || return 1
@@ -94,7 +98,8 @@ with_progress "go mod download" go mod download
 
 tmp="$out.tmp.$$"
 rm -rf "$tmp"
-mkdir -p "$tmp"
+# An existing complete set keeps its binaries; only the missing ones (e.g. kubectl) are built.
+if [[ -f "$out/.complete" ]]; then cp -a "$out" "$tmp"; else mkdir -p "$tmp"; fi
 trap 'rm -rf "$tmp"' EXIT
 
 ldflags="-s -w"
@@ -108,8 +113,10 @@ declare -A pkgs=(
   [kube-apiserver]=k8s.io/kubernetes/cmd/kube-apiserver
   [kube-controller-manager]=k8s.io/kubernetes/cmd/kube-controller-manager
   [kubelet]=k8s.io/kubernetes/cmd/kubelet
+  [kubectl]=k8s.io/kubernetes/cmd/kubectl
 )
 for c in "${components[@]}"; do
+  [[ -x "$tmp/$c" ]] && continue
   log "building $c (${pkgs[$c]})"
   CGO_ENABLED=0 with_progress "$c" go build -v -buildvcs=false -trimpath -ldflags "$ldflags" -o "$tmp/$c" "${pkgs[$c]}"
 done

@@ -93,6 +93,8 @@ export interface StartClusterOptions {
   apiserverArgs?: string[];
   /** Controllers to run (default CONTROLLERS). */
   controllers?: readonly string[];
+  /** Extra kube-controller-manager flags (e.g. --kube-api-qps for a benchmark). */
+  controllerManagerArgs?: string[];
 }
 
 const defaultLog = (line: string): void => {
@@ -452,6 +454,7 @@ export async function startCluster(opts: StartClusterOptions = {}): Promise<Clus
       // No HTTPS endpoint for the controller manager (nothing scrapes it).
       '--secure-port=0',
       '--v=2',
+      ...(opts.controllerManagerArgs ?? []),
     ]);
 
     const conn = connect(state.kubeconfigPath);
