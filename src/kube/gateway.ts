@@ -32,9 +32,9 @@ export interface KubeGateway {
   readNamespace(name: string): Promise<V1Namespace>;
   readConfigMap(namespace: string, name: string): Promise<V1ConfigMap>;
   /** JSON merge patch (RFC 7386). */
-  mergePatchJob(namespace: string, name: string, patch: object): Promise<V1Job>;
+  mergePatchJob(namespace: string, name: string, patch: object): Promise<void>;
   /** JSON patch (RFC 6902), e.g. with a `test` operation as a precondition. */
-  jsonPatchJob(namespace: string, name: string, operations: object[]): Promise<V1Job>;
+  jsonPatchJob(namespace: string, name: string, operations: object[]): Promise<void>;
   /** Strategic merge patch of the status subresource: conditions merge by type. */
   patchPodStatus(namespace: string, name: string, patch: object): Promise<V1Pod>;
   /** Deletes only that pod (uid) as it was seen (resourceVersion, when given). */
@@ -43,7 +43,7 @@ export interface KubeGateway {
   /** The CronJob owning failed Jobs (cronJobs.suspendAfter). */
   readCronJob(namespace: string, name: string): Promise<V1CronJob>;
   /** JSON merge patch (RFC 7386): the run count annotations, and spec.suspend. */
-  mergePatchCronJob(namespace: string, name: string, patch: object): Promise<V1CronJob>;
+  mergePatchCronJob(namespace: string, name: string, patch: object): Promise<void>;
 }
 
 export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
@@ -60,6 +60,8 @@ const JSON_PATCH = 'application/json-patch+json';
 export function createGateway(kubeConfig: KubeConfig, options: { timeoutMs?: number } = {}): KubeGateway {
   const raw = createKubeHttp(kubeConfig, options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS);
   const path = (s: string) => encodeURIComponent(s);
+  // Writes whose echo of the object nobody reads.
+  const ignoreAnswer = true;
   return {
     async listNamespaceNames({ limit, continueToken }) {
       const table = asTable(await raw.getJson('/api/v1/namespaces', { limit, continue: continueToken, includeObject: 'None' }, { accept: TABLE }), 'namespaces');
@@ -86,21 +88,24 @@ export function createGateway(kubeConfig: KubeConfig, options: { timeoutMs?: num
     readJob: async (namespace, name) => (await raw.getJson(`/apis/batch/v1/namespaces/${path(namespace)}/jobs/${path(name)}`, {})) as V1Job,
     readNamespace: async (name) => (await raw.getJson(`/api/v1/namespaces/${path(name)}`, {})) as V1Namespace,
     readConfigMap: async (namespace, name) => (await raw.getJson(`/api/v1/namespaces/${path(namespace)}/configmaps/${path(name)}`, {})) as V1ConfigMap,
-    mergePatchJob: async (namespace, name, body) =>
-      (await raw.send('PATCH', `/apis/batch/v1/namespaces/${path(namespace)}/jobs/${path(name)}`, { body, contentType: MERGE_PATCH })) as V1Job,
-    jsonPatchJob: async (namespace, name, body) =>
-      (await raw.send('PATCH', `/apis/batch/v1/namespaces/${path(namespace)}/jobs/${path(name)}`, { body, contentType: JSON_PATCH })) as V1Job,
+    async mergePatchJob(namespace, name, body) {
+      await raw.send('PATCH', `/apis/batch/v1/namespaces/${path(namespace)}/jobs/${path(name)}`, { body, contentType: MERGE_PATCH, ignoreAnswer });
+    },
+    async jsonPatchJob(namespace, name, body) {
+      await raw.send('PATCH', `/apis/batch/v1/namespaces/${path(namespace)}/jobs/${path(name)}`, { body, contentType: JSON_PATCH, ignoreAnswer });
+    },
     patchPodStatus: async (namespace, name, body) =>
       (await raw.send('PATCH', `/api/v1/namespaces/${path(namespace)}/pods/${path(name)}/status`, { body, contentType: STRATEGIC_MERGE_PATCH })) as V1Pod,
     async deletePod(namespace, name, uid, resourceVersion) {
-      await raw.send('DELETE', `/api/v1/namespaces/${path(namespace)}/pods/${path(name)}`, { body: { preconditions: { uid, resourceVersion } } });
+      await raw.send('DELETE', `/api/v1/namespaces/${path(namespace)}/pods/${path(name)}`, { body: { preconditions: { uid, resourceVersion } }, ignoreAnswer });
     },
     async createEvent(namespace, body) {
-      await raw.send('POST', `/apis/events.k8s.io/v1/namespaces/${path(namespace)}/events`, { body });
+      await raw.send('POST', `/apis/events.k8s.io/v1/namespaces/${path(namespace)}/events`, { body, ignoreAnswer });
     },
     readCronJob: async (namespace, name) => (await raw.getJson(`/apis/batch/v1/namespaces/${path(namespace)}/cronjobs/${path(name)}`, {})) as V1CronJob,
-    mergePatchCronJob: async (namespace, name, body) =>
-      (await raw.send('PATCH', `/apis/batch/v1/namespaces/${path(namespace)}/cronjobs/${path(name)}`, { body, contentType: MERGE_PATCH })) as V1CronJob,
+    async mergePatchCronJob(namespace, name, body) {
+      await raw.send('PATCH', `/apis/batch/v1/namespaces/${path(namespace)}/cronjobs/${path(name)}`, { body, contentType: MERGE_PATCH, ignoreAnswer });
+    },
   };
 }
 

@@ -79,7 +79,7 @@ export function createKubeHttp(kubeConfig: KubeConfig, timeoutMs: number): KubeH
     if (status < 200 || status > 299) {
       throw new ApiException(status, `HTTP ${status} for ${method} ${url.pathname}: ${body.slice(0, 500)}`, body, responseHeaders);
     }
-    return body === '' ? undefined : (JSON.parse(body) as unknown);
+    return body === '' || options.ignoreAnswer ? undefined : (JSON.parse(body) as unknown);
   }
 
   return {
@@ -98,6 +98,8 @@ interface SendOptions {
   /** Of the body (default application/json), e.g. application/merge-patch+json. */
   contentType?: string;
   accept?: string;
+  /** The caller does not use the answer (a write's echo of the object): it is not parsed. */
+  ignoreAnswer?: boolean;
 }
 
 function stringify(value: unknown): string | null {

@@ -97,7 +97,7 @@ export function withRetries(plain: KubeGateway, options: Partial<RetryPolicy> = 
       retry(`mergePatchJob ${namespace}/${name}`, () => plain.mergePatchJob(namespace, name, patch), async (error, retried) => {
         if (!retried || !isConditional(patch) || describeApiError(error).status !== 409) return FAILED;
         const current = await gateway.readJob(namespace, name).catch(() => undefined);
-        return current && carriesAnnotations(current, patch) ? current : FAILED;
+        return current && carriesAnnotations(current, patch) ? undefined : FAILED;
       }),
     // A test operation that fails after a retry is left to the caller, which re-reads the Job.
     jsonPatchJob: (namespace, name, operations) =>
@@ -115,7 +115,7 @@ export function withRetries(plain: KubeGateway, options: Partial<RetryPolicy> = 
       retry(`mergePatchCronJob ${namespace}/${name}`, () => plain.mergePatchCronJob(namespace, name, patch), async (error, retried) => {
         if (!retried || !isConditional(patch) || describeApiError(error).status !== 409) return FAILED;
         const current = await gateway.readCronJob(namespace, name).catch(() => undefined);
-        return current && carriesAnnotations(current, patch) ? current : FAILED;
+        return current && carriesAnnotations(current, patch) ? undefined : FAILED;
       }),
   };
   return gateway;
