@@ -144,7 +144,7 @@ async function main(): Promise<number> {
       process.stdout.write(`event: ${e.type} ${e.reason} (action ${e.action}) on ${e.regarding?.kind}/${e.regarding?.name}:\n  ${e.note}\n`);
     }
 
-    step('A second sweep changes nothing');
+    step('A second sweep: the Job is Failed, so only its imagepull-sweeper/pending label comes off');
     sweeper(['sweep', '--namespace', NAMESPACE], cluster.kubeconfigPath);
     return code;
   } finally {

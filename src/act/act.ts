@@ -183,15 +183,14 @@ async function failJob(gateway: KubeGateway, d: Decision, options: ActOptions): 
     }
   }
   const claimed = { ...job, annotations: { ...job.annotations, ...annotations } };
-  const eventError = await ensureEvent(gateway, failedJobEvent(claimed, reporter(options), { name: d.pod, uid: d.podUid }));
-  // The deadline path is complete once its Event is out: its stuck pods stay until the Job
-  // controller ends the Job, so they would lead a later sweep to it. The pod path keeps the
-  // label until a sweep sees the Job finished (its pod may be gone or terminating for minutes).
-  if (!viaPod && eventError === undefined) await dropPendingLabel(gateway, job).catch(() => undefined);
-  return eventError;
+  // The pending label stays until a sweep sees the Job finished. Writing the Job again now would
+  // race the Job controller: its status update would conflict after it had already deleted the
+  // pod, and its next pass counts that pod as a failure first (BackoffLimitExceeded, not the
+  // deadline), so nothing more is written to the Job in this sweep.
+  return ensureEvent(gateway, failedJobEvent(claimed, reporter(options), { name: d.pod, uid: d.podUid }));
 }
 
-function dropPendingLabel(gateway: KubeGateway, job: JobView): Promise<unknown> {
+function dropPendingLabel(gateway: KubeGateway, job: JobView): Promise<void> {
   return gateway.mergePatchJob(job.namespace, job.name, { metadata: { labels: { [LABELS.pending]: null } } });
 }
 

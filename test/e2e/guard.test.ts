@@ -122,9 +122,10 @@ describe('the admission guard', () => {
     assert.deepEqual(failEvents.map((e) => `${e.regarding?.name} ${e.action}`).sort(), ['deadline FailJob', 'pfp FailJob']);
     assert.deepEqual((await sweeperEvents(kc, reportNs)).map((e) => `${e.regarding?.name} ${e.action}`), ['watched Report']);
 
-    // A second sweep changes nothing, and is not refused either.
+    // A second sweep takes the pending labels off the finished Jobs, and is not refused.
     const again = await runSweep(saKc, { namespaces: [failNs, reportNs], policy });
     assert.equal(again.exitCode, 0, JSON.stringify(again.records, null, 1));
+    for (const name of ['deadline', 'pfp']) assert.equal((await readJob(kc, failNs, name)).metadata?.labels?.['imagepull-sweeper/pending'], undefined, name);
   });
 
   it('refuses pod status writes other than one added condition on a Job\'s pod', TIMEOUT, async () => {

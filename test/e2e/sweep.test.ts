@@ -75,7 +75,12 @@ describe('sweep fails stuck Jobs', () => {
     assert.ok(line!.stuckSeconds >= 300);
     assert.equal(run.summary!.outcomes.failed, 1);
 
-    // A second sweep changes nothing.
+    // The next sweep sees the Job finished and only takes its pending label off; after that a
+    // sweep changes nothing.
+    assert.equal(job.metadata!.labels?.['imagepull-sweeper/pending'], 'true');
+    const settling = await runSweep(kc, { namespaces: [ns], policy: EMPTY_POLICY_FILE });
+    assert.equal(settling.exitCode, 0);
+    assert.equal((await readJob(kc, ns, 'build')).metadata!.labels?.['imagepull-sweeper/pending'], undefined);
     const before = await settledSnapshot(kc, ns);
     const again = await runSweep(kc, { namespaces: [ns], policy: EMPTY_POLICY_FILE });
     assert.equal(again.exitCode, 0);
