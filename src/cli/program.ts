@@ -4,19 +4,19 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, Option } from 'commander';
 import { explainFailure } from '../kube/errors.ts';
-import { createGateway, type KubeGateway } from '../kube/gateway.ts';
-import { withRetries, type RetryNotice } from '../kube/retrying.ts';
+import type { KubeGateway } from '../kube/gateway.ts';
+import type { RetryNotice } from '../kube/retrying.ts';
 import { parsePolicyDocument } from '../policy/configmap.ts';
 import { tryParseGoDuration } from '../policy/duration.ts';
 import { policyJsonSchema } from '../policy/json-schema.ts';
 import { loadPolicy, readPolicyFile } from '../policy/load.ts';
 import { formatProblem } from '../policy/problems.ts';
-import { createLogger, type OutputFormat } from '../report/logger.ts';
-import { sweep, type SweepDeps, type SweepOptions } from '../sweep.ts';
+import type { OutputFormat } from '../report/logger.ts';
+import type { SweepDeps, SweepOptions } from '../sweep.ts';
 import { UsageError } from './errors.ts';
 import { EXIT, exitStatusOf } from './exit.ts';
 import { explainPolicy } from './explain.ts';
-import { instanceName, loadKubeConfig, policyLocation } from './kube.ts';
+import { instanceName, policyLocation } from './kube.ts';
 
 export interface CliIo {
   stdout: Writable & { isTTY?: boolean };
@@ -90,7 +90,7 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
   withSweepOptions(program.command('sweep').description('run one sweep and exit'))
     .addHelpText('after', SWEEP_EXAMPLES)
     .action(async (flags: SweepFlags) => {
-      const { deps, options } = prepareSweep(flags, io);
+      const { deps, options, sweep } = await prepareSweep(flags, io);
       const stop = new AbortController();
       io.onStopSignal(() => {
         if (!stop.signal.aborted) deps.logger.warn('stop requested: finishing the writes in flight, starting no new ones');
@@ -110,7 +110,7 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
       const { SweepMetrics, parseListenAddress, serveMetrics } = await import('../schedule/metrics.ts');
       const schedule = parseSchedule(flags.schedule, flags.timezone);
       const address = flags.listen ? parseListenAddress(flags.listen) : undefined;
-      const { deps, options } = prepareSweep(flags, io);
+      const { deps, options, sweep } = await prepareSweep(flags, io);
       const metrics = new SweepMetrics({ dryRun: options.dryRun });
       const server = address ? await serveMetrics(metrics, address) : undefined;
       if (server) deps.logger.info('serving /healthz and /metrics', { listen: flags.listen });
@@ -170,7 +170,7 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
     .addHelpText('after', '\nExamples:\n  $ imagepull-sweeper policy explain --namespace ci-42\n  $ imagepull-sweeper policy explain --namespace ci-42 --job build-7 --policy-file policy.yaml')
     .action(async (flags: ConnectionFlags & PolicyFlags & { namespace: string; job?: string; output?: OutputFormat }) => {
       const location = policyLocation(flags);
-      const gateway = tryGateway(flags, location.kind === 'configmap' || flags.job !== undefined, (n) => io.stderr.write(`imagepull-sweeper: ${retryLine(n)}\n`));
+      const gateway = await tryGateway(flags, location.kind === 'configmap' || flags.job !== undefined, (n) => io.stderr.write(`imagepull-sweeper: ${retryLine(n)}\n`));
       const loaded = await loadPolicy(gateway, location);
       if (!loaded.ok) {
         if (loaded.kind === 'invalid') {
@@ -197,13 +197,24 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
   return program;
 }
 
-function prepareSweep(flags: SweepFlags, io: CliIo): { deps: SweepDeps; options: SweepOptions } {
-  const policy = policyLocation(flags);
+/** Loaded only by the commands that talk to a cluster: client-node is most of the start-up cost. */
+async function connectedGateway(flags: ConnectionFlags, onRetry: (n: RetryNotice) => void): Promise<KubeGateway> {
   const timeoutMs = requestTimeoutMs(flags.requestTimeout);
-  const kubeConfig = loadKubeConfig(flags);
+  const [{ loadKubeConfig }, { createGateway }, { withRetries }] = await Promise.all([
+    import('./kube-config.ts'),
+    import('../kube/gateway.ts'),
+    import('../kube/retrying.ts'),
+  ]);
+  return withRetries(createGateway(loadKubeConfig(flags), { timeoutMs }), { onRetry });
+}
+
+async function prepareSweep(flags: SweepFlags, io: CliIo): Promise<{ deps: SweepDeps; options: SweepOptions; sweep: typeof import('../sweep.ts').sweep }> {
+  const policy = policyLocation(flags);
+  const [{ createLogger }, { sweep }] = await Promise.all([import('../report/logger.ts'), import('../sweep.ts')]);
   const logger = createLogger({ format: outputFormat(flags.output, io), stream: io.stdout });
-  const gateway = withRetries(createGateway(kubeConfig, { timeoutMs }), { onRetry: (n) => logger.warn(retryLine(n), retryFields(n)) });
+  const gateway = await connectedGateway(flags, (n) => logger.warn(retryLine(n), retryFields(n)));
   return {
+    sweep,
     deps: { gateway, clock: () => new Date(), logger },
     options: {
       dryRun: flags.dryRun === true,
@@ -214,10 +225,9 @@ function prepareSweep(flags: SweepFlags, io: CliIo): { deps: SweepDeps; options:
   };
 }
 
-function tryGateway(flags: ConnectionFlags, required: boolean, onRetry: (n: RetryNotice) => void): KubeGateway | undefined {
-  const timeoutMs = requestTimeoutMs(flags.requestTimeout);
+async function tryGateway(flags: ConnectionFlags, required: boolean, onRetry: (n: RetryNotice) => void): Promise<KubeGateway | undefined> {
   try {
-    return withRetries(createGateway(loadKubeConfig(flags), { timeoutMs }), { onRetry });
+    return await connectedGateway(flags, onRetry);
   } catch (error) {
     if (required) throw error;
     return undefined;

@@ -1,4 +1,21 @@
-import { ApiException } from '@kubernetes/client-node';
+/** A non-2xx answer from the API server (as the gateway throws it). */
+export class ApiStatusError extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+    readonly body: string,
+    readonly headers: Record<string, string>,
+  ) {
+    super(message);
+    this.name = 'ApiStatusError';
+  }
+}
+
+/** Ours, or client-node's ApiException (same fields): an HTTP status with the server's body. */
+function statusError(error: unknown): { code: number; body: unknown; headers: unknown } | undefined {
+  const e = error as { code?: unknown; body?: unknown; headers?: unknown } | null | undefined;
+  return typeof e?.code === 'number' && e.code >= 100 && e.code <= 599 && 'body' in e ? (e as { code: number; body: unknown; headers: unknown }) : undefined;
+}
 
 const UNREACHABLE_CODES = new Set([
   'ECONNREFUSED',
@@ -28,17 +45,18 @@ export interface ApiFailure {
 
 /** Normalises whatever client-node throws into something the sweep can decide on. */
 export function describeApiError(error: unknown): ApiFailure {
-  if (error instanceof ApiException) {
-    const body = parseBody(error.body);
-    const retryAfter = Number(headerValue(error.headers, 'retry-after'));
-    const reason = body?.reason ?? STATUS_REASONS[error.code] ?? `HTTP ${error.code}`;
+  const answered = statusError(error);
+  if (answered) {
+    const body = parseBody(answered.body);
+    const retryAfter = Number(headerValue(answered.headers, 'retry-after'));
+    const reason = body?.reason ?? STATUS_REASONS[answered.code] ?? `HTTP ${answered.code}`;
     return {
-      status: error.code,
+      status: answered.code,
       unreachable: false,
       untrusted: false,
       reason,
       // A 401 body says only "Unauthorized"; the client's own text starts "HTTP-Code: 401".
-      message: error.code === 401 ? REFUSED_CREDENTIALS : (body?.message ?? `HTTP ${error.code}`),
+      message: answered.code === 401 ? REFUSED_CREDENTIALS : (body?.message ?? `HTTP ${answered.code}`),
       retryAfterSeconds: Number.isFinite(retryAfter) && retryAfter >= 0 ? retryAfter : undefined,
     };
   }
@@ -100,9 +118,9 @@ function parseBody(body: unknown): { reason?: string; message?: string } | undef
   return undefined;
 }
 
-function headerValue(headers: Record<string, string> | undefined, name: string): string | undefined {
-  if (!headers) return undefined;
-  for (const [k, v] of Object.entries(headers)) if (k.toLowerCase() === name) return v;
+function headerValue(headers: unknown, name: string): string | undefined {
+  if (!headers || typeof headers !== 'object') return undefined;
+  for (const [k, v] of Object.entries(headers)) if (k.toLowerCase() === name) return String(v);
   return undefined;
 }
 

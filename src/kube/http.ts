@@ -2,7 +2,8 @@
 // makes; bodies are JSON.stringify-ed and answers parsed with plain JSON.parse (no typed models).
 import * as http from 'node:http';
 import * as https from 'node:https';
-import { ApiException, HttpMethod, RequestContext, type KubeConfig } from '@kubernetes/client-node';
+import { HttpMethod, RequestContext, type KubeConfig } from '@kubernetes/client-node';
+import { ApiStatusError } from './errors.ts';
 
 /** Sockets kept open per agent; the sweep's reads and writes stay well below this. */
 const MAX_SOCKETS = 32;
@@ -11,9 +12,9 @@ const MAX_SOCKETS = 32;
 const TLS_KEYS = ['ca', 'cert', 'key', 'pfx', 'passphrase', 'rejectUnauthorized', 'servername'] as const;
 
 export interface KubeHttp {
-  /** GET `path` (with query) and JSON.parse the body; non-2xx throws an ApiException. */
+  /** GET `path` (with query) and JSON.parse the body; non-2xx throws an ApiStatusError. */
   getJson(path: string, query: Record<string, string | number | undefined>, options?: { accept?: string }): Promise<unknown>;
-  /** Any verb with an optional JSON body, the answer JSON-parsed (undefined when empty); non-2xx throws an ApiException. */
+  /** Any verb with an optional JSON body, the answer JSON-parsed (undefined when empty); non-2xx throws an ApiStatusError. */
   send(method: Method, path: string, options?: SendOptions): Promise<unknown>;
   /** TLS connections opened so far (for benchmarks). */
   connections(): number;
@@ -77,7 +78,7 @@ export function createKubeHttp(kubeConfig: KubeConfig, timeoutMs: number): KubeH
       },
     );
     if (status < 200 || status > 299) {
-      throw new ApiException(status, `HTTP ${status} for ${method} ${url.pathname}: ${body.slice(0, 500)}`, body, responseHeaders);
+      throw new ApiStatusError(status, `HTTP ${status} for ${method} ${url.pathname}: ${body.slice(0, 500)}`, body, responseHeaders);
     }
     return body === '' || options.ignoreAnswer ? undefined : (JSON.parse(body) as unknown);
   }
