@@ -16,13 +16,10 @@ export interface KubeHttp {
   getJson(path: string, query: Record<string, string | number | undefined>, options?: { accept?: string }): Promise<unknown>;
   /** Any verb with an optional JSON body, the answer JSON-parsed (undefined when empty); non-2xx throws an ApiStatusError. */
   send(method: Method, path: string, options?: SendOptions): Promise<unknown>;
-  /** TLS connections opened so far (for benchmarks). */
-  connections(): number;
 }
 
 export function createKubeHttp(kubeConfig: KubeConfig, timeoutMs: number): KubeHttp {
   const agents = new Map<string, http.Agent>();
-  let opened = 0;
 
   /** The shared agent for the TLS identity of `fresh` (client-node's per-request agent). */
   const shared = (fresh: http.Agent | undefined): http.Agent | undefined => {
@@ -35,11 +32,6 @@ export function createKubeHttp(kubeConfig: KubeConfig, timeoutMs: number): KubeH
     if (!agent) {
       const keepAlive = { keepAlive: true, maxSockets: MAX_SOCKETS, scheduling: 'lifo' as const };
       agent = isHttps ? new https.Agent({ ...pick(options), ...keepAlive }) : new http.Agent(keepAlive);
-      const create = agent.createConnection.bind(agent) as (...args: unknown[]) => unknown;
-      (agent as unknown as { createConnection: (...args: unknown[]) => unknown }).createConnection = (...args) => {
-        opened += 1;
-        return create(...args);
-      };
       agents.set(key, agent);
     }
     return agent;
@@ -86,7 +78,6 @@ export function createKubeHttp(kubeConfig: KubeConfig, timeoutMs: number): KubeH
   return {
     getJson: (path, query, options = {}) => send('GET', path, query, options),
     send: (method, path, options = {}) => send(method, path, options.query ?? {}, options),
-    connections: () => opened,
   };
 }
 

@@ -5,17 +5,13 @@
 // cache snapshots, which an etcd compaction does not expire (a cluster's apiserver goes to etcd
 // when its cache cannot serve the token, e.g. after a restart).
 import assert from 'node:assert/strict';
-import { PassThrough } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { BatchV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { describeApiError } from '../../src/kube/errors.ts';
 import { createGateway, type KubeGateway } from '../../src/kube/gateway.ts';
-import { withRetries } from '../../src/kube/retrying.ts';
-import { createLogger } from '../../src/report/logger.ts';
-import { sweep } from '../../src/sweep.ts';
 import { startCluster, type Cluster } from '../support/cluster.ts';
 import { createNamespace, jobManifest } from '../support/fixtures.ts';
-import { createStuckJob, policyFile, sweeperEvents, waitForJobFailed } from '../support/sweeper.ts';
+import { createStuckJob, policyFile, runSweep, sweeperEvents, waitForJobFailed } from '../support/sweeper.ts';
 
 let cluster: Cluster;
 before(async () => {
@@ -66,15 +62,7 @@ describe('an expired continue token', () => {
         }
       },
     };
-    const out = new PassThrough();
-    let text = '';
-    out.on('data', (c: Buffer) => (text += c.toString()));
-    const result = await sweep(
-      { gateway: withRetries(gateway), clock: () => new Date(), logger: createLogger({ format: 'json', stream: out }) },
-      { dryRun: false, namespaces: [ns], policy: policyFile('{}\n'), instance: 'e2e', pageSize: 2 },
-    );
-    await new Promise((r) => setImmediate(r));
-    const records = text.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+    const { exitCode, summary, lines, records } = await runSweep(kc, { namespaces: [ns], policy: policyFile('{}\n'), pageSize: 2 }, gateway);
 
     assert.ok(compactedAt !== undefined, 'etcd was compacted between pages');
     const expired = pages.findIndex((p) => p.continued && p.status === 410);
@@ -82,9 +70,9 @@ describe('an expired continue token', () => {
     assert.equal(pages[expired + 1]?.continued, false, 'the list started again without a token');
     assert.ok(records.some((r) => r.level === 'warn' && /continue token expired; listing again/.test(String(r.message))));
 
-    assert.equal(result.status, 'done');
-    assert.equal(result.summary?.podsScanned, 5, 'pods of the abandoned pass are not counted twice');
-    const jobs = result.results.map((r) => `${r.decision.job} ${r.outcome}`).sort();
+    assert.equal(exitCode, 0, 'done');
+    assert.equal(summary?.podsScanned, 5, 'pods of the abandoned pass are not counted twice');
+    const jobs = lines.map((l) => `${l.job} ${l.outcome}`).sort();
     assert.deepEqual(jobs, [0, 1, 2, 3, 4].map((i) => `job-${i} failed`));
     for (let i = 0; i < 5; i += 1) await waitForJobFailed(kc, ns, `job-${i}`);
     assert.equal((await sweeperEvents(kc, ns)).length, 5);
@@ -132,15 +120,7 @@ describe('an expired continue token', () => {
         }
       },
     };
-    const out = new PassThrough();
-    let text = '';
-    out.on('data', (c: Buffer) => (text += c.toString()));
-    const result = await sweep(
-      { gateway: withRetries(gateway), clock: () => new Date(), logger: createLogger({ format: 'json', stream: out }) },
-      { dryRun: false, namespaces: [ns], policy: policyFile('{}\n'), instance: 'e2e' },
-    );
-    await new Promise((r) => setImmediate(r));
-    const records = text.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+    const { exitCode, summary, lines: audited, records } = await runSweep(kc, { namespaces: [ns], policy: policyFile('{}\n') }, gateway);
 
     for (const list of ['namespace', 'pending']) {
       const mine = calls.filter((c) => c.list === list);
@@ -151,14 +131,14 @@ describe('an expired continue token', () => {
     assert.ok(records.some((r) => r.level === 'warn' && /^Job list continue token expired; listing again/.test(String(r.message))));
     assert.ok(records.some((r) => r.level === 'warn' && /^pending Job list continue token expired; listing again/.test(String(r.message))));
 
-    assert.equal(result.status, 'done');
-    const lines = result.results.map((r) => `${r.decision.job} ${r.outcome}`).sort();
+    assert.equal(exitCode, 0, 'done');
+    const lines = audited.map((l) => `${l.job} ${l.outcome}`).sort();
     const expected = [
       ...[0, 1, 2, 3].map((i) => `pending-${i} skipped`),
       ...Array.from({ length: 12 }, (_, i) => `stuck-${i} failed`),
     ].sort();
     assert.deepEqual(lines, expected, 'each Job judged exactly once');
-    assert.equal(result.summary?.awaitingFailed, 16);
+    assert.equal(summary?.awaitingFailed, 16);
     for (let i = 0; i < 12; i += 1) await waitForJobFailed(kc, ns, `stuck-${i}`);
     assert.equal((await sweeperEvents(kc, ns)).length, 12);
     process.stderr.write(`[continue] Job list calls: ${JSON.stringify(calls)}\n`);

@@ -302,18 +302,6 @@ export async function observeReasons(
   c: Pick<NodeCase, 'container' | 'containerKind' | 'reasons'>,
   timeoutMs = 90_000,
 ): Promise<Map<string, V1Pod>> {
-  const core = kc.makeApiClient(CoreV1Api);
-  const seen = new Map<string, V1Pod>();
-  await waitFor(
-    async () => {
-      const pod = await core.readNamespacedPod({ name, namespace });
-      const reason = caseContainerStatus(pod, c)?.state?.waiting?.reason;
-      if (reason && c.reasons.includes(reason) && !seen.has(reason)) seen.set(reason, pod);
-      return c.reasons.every((r) => seen.has(r));
-    },
-    timeoutMs,
-    `pod ${namespace}/${name} container ${c.container} waiting with ${c.reasons.join(' and ')} (seen: ${[...seen.keys()].join(', ') || 'none'})`,
-    200,
-  );
-  return seen;
+  const waitingWith = (reason: string) => (pod: V1Pod) => caseContainerStatus(pod, c)?.state?.waiting?.reason === reason;
+  return observeStates(kc, namespace, name, Object.fromEntries(c.reasons.map((r) => [r, waitingWith(r)])), timeoutMs);
 }
