@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubeConfig } from '@kubernetes/client-node';
+import { describeApiError } from '../../src/kube/errors.ts';
 import { createGateway, type KubeGateway } from '../../src/kube/gateway.ts';
 import { mapBounded } from '../../src/concurrency.ts';
 import { useTestCluster } from '../support/hooks.ts';
@@ -18,19 +19,43 @@ const env = useTestCluster((hooks) => {
   kc = hooks.kc;
 });
 
-/** The plain gateway, counting calls per method (each call is one HTTP request). */
+/**
+ * The plain gateway, counting calls per method (each call is one HTTP request). A call the server
+ * refused is counted under `method:status` instead, e.g. `mergePatchJob:409`.
+ */
 function counting(plain: KubeGateway): { gateway: KubeGateway; counts: Record<string, number> } {
   const counts: Record<string, number> = {};
+  const count = (key: string) => (counts[key] = (counts[key] ?? 0) + 1);
   const gateway = new Proxy(plain, {
     get: (target, name: string) => {
-      const method = Reflect.get(target, name) as (...args: unknown[]) => unknown;
-      return (...args: unknown[]) => {
-        counts[name] = (counts[name] ?? 0) + 1;
-        return method(...args);
+      const method = Reflect.get(target, name) as (...args: unknown[]) => Promise<unknown>;
+      return async (...args: unknown[]) => {
+        try {
+          const answer = await method(...args);
+          count(name);
+          return answer;
+        } catch (error) {
+          const status = describeApiError(error).status;
+          count(status === undefined ? `${name}:unanswered` : `${name}:${status}`);
+          throw error;
+        }
       };
     },
   });
   return { gateway, counts };
+}
+
+/**
+ * The Job controller may update a Job between the sweep's LIST and its claim (a real race): the
+ * claim is refused (409), the Job re-read and claimed again. Each such conflict must cost exactly
+ * one re-read and one more claim attempt, and nothing else may be refused.
+ */
+function assertConflictsOnlyCostARetry(counts: Record<string, number>): number {
+  const conflicts = counts['mergePatchJob:409'] ?? 0;
+  const refused = Object.keys(counts).filter((k) => k.includes(':') && k !== 'mergePatchJob:409' && k !== 'createEvent:409');
+  assert.deepEqual(refused, [], `only claim conflicts (and the settling sweep's Event 409) are expected: ${JSON.stringify(counts)}`);
+  assert.equal(counts.readJob ?? 0, conflicts, `one re-read per claim conflict: ${JSON.stringify(counts)}`);
+  return conflicts;
 }
 
 async function measure(label: string, spec: object): Promise<{ fail: Record<string, number>; settle: Record<string, number>; reasons: string[] }> {
@@ -46,6 +71,8 @@ async function measure(label: string, spec: object): Promise<{ fail: Record<stri
   const second = counting(createGateway(kc));
   assert.equal((await runSweep(kc, { namespaces: [ns], policy: POLICY }, second.gateway)).exitCode, 0);
   assert.equal((await sweeperEvents(kc, ns)).filter((e) => e.action === 'FailJob').length, JOBS);
+  assertConflictsOnlyCostARetry(first.counts);
+  assertConflictsOnlyCostARetry(second.counts);
   const perJob = (c: Record<string, number>) => Object.fromEntries(Object.entries(c).map(([k, v]) => [k, v / JOBS]));
   console.log(`[requests] ${label}, ${JOBS} Jobs: failing sweep ${JSON.stringify(first.counts)}; next sweep ${JSON.stringify(second.counts)}`);
   console.log(`[requests] ${label}: Failed reasons ${JSON.stringify(reasons)}`);
@@ -53,7 +80,9 @@ async function measure(label: string, spec: object): Promise<{ fail: Record<stri
 }
 
 const WRITES = ['mergePatchJob', 'jsonPatchJob', 'patchPodStatus', 'deletePod', 'createEvent'];
-const writesOnly = (c: Record<string, number>) => Object.fromEntries(Object.entries(c).filter(([k]) => WRITES.includes(k)));
+/** Writes the server accepted, and the settling sweep's re-sent Event (refused 409 as already there); claim conflicts are held by assertConflictsOnlyCostARetry. */
+const writesOnly = (c: Record<string, number>) =>
+  Object.fromEntries(Object.entries(c).filter(([k]) => WRITES.includes(k) || k === 'createEvent:409'));
 
 describe('API requests per failed Job', () => {
   it('deadline: one claim patch that also sets the deadline, the Event; the next sweep re-sends the Event (409) and drops the label', { timeout: 300_000 }, async () => {
@@ -62,13 +91,13 @@ describe('API requests per failed Job', () => {
     // after it deleted the pod, which would end these backoffLimit-0 Jobs as BackoffLimitExceeded.
     assert.deepEqual(reasons, ['DeadlineExceeded']);
     assert.deepEqual(writesOnly(fail), { mergePatchJob: 1, createEvent: 1 });
-    assert.deepEqual(writesOnly(settle), { createEvent: 1, mergePatchJob: 1 });
+    assert.deepEqual(writesOnly(settle), { 'createEvent:409': 1, mergePatchJob: 1 });
   });
 
   it('podFailurePolicy: claim, pod condition, pod delete, Event; the next sweep re-sends the Event (409) and drops the label', { timeout: 300_000 }, async () => {
     const { fail, settle, reasons } = await measure('req-pfp', PFP);
     assert.deepEqual(reasons, ['PodFailurePolicy']);
     assert.deepEqual(writesOnly(fail), { mergePatchJob: 1, patchPodStatus: 1, deletePod: 1, createEvent: 1 });
-    assert.deepEqual(writesOnly(settle), { createEvent: 1, mergePatchJob: 1 });
+    assert.deepEqual(writesOnly(settle), { 'createEvent:409': 1, mergePatchJob: 1 });
   });
 });
