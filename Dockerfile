@@ -5,21 +5,22 @@
 # them in step with it. Both stages use the Node major that `npm test` runs on (the `node` dev
 # dependency; test/unit/runtime.test.ts keeps them equal).
 
-# --- build: compile TypeScript to dist/ ----------------------------------------------------
+# --- build: bundle the TypeScript and its dependencies into dist/src (scripts/build.ts) -------
 FROM node:26-slim AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
-COPY tsconfig.json tsconfig.build.json ./
+COPY tsconfig.json ./
+COPY scripts/build.ts ./scripts/
 COPY src ./src
 RUN npm run build
 
-# --- runtime: production dependencies and the compiled code, as a non-root user ------------
+# --- runtime: the bundle (it carries its dependencies: no node_modules), as a non-root user --
 FROM node:26-slim AS runtime
 ENV NODE_ENV=production
 WORKDIR /app
-COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
+# package.json: ESM ("type": "module") and the version the CLI reports.
+COPY package.json ./
 COPY --from=build /src/dist/src ./dist/src
 RUN groupadd --system --gid 65532 sweeper \
  && useradd --system --uid 65532 --gid 65532 --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin sweeper

@@ -240,7 +240,7 @@ console.log(
   `node ${process.version}, ${os.cpus().length} CPUs, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}, ${new Date().toISOString()}\n` +
     `shipped CronJob: NODE_OPTIONS="${shipped.nodeOptions}", limits.memory ${shipped.memoryLimit}`,
 );
-await run('npx', ['tsc', '-p', 'tsconfig.build.json']);
+await run('npm', ['run', 'build']);
 
 const given = flag('kubeconfig');
 const cluster = given

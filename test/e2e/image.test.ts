@@ -1,13 +1,13 @@
 // The container image, without a container engine: repeats the Dockerfile's runtime stage in a
-// clean temporary directory (package.json + package-lock.json, its `npm ci --omit=dev ...`, the
-// built dist/src, its ENV) and runs the ENTRYPOINT from there. A runtime import of something that
-// is only a devDependency fails here as it would in the image. The steps are read from the
-// Dockerfile itself (test/support/dockerfile.ts), so the test and the image cannot drift apart.
+// clean temporary directory (package.json and the bundle in dist/src, its ENV; no node_modules)
+// and runs the ENTRYPOINT from there. A dependency left out of the bundle fails here as it would in
+// the image. The steps are read from the Dockerfile itself (test/support/dockerfile.ts), so the
+// test and the image cannot drift apart.
 // Where a real node can run, the OCI image it runs (test/support/sweeper-image.ts) is compared too.
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, posix, relative } from 'node:path';
+import { dirname, join, posix } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ensureBuilt, exec, REPO, type Exec } from '../support/cli.ts';
 import { nodeSkipReason } from '../support/node.ts';
@@ -21,21 +21,16 @@ const stages = parseDockerfile(dockerfile);
 const runtime = stages.at(-1)!;
 const instructions = (op: string): Instruction[] => runtime.instructions.filter((i) => i.op === op);
 
-/** Every package under a node_modules tree: its path relative to `root`, `name@version` and licence. */
-function installedPackages(root: string, dir = join(root, 'node_modules')): { path: string; id: string; name: string; license: string }[] {
-  if (!existsSync(dir)) return [];
-  const found: { path: string; id: string; name: string; license: string }[] = [];
-  for (const entry of readdirSync(dir)) {
-    if (entry.startsWith('.')) continue;
-    const dirs = entry.startsWith('@') ? readdirSync(join(dir, entry)).map((e) => join(dir, entry, e)) : [join(dir, entry)];
-    for (const pkgDir of dirs) {
-      const manifest = JSON.parse(readFileSync(join(pkgDir, 'package.json'), 'utf8')) as { name: string; version: string; license?: unknown };
-      const license = typeof manifest.license === 'string' ? manifest.license : JSON.stringify(manifest.license);
-      found.push({ path: relative(root, pkgDir), id: `${manifest.name}@${manifest.version}`, name: manifest.name, license });
-      found.push(...installedPackages(root, join(pkgDir, 'node_modules')));
-    }
-  }
-  return found;
+interface BundledPackage {
+  path: string;
+  name: string;
+  version: string;
+  license: string;
+}
+
+/** The packages the bundle carries, as the build recorded them from esbuild's metafile (scripts/build.ts). */
+function bundledPackages(): BundledPackage[] {
+  return JSON.parse(readFileSync(join(REPO, 'dist', 'bundled-packages.json'), 'utf8')) as BundledPackage[];
 }
 
 /** Permissive licences only: no copyleft in what the image ships. */
@@ -121,44 +116,38 @@ describe('the runtime stage, repeated in a clean directory', () => {
     entrypoint = execForm(runtime, 'ENTRYPOINT');
     mkdirSync(appDir);
 
-    await replayRuntimeStage(appDir);
+    replayRuntimeStage(appDir);
     writeFileSync(join(scratch, 'bad-policy.yaml'), 'defaults:\n  grace:\n    permanent: forever\n  colour: red\n');
   });
 
-  it('installed production dependencies only', () => {
-    const lock = JSON.parse(readFileSync(join(REPO, 'package-lock.json'), 'utf8')) as {
-      packages: Record<string, { dev?: boolean; optional?: boolean; devOptional?: boolean }>;
-    };
-    const entries = Object.entries(lock.packages).filter(([path]) => path.startsWith('node_modules/'));
-    const dev = entries.filter(([, p]) => p.dev);
-    assert.ok(dev.some(([path]) => path === 'node_modules/typescript'), 'the lockfile marks dev-only packages');
-    for (const [path] of dev) assert.ok(!existsSync(join(appDir, path)), `${path} is dev-only and not installed`);
-    for (const [path] of entries.filter(([, p]) => !p.dev && !p.optional && !p.devOptional)) {
-      assert.ok(existsSync(join(appDir, path)), `${path} installed`);
-    }
+  it('installs nothing: package.json and the bundle, no node_modules', () => {
+    assert.ok(!existsSync(join(appDir, 'node_modules')), 'no node_modules in the image');
+    const files = listTree(appDir);
+    assert.ok(files.includes('package.json'));
+    assert.deepEqual(files.filter((f) => f !== 'package.json' && !f.startsWith('dist/')), [], 'only package.json and dist/');
     assert.ok(existsSync(toLocal(entrypoint[1]!)), `${entrypoint[1]} is in the image`);
   });
 
-  it('node_modules holds exactly what `npm ls --omit=dev` lists: same paths, same versions', TIMEOUT, async () => {
-    const r = await exec('npm', ['ls', '--omit=dev', '--all', '--long', '--json'], { timeoutMs: 60_000 });
-    interface Node { version?: string; path?: string; extraneous?: boolean; dependencies?: Record<string, Node> }
-    const listed = new Set<string>();
-    const walk = (node: Node): void => {
-      for (const [name, dep] of Object.entries(node.dependencies ?? {})) {
-        // An extraneous package is not part of the tree npm would install (here: a leftover of
-        // the `node` dev dependency's install script); npm ls still prints it.
-        if (dep.path && !dep.extraneous) listed.add(`${relative(REPO, dep.path)} ${name}@${dep.version}`);
-        walk(dep);
-      }
+  it('the bundle carries production dependencies only, at the versions the lockfile pins', () => {
+    const lock = JSON.parse(readFileSync(join(REPO, 'package-lock.json'), 'utf8')) as {
+      packages: Record<string, { version?: string; dev?: boolean }>;
     };
-    walk(JSON.parse(r.stdout) as Node);
-    assert.ok(listed.size > 0, `npm ls --omit=dev printed no packages:\n${r.stderr}`);
-    assert.deepEqual(installedPackages(appDir).map((p) => `${p.path} ${p.id}`).sort(), [...listed].sort());
+    const manifest = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+    const bundled = bundledPackages();
+    for (const p of bundled) {
+      const locked = lock.packages[p.path];
+      assert.ok(locked, `${p.path} is in package-lock.json`);
+      assert.ok(!locked.dev, `${p.path} is dev-only, yet bundled`);
+      assert.equal(p.version, locked.version, `${p.path}: bundled ${p.version}, locked ${locked.version}`);
+    }
+    const names = new Set(bundled.map((p) => p.name));
+    for (const dependency of Object.keys(manifest.dependencies)) assert.ok(names.has(dependency), `dependency ${dependency} is used, so bundled`);
+    assert.ok(!names.has('typescript') && !names.has('esbuild') && !names.has('tsx'), 'no build tool in the bundle');
   });
 
   it('ships permissive licences only, each listed in the README', () => {
-    const packages = installedPackages(appDir);
-    const copyleft = packages.filter((p) => !ALLOWED_LICENSES.has(p.license)).map((p) => `${p.id} (${p.license})`);
+    const packages = bundledPackages();
+    const copyleft = packages.filter((p) => !ALLOWED_LICENSES.has(p.license)).map((p) => `${p.name}@${p.version} (${p.license})`);
     assert.deepEqual(copyleft, [], 'licences outside the permissive allow-list');
     const readme = readFileSync(join(REPO, 'README.md'), 'utf8');
     const section = /^## Dependencies and licences\n([\s\S]*?)(?=^## )/m.exec(readme)?.[1];
@@ -190,6 +179,18 @@ describe('the runtime stage, repeated in a clean directory', () => {
     const schema = JSON.parse(r.stdout) as { $schema?: string; properties?: Record<string, unknown> };
     assert.match(schema.$schema ?? '', /json-schema\.org/);
     assert.ok(schema.properties?.defaults && schema.properties.rules && schema.properties.limits);
+  });
+
+  it('sweep loads the API client from the bundle: a server that is not there exits 3, nothing changed', TIMEOUT, async () => {
+    const kubeconfig = join(scratch, 'unreachable.kubeconfig');
+    writeFileSync(
+      kubeconfig,
+      'apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]\n' +
+        'users: [{name: u, user: {token: not-a-token}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n',
+    );
+    const r = await runImage(['sweep', '--dry-run', '--policy-file', join(REPO, 'manifests', 'policy-configmap.yaml'), '--kubeconfig', kubeconfig, '--output', 'json']);
+    assert.equal(r.code, 3, r.stdout + r.stderr);
+    assert.match(r.stdout + r.stderr, /the cluster could not be reached \(ECONNREFUSED/);
   });
 
   it('policy validate: the shipped ConfigMap is valid (exit 0), a bad policy is not (exit 2)', TIMEOUT, async () => {

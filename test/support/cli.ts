@@ -18,7 +18,7 @@ function newestMtime(path: string): number {
 
 /** Builds dist/ when it is missing or older than its inputs. */
 export function ensureBuilt(): void {
-  const inputs = ['src', 'tsconfig.json', 'tsconfig.build.json', 'package.json'].map((p) => join(REPO, p));
+  const inputs = ['src', 'scripts/build.ts', 'package.json', 'package-lock.json'].map((p) => join(REPO, p));
   if (existsSync(CLI) && statSync(CLI).mtimeMs >= Math.max(...inputs.filter(existsSync).map(newestMtime))) return;
   const result = spawnSync('npm', ['run', 'build'], { cwd: REPO, encoding: 'utf8' });
   if (result.status !== 0) throw new Error(`npm run build failed:\n${result.stdout}\n${result.stderr}`);

@@ -2,10 +2,9 @@
 // test/e2e/image.test.ts (runs the ENTRYPOINT from the copy) and test/support/sweeper-image.ts
 // (packs the copy as an OCI image for the real node). Steps come from the Dockerfile itself, so
 // neither can drift from the users' build.
-import { createHash } from 'node:crypto';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { cpSync, mkdirSync, readFileSync } from 'node:fs';
 import { dirname, join, posix } from 'node:path';
-import { exec, REPO } from './cli.ts';
+import { REPO } from './cli.ts';
 
 export interface Instruction {
   op: string;
@@ -122,64 +121,38 @@ export function toLocal(workdir: string, appDir: string, imagePath: string): str
 }
 
 /**
- * Repeats the runtime stage's COPY and `npm ci` steps into `appDir` (the image's WORKDIR), in
- * order, as `docker build` runs them; the build stage's output is the local build (dist/src).
- * Other RUN steps (user creation) have nothing to repeat outside an image. With `npmCiCache` (a
- * directory), an `npm ci` whose package files and arguments were seen before is taken from there,
- * as Docker's layer cache would.
+ * Repeats the runtime stage's COPY steps into `appDir` (the image's WORKDIR), in order, as
+ * `docker build` runs them; the build stage's output is the local build (dist/src). The stage
+ * installs nothing (the bundle carries its dependencies): an `npm` step there is an error. Other RUN
+ * steps (user creation) have nothing to repeat outside an image.
  */
-export async function replayRuntimeStage(appDir: string, opts: { npmCiCache?: string } = {}): Promise<RuntimeConfig> {
+export function replayRuntimeStage(appDir: string): RuntimeConfig {
   const { stages, runtime } = readDockerfile();
   const config = runtimeConfig(runtime);
   mkdirSync(appDir, { recursive: true });
   for (const i of runtime.instructions) {
-    if (i.op === 'COPY') {
-      const { from, sources, dest } = copyParts(i.args);
-      const target = toLocal(config.workdir, appDir, dest.endsWith('/') || sources.length > 1 ? `${dest.replace(/\/?$/, '/')}` : dest);
-      for (const source of sources) {
-        let local: string;
-        if (from) {
-          const buildStage = stages.find((s) => s.name === from);
-          if (!buildStage) throw new Error(`Dockerfile line ${i.line}: COPY --from=${from}: no such stage`);
-          const buildWorkdir = buildStage.instructions.find((w) => w.op === 'WORKDIR')?.args ?? '/';
-          const relative = posix.relative(buildWorkdir, posix.resolve(buildWorkdir, source));
-          // Only the compiled code comes from the build stage; here it is the local build.
-          if (relative !== 'dist/src') throw new Error(`Dockerfile line ${i.line}: COPY --from=${from} ${source}: only dist/src is known`);
-          local = join(REPO, relative);
-        } else {
-          local = join(REPO, source);
-        }
-        const into = sources.length > 1 || dest.endsWith('/') ? join(target, posix.basename(source)) : target;
-        mkdirSync(dirname(into), { recursive: true });
-        cpSync(local, into, { recursive: true });
+    if (i.op === 'RUN' && /(^|[\s;&|])npm\s/.test(i.args)) {
+      throw new Error(`Dockerfile line ${i.line}: the runtime stage installs nothing; the bundle (dist/src) carries its dependencies`);
+    }
+    if (i.op !== 'COPY') continue;
+    const { from, sources, dest } = copyParts(i.args);
+    const target = toLocal(config.workdir, appDir, dest.endsWith('/') || sources.length > 1 ? `${dest.replace(/\/?$/, '/')}` : dest);
+    for (const source of sources) {
+      let local: string;
+      if (from) {
+        const buildStage = stages.find((s) => s.name === from);
+        if (!buildStage) throw new Error(`Dockerfile line ${i.line}: COPY --from=${from}: no such stage`);
+        const buildWorkdir = buildStage.instructions.find((w) => w.op === 'WORKDIR')?.args ?? '/';
+        const relative = posix.relative(buildWorkdir, posix.resolve(buildWorkdir, source));
+        // Only the bundle comes from the build stage; here it is the local build.
+        if (relative !== 'dist/src') throw new Error(`Dockerfile line ${i.line}: COPY --from=${from} ${source}: only dist/src is known`);
+        local = join(REPO, relative);
+      } else {
+        local = join(REPO, source);
       }
-    } else if (i.op === 'RUN') {
-      const ci = npmCommand(i.args, 'ci');
-      if (!ci) continue;
-      if (!ci.includes('--omit=dev')) throw new Error(`Dockerfile line ${i.line}: the runtime stage must install production dependencies only`);
-      let cached: string | undefined;
-      if (opts.npmCiCache) {
-        const h = createHash('sha256').update(JSON.stringify([ci, config.env]));
-        for (const f of ['package.json', 'package-lock.json']) h.update(existsSync(join(appDir, f)) ? readFileSync(join(appDir, f)) : '');
-        cached = join(opts.npmCiCache, `npm-ci-${h.digest('hex').slice(0, 16)}`);
-        if (existsSync(join(cached, 'node_modules'))) {
-          cpSync(join(cached, 'node_modules'), join(appDir, 'node_modules'), { recursive: true, verbatimSymlinks: true });
-          continue;
-        }
-      }
-      // The user's npm configuration (registry, cache) stays; the image's ENV applies on top.
-      const r = await exec('npm', ci, { cwd: appDir, env: { ...process.env, ...config.env, HOME: process.env.HOME }, timeoutMs: 240_000 });
-      if (r.code !== 0) throw new Error(`npm ${ci.join(' ')} in ${appDir} failed:\n${r.stdout}\n${r.stderr}`);
-      if (cached && opts.npmCiCache) {
-        mkdirSync(opts.npmCiCache, { recursive: true });
-        const tmp = mkdtempSync(`${cached}.tmp.`);
-        cpSync(join(appDir, 'node_modules'), join(tmp, 'node_modules'), { recursive: true, verbatimSymlinks: true });
-        try {
-          renameSync(tmp, cached);
-        } catch {
-          rmSync(tmp, { recursive: true, force: true }); // another run cached it meanwhile
-        }
-      }
+      const into = sources.length > 1 || dest.endsWith('/') ? join(target, posix.basename(source)) : target;
+      mkdirSync(dirname(into), { recursive: true });
+      cpSync(local, into, { recursive: true });
     }
   }
   return config;

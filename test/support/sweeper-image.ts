@@ -1,6 +1,6 @@
 // The sweeper's container image for the real node, assembled without a container engine: the
-// Dockerfile's runtime stage repeated (test/support/dockerfile.ts: package files, its
-// `npm ci --omit=dev ...`, dist/src) on the Node binary the `node` dev dependency ships (the
+// Dockerfile's runtime stage repeated (test/support/dockerfile.ts: package.json and the bundle in
+// dist/src) on the Node binary the `node` dev dependency ships (the
 // image's Node major) plus the shared libraries `ldd` names, an /etc/passwd with the Dockerfile's
 // non-root user, and the Dockerfile's WORKDIR, ENV, USER, ENTRYPOINT and CMD; packed with umoci
 // as two layers (runtime, app). Cached per content hash under ~/.cache/imagepull-sweeper/node.
@@ -101,8 +101,8 @@ async function cached(dir: string, make: (tmp: string) => Promise<void>): Promis
 
 /**
  * Builds (or takes from the cache) the image's OCI layout. Like Docker's layer cache, the
- * runtime layer is reused while Node and its libraries stay the same, and the `npm ci` step while
- * the package files do; the app layer is packed again when anything else changed.
+ * runtime layer is reused while Node and its libraries stay the same; the app layer is packed
+ * again when anything else changed.
  */
 export async function sweeperImage(log: (line: string) => void = () => undefined): Promise<SweeperImage> {
   const t0 = Date.now();
@@ -160,7 +160,7 @@ export async function sweeperImage(log: (line: string) => void = () => undefined
     // Layer 2, the app: the Dockerfile's runtime stage, repeated.
     fs.cpSync(path.join(runtimeDir, 'oci'), path.join(tmp, 'oci'), { recursive: true });
     const app = path.join(tmp, 'app');
-    await replayRuntimeStage(app, { npmCiCache: cacheRoot() });
+    replayRuntimeStage(app);
     const img = `${path.join(tmp, 'oci')}:${TAG}`;
     await run('umoci', ['insert', '--no-history', '--image', img, app, config.workdir]);
     fs.rmSync(app, { recursive: true });
@@ -190,7 +190,7 @@ export async function sweeperImage(log: (line: string) => void = () => undefined
   return { layout, hash, built, ms };
 }
 
-/** Removes cached images, layers and installs of other content that nothing touched for two days. */
+/** Removes cached images and layers of other content that nothing touched for two days. */
 function pruneOld(keep: string[]): void {
   const cutoff = Date.now() - 2 * 24 * 3600_000;
   for (const e of fs.readdirSync(cacheRoot())) {

@@ -1,0 +1,77 @@
+// Builds the CLI as one tree-shaken ESM bundle: dist/src/cli/main.js, plus a chunk for each lazy
+// import (the API client, the sweep, the scheduler), so a command loads only what it uses. Start-up
+// then parses the code the sweeper uses instead of the ~1,000 modules of its dependencies (README,
+// Performance). dist/bundled-packages.json lists the packages the bundle carries, with versions and
+// licences: what the image ships (test/e2e/image.test.ts checks it).
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build, type Metafile, type Plugin } from 'esbuild';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const DIST = join(ROOT, 'dist');
+
+export interface BundledPackage {
+  /** Where it is installed, e.g. `node_modules/yaml`. */
+  path: string;
+  name: string;
+  version: string;
+  license: string;
+}
+
+/** The installed packages that contribute code to the output, from esbuild's metafile. */
+function bundledPackages(metafile: Metafile): BundledPackage[] {
+  const dirs = new Set<string>();
+  for (const output of Object.values(metafile.outputs)) {
+    for (const [input, { bytesInOutput }] of Object.entries(output.inputs)) {
+      const dir = /^(.*node_modules\/(?:@[^/]+\/)?[^/]+)\//.exec(input)?.[1];
+      if (dir && bytesInOutput > 0) dirs.add(dir);
+    }
+  }
+  return [...dirs].sort().map((dir) => {
+    const manifest = JSON.parse(readFileSync(join(ROOT, dir, 'package.json'), 'utf8')) as { name: string; version: string; license?: unknown };
+    const license = typeof manifest.license === 'string' ? manifest.license : JSON.stringify(manifest.license);
+    return { path: dir, name: manifest.name, version: manifest.version, license };
+  });
+}
+
+/**
+ * Leaves out what a production install would not have: an optional `require()` of a dev-only
+ * package (e.g. `debug` trying `supports-color`) stays a runtime require that fails, as it would
+ * after `npm ci --omit=dev`, instead of pulling the dev tree into the bundle.
+ */
+function productionOnly(): Plugin {
+  const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dev?: boolean }> };
+  return {
+    name: 'production-only',
+    setup(b) {
+      b.onResolve({ filter: /^[^./]/ }, async (args) => {
+        if (args.pluginData === 'production-only' || args.path.startsWith('node:')) return undefined;
+        const resolved = await b.resolve(args.path, { kind: args.kind, resolveDir: args.resolveDir, importer: args.importer, pluginData: 'production-only' });
+        if (resolved.errors.length > 0) return undefined; // esbuild's own answer (optional requires stay runtime requires)
+        const dir = /^(.*node_modules\/(?:@[^/]+\/)?[^/]+)\//.exec(resolved.path.slice(ROOT.length + 1))?.[1];
+        return dir && lock.packages[dir]?.dev ? { path: args.path, external: true } : resolved;
+      });
+    },
+  };
+}
+
+rmSync(DIST, { recursive: true, force: true });
+const result = await build({
+  absWorkingDir: ROOT,
+  entryPoints: ['src/cli/main.ts'],
+  outdir: 'dist/src/cli',
+  chunkNames: 'chunks/[name]-[hash]',
+  bundle: true,
+  splitting: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node26',
+  metafile: true,
+  logLevel: 'warning',
+  plugins: [productionOnly()],
+  // Bundled CommonJS dependencies call require() for Node's built-ins.
+  banner: { js: "import { createRequire as __sweeperRequire } from 'node:module'; const require = __sweeperRequire(import.meta.url);" },
+});
+if (result.errors.length > 0) process.exit(1);
+writeFileSync(join(DIST, 'bundled-packages.json'), `${JSON.stringify(bundledPackages(result.metafile), null, 2)}\n`);
