@@ -70,6 +70,10 @@ const result = await build({
   metafile: true,
   logLevel: 'warning',
   plugins: [productionOnly()],
+  // tr46 (node-fetch, which client-node's configuration imports) requires Node's deprecated
+  // punycode built-in; outside node_modules that prints DEP0040 on every run. The userland
+  // package is the same code.
+  alias: { punycode: 'punycode/' },
   // Bundled CommonJS dependencies call require() for Node's built-ins.
   banner: { js: "import { createRequire as __sweeperRequire } from 'node:module'; const require = __sweeperRequire(import.meta.url);" },
 });
