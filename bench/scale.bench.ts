@@ -10,9 +10,10 @@
 // a process of its own) and `sweep --dry-run` (the built CLI, a process of its own), each under
 // the shipped CronJob's NODE_OPTIONS and a hard memory cap equal to its memory limit, with wall
 // time, CPU, peak RSS and the API server's apiserver_request_total diff by verb and resource.
-// Jobs mode, per run: a real sweep failing N stuck Jobs, against a kubectl+jq script (kubectl
-// built from the control plane's module, one `kubectl patch` per Job, sequential) on another N,
-// then the time until the Job controller has marked the swept ones all Failed.
+// Jobs mode, per run: a real sweep failing N stuck Jobs, the time until the Job controller has
+// marked them all Failed, then a kubectl+jq script (kubectl built from the control plane's
+// module, one `kubectl patch` per Job, sequential) on another N. Every measured command starts on
+// a quiet API server (no writes for 3 s), so none pays for the setup's or another's aftermath.
 import { spawn, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -184,6 +185,27 @@ function diffCounts(before: Counts, after: Counts): string {
   return parts.join(', ') || 'none';
 }
 
+/**
+ * Waits until the API server has taken no writes for 3 s (leases aside): the controllers have
+ * caught up with the setup (the Job controller creating pods and updating Job status at its own
+ * client QPS), so the measured command has the server to itself. Gives up after 10 minutes.
+ */
+async function waitQuiet(raw: Raw, what: string): Promise<void> {
+  const started = Date.now();
+  const writes = (c: Counts): number => [...c].filter(([k]) => /^(POST|PUT|PATCH|DELETE|APPLY) /.test(k) && !/ leases$/.test(k)).reduce((n, [, v]) => n + v, 0);
+  let last = writes(await requestCounts(raw));
+  while (Date.now() - started < 600_000) {
+    await new Promise((r) => setTimeout(r, 3000));
+    const now = writes(await requestCounts(raw));
+    if (now === last) {
+      console.log(`  API server quiet before ${what} (${s(Date.now() - started)} waited)`);
+      return;
+    }
+    last = now;
+  }
+  console.log(`  API server still taking writes before ${what} after 10 minutes; measuring anyway`);
+}
+
 // ---- helpers -----------------------------------------------------------------------------------
 const median = (xs: number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
@@ -271,6 +293,7 @@ try {
       const order = r % 2 === 0 ? (['floor', 'sweep'] as const) : (['sweep', 'floor'] as const);
       const out: Partial<(typeof rows)[number]> = {};
       for (const what of order) {
+        await waitQuiet(raw, what);
         const cap = memoryCap(shipped.memoryLimitBytes, what);
         out.capKind = cap.kind;
         const before = await requestCounts(raw);
@@ -317,6 +340,7 @@ try {
       await createStuckJobs(kc, scriptNs, stuckCount, 'job');
       console.log(`run ${r + 1}: setup 2 × ${stuckCount} stuck Jobs (one batch for the sweep, one for the script), ${s(Date.now() - setupStarted)}`);
 
+      await waitQuiet(raw, 'the sweep');
       const cap = memoryCap(shipped.memoryLimitBytes, 'sweep');
       const before = await requestCounts(raw);
       const sweep = await measure(sweepArgv(sweepNs.flatMap((n) => ['--namespace', n])), childEnv, cap);
@@ -327,15 +351,17 @@ try {
         `  sweep: ${summary?.outcomes?.failed ?? '?'} failed, ${summary?.outcomes?.error ?? '?'} errors, exit ${sweep.exitCode}; ${s(sweep.wallMs)} wall, ${s(sweep.cpuMs)} CPU, ${mb(sweep.maxRssKb)} peak RSS` +
           `\n  requests: ${requests}`,
       );
-      const watch = watchFailed(kc, sweepNs, stuckCount, sweptAt);
-      const script = await measure(['bash', '-c', kubectlScript(kubectl, scriptNs)], { ...process.env, KUBECONFIG: kubeconfigPath }, noCap);
-      console.log(`  kubectl+jq script (one kubectl process per Job, sequential): exit ${script.exitCode}, ${s(script.wallMs)} wall → the sweep is ${(script.wallMs / sweep.wallMs).toFixed(1)}× faster`);
-      const failedAfterMs = await watch;
+      // The script runs after the Job controller has finished with the swept Jobs, on a quiet
+      // server, as the sweep did: neither competes with the other's aftermath.
+      const failedAfterMs = await watchFailed(kc, sweepNs, stuckCount, sweptAt);
       console.log(
         failedAfterMs === undefined
           ? `  job controller: not all ${stuckCount} Jobs Failed within ${failedTimeoutS} s of the sweep`
           : `  job controller: all ${stuckCount} swept Jobs Failed ${s(failedAfterMs)} after the sweep ended (kube-controller-manager ${kcmQps ? `--kube-api-qps=${kcmQps}` : 'at its default client QPS'})`,
       );
+      await waitQuiet(raw, 'the script');
+      const script = await measure(['bash', '-c', kubectlScript(kubectl, scriptNs)], { ...process.env, KUBECONFIG: kubeconfigPath }, noCap);
+      console.log(`  kubectl+jq script (one kubectl process per Job, sequential): exit ${script.exitCode}, ${s(script.wallMs)} wall → the sweep is ${(script.wallMs / sweep.wallMs).toFixed(1)}× faster`);
       rows.push({ sweep, script, failedAfterMs });
       // The next run starts on a quiet API server: wait for the script's Jobs too.
       if (r + 1 < runs) await watchFailed(kc, scriptNs, stuckCount, Date.now());
