@@ -206,6 +206,24 @@ async function waitQuiet(raw: Raw, what: string): Promise<void> {
   console.log(`  API server still taking writes before ${what} after 10 minutes; measuring anyway`);
 }
 
+/** CPU seconds each control-plane process has used so far (/proc), when the bench started the cluster. */
+function controlPlaneCpu(): Map<string, number> {
+  const used = new Map<string, number>();
+  if (!cluster) return used;
+  const ticks = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
+  for (const [name, pid] of Object.entries(cluster.state.pids)) {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after "(comm) ": state is the first, utime the 12th, stime the 13th.
+    const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
+    used.set(name, (Number(fields[11]) + Number(fields[12])) / ticks);
+  }
+  return used;
+}
+
+function cpuDiff(before: Map<string, number>, after: Map<string, number>): string {
+  return [...after].map(([name, t]) => `${name} ${(t - (before.get(name) ?? 0)).toFixed(2)} s`).join(', ') || 'not measured (--kubeconfig)';
+}
+
 // ---- helpers -----------------------------------------------------------------------------------
 const median = (xs: number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
@@ -343,13 +361,16 @@ try {
       await waitQuiet(raw, 'the sweep');
       const cap = memoryCap(shipped.memoryLimitBytes, 'sweep');
       const before = await requestCounts(raw);
+      const cpuBefore = controlPlaneCpu();
       const sweep = await measure(sweepArgv(sweepNs.flatMap((n) => ['--namespace', n])), childEnv, cap);
       const sweptAt = Date.now();
+      const cpuDuring = cpuDiff(cpuBefore, controlPlaneCpu());
       const requests = diffCounts(before, await requestCounts(raw));
       const summary = sweep.stdout.trim().split('\n').map((l) => JSON.parse(l) as { message?: string; outcomes?: Record<string, number> }).find((l) => l.message === 'summary');
       console.log(
         `  sweep: ${summary?.outcomes?.failed ?? '?'} failed, ${summary?.outcomes?.error ?? '?'} errors, exit ${sweep.exitCode}; ${s(sweep.wallMs)} wall, ${s(sweep.cpuMs)} CPU, ${mb(sweep.maxRssKb)} peak RSS` +
-          `\n  requests: ${requests}`,
+          `\n  requests: ${requests}` +
+          `\n  control plane CPU during the sweep: ${cpuDuring} (${os.cpus().length} CPUs × ${s(sweep.wallMs)} wall = ${(os.cpus().length * sweep.wallMs / 1000).toFixed(1)} CPU-seconds)`,
       );
       // The script runs after the Job controller has finished with the swept Jobs, on a quiet
       // server, as the sweep did: neither competes with the other's aftermath.
