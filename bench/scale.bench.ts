@@ -206,16 +206,17 @@ async function waitQuiet(raw: Raw, what: string): Promise<void> {
   console.log(`  API server still taking writes before ${what} after 10 minutes; measuring anyway`);
 }
 
+const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
+
 /** CPU seconds each control-plane process has used so far (/proc), when the bench started the cluster. */
 function controlPlaneCpu(): Map<string, number> {
   const used = new Map<string, number>();
   if (!cluster) return used;
-  const ticks = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
   for (const [name, pid] of Object.entries(cluster.state.pids)) {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
     // Fields after "(comm) ": state is the first, utime the 12th, stime the 13th.
     const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
-    used.set(name, (Number(fields[11]) + Number(fields[12])) / ticks);
+    used.set(name, (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS);
   }
   return used;
 }

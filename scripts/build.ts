@@ -11,7 +11,7 @@ import { build, type Metafile, type Plugin } from 'esbuild';
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const DIST = join(ROOT, 'dist');
 
-export interface BundledPackage {
+interface BundledPackage {
   /** Where it is installed, e.g. `node_modules/yaml`. */
   path: string;
   name: string;
@@ -19,12 +19,17 @@ export interface BundledPackage {
   license: string;
 }
 
+/** `node_modules/<name>` (or `@scope/name`, or nested) holding `path`, relative to the repository. */
+function installedPackageDir(path: string): string | undefined {
+  return /^(.*node_modules\/(?:@[^/]+\/)?[^/]+)\//.exec(path)?.[1];
+}
+
 /** The installed packages that contribute code to the output, from esbuild's metafile. */
 function bundledPackages(metafile: Metafile): BundledPackage[] {
   const dirs = new Set<string>();
   for (const output of Object.values(metafile.outputs)) {
     for (const [input, { bytesInOutput }] of Object.entries(output.inputs)) {
-      const dir = /^(.*node_modules\/(?:@[^/]+\/)?[^/]+)\//.exec(input)?.[1];
+      const dir = installedPackageDir(input);
       if (dir && bytesInOutput > 0) dirs.add(dir);
     }
   }
@@ -49,7 +54,7 @@ function productionOnly(): Plugin {
         if (args.pluginData === 'production-only' || args.path.startsWith('node:')) return undefined;
         const resolved = await b.resolve(args.path, { kind: args.kind, resolveDir: args.resolveDir, importer: args.importer, pluginData: 'production-only' });
         if (resolved.errors.length > 0) return undefined; // esbuild's own answer (optional requires stay runtime requires)
-        const dir = /^(.*node_modules\/(?:@[^/]+\/)?[^/]+)\//.exec(resolved.path.slice(ROOT.length + 1))?.[1];
+        const dir = installedPackageDir(resolved.path.slice(ROOT.length + 1));
         return dir && lock.packages[dir]?.dev ? { path: args.path, external: true } : resolved;
       });
     },

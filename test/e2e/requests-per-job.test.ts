@@ -50,12 +50,11 @@ function counting(plain: KubeGateway): { gateway: KubeGateway; counts: Record<st
  * claim is refused (409), the Job re-read and claimed again. Each such conflict must cost exactly
  * one re-read and one more claim attempt, and nothing else may be refused.
  */
-function assertConflictsOnlyCostARetry(counts: Record<string, number>): number {
+function assertConflictsOnlyCostARetry(counts: Record<string, number>): void {
   const conflicts = counts['mergePatchJob:409'] ?? 0;
   const refused = Object.keys(counts).filter((k) => k.includes(':') && k !== 'mergePatchJob:409' && k !== 'createEvent:409');
   assert.deepEqual(refused, [], `only claim conflicts (and the settling sweep's Event 409) are expected: ${JSON.stringify(counts)}`);
   assert.equal(counts.readJob ?? 0, conflicts, `one re-read per claim conflict: ${JSON.stringify(counts)}`);
-  return conflicts;
 }
 
 async function measure(label: string, spec: object): Promise<{ fail: Record<string, number>; settle: Record<string, number>; reasons: string[] }> {

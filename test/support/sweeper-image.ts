@@ -25,7 +25,7 @@ const PATH_ENV = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 export interface SweeperImage {
   /** OCI image layout (tag `latest`). */
   layout: string;
-  /** Content hash: Dockerfile, package files, dist/src, the Node binary and its libraries, this builder. */
+  /** Content hash: Dockerfile, package.json, dist/src, the Node binary and its libraries, this builder. */
   hash: string;
   /** False when it came from the cache. */
   built: boolean;
@@ -126,7 +126,7 @@ export async function sweeperImage(log: (line: string) => void = () => undefined
   const runtimeDir = path.join(cacheRoot(), `sweeper-runtime-${runtimeHash}`);
 
   const ah = createHash('sha256').update(runtimeHash);
-  for (const f of [DOCKERFILE, path.join(REPO, 'package.json'), path.join(REPO, 'package-lock.json')]) ah.update(fs.readFileSync(f));
+  for (const f of [DOCKERFILE, path.join(REPO, 'package.json')]) ah.update(fs.readFileSync(f));
   hashTree(ah, path.join(REPO, 'dist', 'src'));
   const hash = ah.digest('hex').slice(0, 16);
   const dir = path.join(cacheRoot(), `sweeper-image-${hash}`);
@@ -190,7 +190,7 @@ export async function sweeperImage(log: (line: string) => void = () => undefined
   return { layout, hash, built, ms };
 }
 
-/** Removes cached images and layers of other content that nothing touched for two days. */
+/** Removes cached images and layers of other content (and `npm ci` caches of earlier versions) that nothing touched for two days. */
 function pruneOld(keep: string[]): void {
   const cutoff = Date.now() - 2 * 24 * 3600_000;
   for (const e of fs.readdirSync(cacheRoot())) {
