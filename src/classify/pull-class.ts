@@ -57,14 +57,15 @@ function rule(pullClass: PullClass, cue: string, pattern: string, notFound = fal
  * The no-progress cancel: containerd >= 1.7 (`image_pull_progress_timeout`, internal/cri/server/
  * images/image_pull.go) and CRI-O (`pull_progress_timeout`) cancel the pull's context, and the
  * kubelet reports gRPC code Canceled with a cause ending in `context canceled`. The kubelet never
- * cancels a pull itself (no timeout on PullImage), so that code means the runtime gave up waiting.
- * Without the code, only containerd's own wrapper ending in `context canceled` counts; any other
- * `context canceled` / `request canceled` stays transient.
+ * cancels a pull itself (no timeout on PullImage in cri-client), so that code means the runtime
+ * gave up waiting. containerd's own wrapper (`failed to pull and unpack image …: context canceled`)
+ * counts under any code or none (cri-client drops `code = Unknown`); any other `context canceled`
+ * or `request canceled` stays transient. docs/classification.md has the sources.
  */
 const STALLED_RULE = rule(
   'stalled',
   'pull cancelled for lack of progress: code = Canceled ... context canceled',
-  String.raw`(?:code = canceled desc = |^\s*failed to pull and unpack image\b).*\bcontext cancell?ed\W*$`,
+  String.raw`(?:\bcode = canceled desc = |(?:^|\bdesc = )\s*failed to pull and unpack image\b).*\bcontext cancell?ed\W*$`,
 );
 
 /** Message rules in precedence order. */

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import {
   classifyPullFailure,
@@ -254,12 +255,12 @@ const CASES: Case[] = [
     expected: 'transient',
   },
   {
-    // containerd 1.7 pkg/cri/server/image_pull.go wrapper under the code a runtime that loses the error
-    // type reports (Unknown): pins the edge of the stalled rule, which needs code Canceled.
-    name: 'context canceled under code Unknown is not the no-progress cancel',
+    // containerd 1.7 pkg/cri/server/image_pull.go wrapper as a kubelet before cri-client dropped the
+    // Unknown code would show it, had the runtime lost the Canceled code: still containerd's cancel.
+    name: 'containerd: cancelled pull under code Unknown',
     reason: 'ErrImagePull',
     message: `rpc error: code = Unknown desc = failed to pull and unpack image "docker.io/acme/big:1": failed to copy: httpReadSeeker: failed open: context canceled`,
-    expected: 'transient',
+    expected: 'stalled',
   },
   {
     name: 'EOF',
@@ -672,5 +673,14 @@ describe('describeClassification', () => {
       rows.map((r) => `${r.step}:${r.pullClass}`),
       ['reason:permanent', 'reason:transient', 'message:stalled', 'message:transient', 'message:auth', 'message:permanent', 'default:permanent', 'default:unknown'],
     );
+  });
+
+  it("matches the README's classification table, row by row (step and class)", () => {
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    const start = readme.indexOf('### Classification (first match wins)');
+    assert.ok(start >= 0);
+    const table = readme.slice(start, readme.indexOf('\n#', start + 1));
+    const readmeRows = [...table.matchAll(/^\| (reason|message|default) \| (\w+) \|/gm)].map((m) => `${m[1]}:${m[2]}`);
+    assert.deepEqual(readmeRows, rows.map((r) => `${r.step}:${r.pullClass}`));
   });
 });
