@@ -7,6 +7,7 @@ import {
   explainPullFailure,
   imageReferenceNames,
   PULL_CLASS_RULES,
+  repositoryOf,
   stripImageReferences,
   unwrapBackOff,
 } from '../../src/classify/index.ts';
@@ -659,6 +660,21 @@ describe('imageReferenceNames', () => {
   it('is empty for an empty image', () => {
     assert.deepEqual(imageReferenceNames(''), []);
   });
+});
+
+describe('repositoryOf', () => {
+  for (const [image, repo] of [
+    ['nginx', 'docker.io/library/nginx'],
+    ['nginx:1.27', 'docker.io/library/nginx'],
+    ['docker.io/library/nginx@sha256:abcd', 'docker.io/library/nginx'],
+    ['index.docker.io/acme/app:2', 'docker.io/acme/app'],
+    ['acme/app', 'docker.io/acme/app'],
+    ['Quay.io/acme/app:1', 'quay.io/acme/app'],
+    ['localhost:5000/team/app:1', 'localhost:5000/team/app'],
+    ['127.0.0.1:5001/team/app:fix-timeout', '127.0.0.1:5001/team/app'],
+  ] as const) {
+    it(`${image} -> ${repo}`, () => assert.equal(repositoryOf(image), repo));
+  }
 });
 
 describe('describeClassification', () => {
