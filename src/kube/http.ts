@@ -4,6 +4,7 @@ import * as http from 'node:http';
 import * as https from 'node:https';
 import { HttpMethod, RequestContext, type KubeConfig } from '@kubernetes/client-node';
 import { ApiStatusError } from './errors.ts';
+import { parseHttpDate, type ServerDate } from './server-clock.ts';
 
 /** Sockets kept open per agent; the sweep's reads and writes stay well below this. */
 const MAX_SOCKETS = 32;
@@ -16,6 +17,8 @@ export interface KubeHttp {
   getJson(path: string, query: Record<string, string | number | undefined>, options?: { accept?: string }): Promise<unknown>;
   /** Any verb with an optional JSON body, the answer JSON-parsed (undefined when empty); non-2xx throws an ApiStatusError. */
   send(method: Method, path: string, options?: SendOptions): Promise<unknown>;
+  /** The Date header of the newest successful answer that carried one (docs/clock.md). */
+  lastServerDate(): ServerDate | undefined;
 }
 
 export function createKubeHttp(kubeConfig: KubeConfig, timeoutMs: number): KubeHttp {
@@ -38,6 +41,12 @@ export function createKubeHttp(kubeConfig: KubeConfig, timeoutMs: number): KubeH
   };
 
   const server = kubeConfig.getCurrentCluster()?.server ?? '';
+  // Only 2xx answers: an error may come from a proxy or load balancer in between, on its own clock.
+  let newest: { date: Date; receivedAtMs: number } | undefined;
+  const noteDate = (header: string | undefined, receivedAtMs: number) => {
+    const date = parseHttpDate(header);
+    if (date && (!newest || receivedAtMs >= newest.receivedAtMs)) newest = { date, receivedAtMs };
+  };
 
   async function send(method: Method, path: string, query: Query, options: SendOptions): Promise<unknown> {
     const url = new URL(server.replace(/\/+$/, '') + path);
@@ -56,12 +65,14 @@ export function createKubeHttp(kubeConfig: KubeConfig, timeoutMs: number): KubeH
     const { status, body, responseHeaders } = await new Promise<{ status: number; body: string; responseHeaders: Record<string, string> }>(
       (resolve, reject) => {
         const req = transport.request(url, { method, headers, agent, signal: AbortSignal.timeout(timeoutMs) }, (res) => {
+          const receivedAtMs = performance.now();
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
           res.on('error', reject);
           res.on('end', () => {
             const responseHeaders: Record<string, string> = {};
             for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) responseHeaders[k] = String(v);
+            if (res.statusCode !== undefined && res.statusCode >= 200 && res.statusCode <= 299) noteDate(res.headers.date, receivedAtMs);
             resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8'), responseHeaders });
           });
         });
@@ -78,6 +89,7 @@ export function createKubeHttp(kubeConfig: KubeConfig, timeoutMs: number): KubeH
   return {
     getJson: (path, query, options = {}) => send('GET', path, query, options),
     send: (method, path, options = {}) => send(method, path, options.query ?? {}, options),
+    lastServerDate: () => (newest ? { date: newest.date, ageMs: performance.now() - newest.receivedAtMs } : undefined),
   };
 }
 
