@@ -4,18 +4,18 @@
 // past its grace is failed, its failed-at and Event on the server's clock. Answers without a Date
 // header change nothing. The pulls fail for real on the real node.
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
 import { BatchV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { parse } from 'yaml';
 import { ANNOTATIONS } from '../../src/policy/annotations.ts';
 import type { AuditLine, SweepSummary } from '../../src/report/audit.ts';
-import { CLI, ensureBuilt, exec, jsonLines, type Exec } from '../support/cli.ts';
+import { CLI, ensureBuilt, exec, jsonLines, startCli, type Exec } from '../support/cli.ts';
 import { startFaultProxy } from '../support/fault-proxy.ts';
 import { jobManifest } from '../support/fixtures.ts';
 import { useTestCluster } from '../support/hooks.ts';
-import { waitForJobPods } from '../support/kubelet.ts';
+import { waitFor, waitForJobPods } from '../support/kubelet.ts';
 import { nodeSkipReason, testNode, type TestNodeHandle } from '../support/node.ts';
 import { nodePodSpec, observeReasons } from '../support/node-cases.ts';
 import { policyFile, readJob, runSweep, sweeperEvents, trueCondition, waitForJobFailed } from '../support/sweeper.ts';
@@ -31,13 +31,19 @@ const grace = (d: string): string => {
 };
 const TWO_MINUTES = grace('2m');
 const ONE_SECOND = grace('1s');
+/** Debian's libfaketime, the thread-safe build (Node has threads), e.g. /usr/lib/x86_64-linux-gnu/faketime/. */
+const LIBFAKETIME = ['/usr/lib', ...readdirSync('/usr/lib').map((d) => join('/usr/lib', d))]
+  .map((dir) => join(dir, 'faketime', 'libfaketimeMT.so.1'))
+  .find((path) => existsSync(path));
+/** The wall clock moved by `offset` (e.g. +15m); the monotonic clock left alone, as on a real node. */
+const skewed = (offset: string): Record<string, string> => ({ LD_PRELOAD: LIBFAKETIME ?? '', FAKETIME: offset, FAKETIME_DONT_FAKE_MONOTONIC: '1' });
 
 describe('"now" is the API server\'s clock, whatever the sweeper\'s says', () => {
   let node: TestNodeHandle;
   before(async () => {
     if (skip) return;
     // setup.sh installs faketime with the node's packages: its absence is a failure, not a skip.
-    assert.equal(spawnSync('faketime', ['-f', '+0', 'true']).status, 0, 'faketime is missing: run test/node/setup.sh');
+    assert.ok(LIBFAKETIME, 'libfaketime is missing: run test/node/setup.sh');
     node = await testNode(env.cluster.kubeconfigPath);
   });
 
@@ -51,11 +57,11 @@ describe('"now" is the API server\'s clock, whatever the sweeper\'s says', () =>
     await observeReasons(env.kc, ns, pod!.metadata!.name!, { container: 'main', containerKind: 'regular', reasons: ['ErrImagePull'] });
   }
 
-  /** The built CLI with its wall clock moved by `offset` (e.g. +15m); its monotonic clock is left alone, as on a real node. */
+  /** One sweep of the built CLI with its wall clock moved by `offset` (e.g. +15m). */
   async function sweepSkewed(offset: string, ns: string, policy: string, kubeconfig = env.cluster.kubeconfigPath) {
     const args = ['sweep', '--kubeconfig', kubeconfig, '--policy-file', policy, '--namespace', ns, '--output', 'json'];
     const before = Date.now();
-    const run: Exec = await exec('faketime', ['-m', '--exclude-monotonic', '-f', offset, process.execPath, CLI, ...args], { timeoutMs: 60_000 });
+    const run: Exec = await exec(process.execPath, [CLI, ...args], { env: { ...process.env, ...skewed(offset) }, timeoutMs: 60_000 });
     const after = Date.now();
     const records = jsonLines(run.stdout);
     return {
@@ -106,6 +112,24 @@ describe('"now" is the API server\'s clock, whatever the sweeper\'s says', () =>
     const events = await sweeperEvents(env.kc, ns);
     assert.equal(events.length, 1);
     within(new Date(events[0]!.eventTime as unknown as string).getTime(), s.before - 1_000, s.after, 'Event eventTime');
+  });
+
+  it('`run` 15 minutes ahead: every scheduled sweep judges on the server\'s clock', TIMEOUT, async () => {
+    const ns = await env.namespace('clock-run');
+    await stuckJob(ns, 'build');
+    const args = ['run', '--schedule', '*/2 * * * * *', '--kubeconfig', env.cluster.kubeconfigPath, '--policy-file', TWO_MINUTES, '--namespace', ns, '--output', 'json'];
+    const { child, output, exited } = startCli(args, skewed('+15m'));
+    try {
+      await waitFor(() => jsonLines(output()).filter((r) => r.message === 'summary').length >= 3, 30_000, 'three scheduled sweeps', 200);
+    } finally {
+      child.kill('SIGTERM');
+    }
+    assert.equal(await exited, 0, output());
+    const lines = jsonLines(output()).filter((r) => r.message === 'decision') as unknown as AuditLine[];
+    assert.ok(lines.length >= 3);
+    for (const line of lines) assert.equal(line.outcome, 'skipped', `${line.detail}: stuck ${line.stuckSeconds} s`);
+    assert.ok(Math.max(...lines.map((l) => l.stuckSeconds)) < 60);
+    assert.equal((await readJob(env.kc, ns, 'build')).metadata?.annotations?.[ANNOTATIONS.failedAt], undefined);
   });
 
   it('answers without a Date header: nothing is judged or changed, exit 3', TIMEOUT, async () => {
