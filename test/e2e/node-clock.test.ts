@@ -1,8 +1,9 @@
 // "Now" is the API server's clock (docs/clock.md), proven with the built CLI run under libfaketime
 // (Debian's faketime, installed by test/node/setup.sh): with the sweeper's clock 15 minutes ahead
 // a Job stuck a few seconds under a 2-minute grace is not failed; 15 minutes behind, a Job stuck
-// past its grace is failed, its failed-at and Event on the server's clock. Answers without a Date
-// header change nothing. The pulls fail for real on the real node.
+// past its grace is failed, its failed-at and Event on the server's clock; `run` judges each
+// scheduled sweep on the server's clock. Answers without a Date header change nothing. The pulls
+// fail for real on the real node.
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -32,7 +33,7 @@ const grace = (d: string): string => {
 const TWO_MINUTES = grace('2m');
 const ONE_SECOND = grace('1s');
 /** Debian's libfaketime, the thread-safe build (Node has threads), e.g. /usr/lib/x86_64-linux-gnu/faketime/. */
-const LIBFAKETIME = ['/usr/lib', ...readdirSync('/usr/lib').map((d) => join('/usr/lib', d))]
+const LIBFAKETIME = ['/usr/lib', ...(existsSync('/usr/lib') ? readdirSync('/usr/lib') : []).map((d) => join('/usr/lib', d))]
   .map((dir) => join(dir, 'faketime', 'libfaketimeMT.so.1'))
   .find((path) => existsSync(path));
 /** The wall clock moved by `offset` (e.g. +15m); the monotonic clock left alone, as on a real node. */
