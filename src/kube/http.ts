@@ -17,7 +17,7 @@ export interface KubeHttp {
   getJson(path: string, query: Record<string, string | number | undefined>, options?: { accept?: string }): Promise<unknown>;
   /** Any verb with an optional JSON body, the answer JSON-parsed (undefined when empty); non-2xx throws an ApiStatusError. */
   send(method: Method, path: string, options?: SendOptions): Promise<unknown>;
-  /** The Date header of the newest successful answer that carried one (docs/clock.md). */
+  /** The Date header of the newest answer of the API server (2xx, or its own Status) that carried one (docs/clock.md). */
   lastServerDate(): ServerDate | undefined;
 }
 
@@ -41,7 +41,6 @@ export function createKubeHttp(kubeConfig: KubeConfig, timeoutMs: number): KubeH
   };
 
   const server = kubeConfig.getCurrentCluster()?.server ?? '';
-  // Only 2xx answers: an error may come from a proxy or load balancer in between, on its own clock.
   let newest: { date: Date; receivedAtMs: number } | undefined;
   const noteDate = (header: string | undefined, receivedAtMs: number) => {
     const date = parseHttpDate(header);
@@ -72,8 +71,9 @@ export function createKubeHttp(kubeConfig: KubeConfig, timeoutMs: number): KubeH
           res.on('end', () => {
             const responseHeaders: Record<string, string> = {};
             for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) responseHeaders[k] = String(v);
-            if (res.statusCode !== undefined && res.statusCode >= 200 && res.statusCode <= 299) noteDate(res.headers.date, receivedAtMs);
-            resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8'), responseHeaders });
+            const body = Buffer.concat(chunks).toString('utf8');
+            if (fromApiServer(res.statusCode ?? 0, body)) noteDate(res.headers.date, receivedAtMs);
+            resolve({ status: res.statusCode ?? 0, body, responseHeaders });
           });
         });
         req.on('error', reject);
@@ -104,6 +104,20 @@ interface SendOptions {
   accept?: string;
   /** The caller does not use the answer (a write's echo of the object): it is not parsed. */
   ignoreAnswer?: boolean;
+}
+
+/**
+ * A 2xx answer, or an error the API server wrote itself (a Kubernetes Status, e.g. 404 NotFound).
+ * Other errors may come from a proxy or load balancer in between, on its own clock.
+ */
+function fromApiServer(status: number, body: string): boolean {
+  if (status >= 200 && status <= 299) return true;
+  if (!body.startsWith('{')) return false;
+  try {
+    return (JSON.parse(body) as { kind?: unknown }).kind === 'Status';
+  } catch {
+    return false;
+  }
 }
 
 function stringify(value: unknown): string | null {

@@ -65,14 +65,14 @@ describe('serverNow', () => {
   });
 });
 
-describe('the HTTP layer keeps the newest successful answer\'s Date', () => {
-  /** A loopback server answering each path with a status and a Date header (or none). */
-  async function serve(answers: Record<string, { status: number; date: string | undefined }>): Promise<{ server: Server; kc: KubeConfig }> {
+describe('the HTTP layer keeps the Date of the API server\'s newest answer', () => {
+  /** A loopback server answering each path with a status, a Date header (or none) and a body. */
+  async function serve(answers: Record<string, { status: number; date: string | undefined; body?: string }>): Promise<{ server: Server; kc: KubeConfig }> {
     const server = createServer((req, res) => {
       const answer = answers[req.url ?? ''] ?? { status: 404, date: undefined };
       res.sendDate = false;
       if (answer.date) res.setHeader('Date', answer.date);
-      res.writeHead(answer.status, { 'Content-Type': 'application/json' }).end('{}');
+      res.writeHead(answer.status, { 'Content-Type': 'application/json' }).end(answer.body ?? '{}');
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const kc = new KubeConfig();
@@ -86,11 +86,12 @@ describe('the HTTP layer keeps the newest successful answer\'s Date', () => {
     return { server, kc };
   }
 
-  it('takes 2xx answers only, the newest one, and ages it on the monotonic clock', async () => {
+  it('takes 2xx answers and the API server\'s own errors, the newest one, aged on the monotonic clock', async () => {
     const { server, kc } = await serve({
       '/ok': { status: 200, date: 'Mon, 30 Nov 2026 12:00:00 GMT' },
       '/later': { status: 200, date: 'Mon, 30 Nov 2026 12:00:05 GMT' },
-      '/proxy-error': { status: 503, date: 'Mon, 30 Nov 2026 13:00:00 GMT' },
+      '/proxy-error': { status: 503, date: 'Mon, 30 Nov 2026 13:00:00 GMT', body: 'upstream connect error' },
+      '/not-found': { status: 404, date: 'Mon, 30 Nov 2026 12:00:07 GMT', body: '{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}' },
       '/no-date': { status: 200, date: undefined },
     });
     try {
@@ -106,6 +107,8 @@ describe('the HTTP layer keeps the newest successful answer\'s Date', () => {
       assert.equal(http.lastServerDate()?.date.toISOString(), '2026-11-30T12:00:05.000Z');
       await http.getJson('/no-date', {});
       assert.equal(http.lastServerDate()?.date.toISOString(), '2026-11-30T12:00:05.000Z', 'the newest answer that carried one');
+      await assert.rejects(http.getJson('/not-found', {}));
+      assert.equal(http.lastServerDate()?.date.toISOString(), '2026-11-30T12:00:07.000Z', 'a Status the API server wrote (a missing ConfigMap)');
       const first = http.lastServerDate()!.ageMs;
       await new Promise((r) => setTimeout(r, 50));
       assert.ok(http.lastServerDate()!.ageMs >= first + 45);
