@@ -86,7 +86,7 @@ async function timedSweep(kc: KubeConfig, dryRun: boolean, namespaces: string[])
   const policy = policyFile(`limits: { maxJobsPerSweep: ${jobs}, maxJobsPerNamespace: ${jobs} }\n`);
   const started = Date.now();
   const result = await sweep(
-    { gateway: withRetries(createGateway(kc)), clock: () => new Date(), logger: createLogger({ format: 'json', stream: new PassThrough().resume() }) },
+    { gateway: withRetries(createGateway(kc)), monotonicMs: () => performance.now(), logger: createLogger({ format: 'json', stream: new PassThrough().resume() }) },
     { dryRun, namespaces, policy, instance: 'bench' },
   );
   const ms = Date.now() - started;

@@ -10,6 +10,7 @@ import { judgePending } from './judge/pending.ts';
 import type { PodOwner } from './judge/types.ts';
 import { describeApiError, explainFailure, type ApiFailure } from './kube/errors.ts';
 import type { KubeGateway } from './kube/gateway.ts';
+import { serverNow } from './kube/server-clock.ts';
 import { mapBounded } from './concurrency.ts';
 import type { JobView, StuckContainer } from './model.ts';
 import { observeStuckContainers } from './observe/pods.ts';
@@ -44,15 +45,20 @@ export interface SweepOptions {
 export interface SweepDeps {
   /** Retries are the gateway's business (kube/retrying.ts); the sweep calls each method once. */
   gateway: KubeGateway;
-  clock: () => Date;
+  /**
+   * Local monotonic milliseconds (performance.now): how long since an answer arrived, never what
+   * time it is. "Now" is the API server's clock (docs/clock.md).
+   */
+  monotonicMs: () => number;
   logger: winston.Logger;
 }
 
 /**
  * How the sweep ended: `done` (whatever it decided), `actions-failed` (some action or lookup
- * failed), `invalid-policy` or `unreachable` (nothing was changed).
+ * failed), `invalid-policy`, `unreachable` or `no-server-clock` (no answer carried a Date header;
+ * nothing was changed).
  */
-export type SweepStatus = 'done' | 'actions-failed' | 'invalid-policy' | 'unreachable';
+export type SweepStatus = 'done' | 'actions-failed' | 'invalid-policy' | 'unreachable' | 'no-server-clock';
 
 export interface SweepResult {
   status: SweepStatus;
@@ -65,14 +71,14 @@ export interface SweepResult {
 
 /** One sweep: observe → classify → attribute → judge → act → report. */
 export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<SweepResult> {
-  const { gateway, clock, logger } = deps;
+  const { gateway, monotonicMs, logger } = deps;
   // The claim id is unique to this sweep; its first 8 characters are the sweepId of the audit.
   const claim = randomUUID();
   const sweepId = claim.slice(0, 8);
-  const startedAt = clock();
+  const startedMs = monotonicMs();
 
   const loaded = await loadPolicy(gateway, options.policy);
-  if (!loaded.ok) return policyFailure(deps, options, sweepId, loaded);
+  if (!loaded.ok) return policyFailure(deps, options, sweepId, startedMs, loaded);
   if (loaded.builtin) {
     logger.warn(
       `policy: ${loaded.description}: sweeping on the built-in defaults (ignore ${SYSTEM_NAMESPACES.join(', ')}; default grace elsewhere); ` +
@@ -124,7 +130,9 @@ export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<Swe
     logger.error(`could not list the Jobs labelled ${LABELS.pending}; they are checked on the next sweep`, { sweepId, error: describeApiError(error).message });
   }
 
-  const now = clock();
+  const nowMs = monotonicMs();
+  const now = serverNow(gateway.lastServerDate(), nowMs - startedMs);
+  if (!now) return noServerClock(logger, sweepId);
   const judgeInput: JudgeInput = { stuck: observation.stuck, ownerOf, namespaceLabels: labels, policy, now };
   const judgement = judge(judgeInput);
   const pending = judgePending({ labelled, decisions: judgement.decisions, confirmWithinSeconds: policy.limits.confirmWithinSeconds, now });
@@ -160,8 +168,8 @@ export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<Swe
     dryRun: options.dryRun,
     policy: loaded.description,
     namespaces: options.namespaces,
-    startedAt,
-    finishedAt: clock(),
+    startedAt: new Date(now.getTime() - (nowMs - startedMs)),
+    finishedAt: new Date(now.getTime() + (monotonicMs() - nowMs)),
     podsScanned: observation.podsScanned,
     stuckContainers: observation.stuck.length,
     outage: judgement.outage,
@@ -184,6 +192,7 @@ async function policyFailure(
   deps: SweepDeps,
   options: SweepOptions,
   sweepId: string,
+  startedMs: number,
   loaded: Exclude<LoadedPolicy, { ok: true }>,
 ): Promise<SweepResult> {
   const { logger } = deps;
@@ -196,21 +205,31 @@ async function policyFailure(
   const problems = loaded.problems.map((p) => formatProblem(source, p));
   for (const problem of problems) logger.error(`invalid policy: ${problem}`, { sweepId });
   logger.error(`policy ${loaded.description} is invalid; nothing was changed`, { sweepId, problems: problems.length });
-  if (options.policy.kind === 'configmap' && !options.dryRun) {
-    const { namespace, name } = options.policy;
-    const event = invalidPolicyEvent({ namespace, name, uid: loaded.configMapUid }, problems, {
-      instance: options.instance,
-      now: deps.clock(),
-    });
-    try {
-      await deps.gateway.createEvent(namespace, event);
-    } catch (error) {
-      const failure = describeApiError(error);
-      if (failure.status === 409) logger.info('the InvalidPolicy Event for these problems was already emitted', { sweepId, event: event.metadata?.name });
-      else logger.error('could not write the InvalidPolicy Event', { sweepId, error: failure.message });
-    }
+  const result: SweepResult = { status: 'invalid-policy', summary: undefined, results: [], ...(loaded.missing ? { policyMissing: 'named' as const } : {}) };
+  if (options.policy.kind !== 'configmap' || options.dryRun) return result;
+  const now = serverNow(deps.gateway.lastServerDate(), deps.monotonicMs() - startedMs);
+  if (!now) {
+    logger.error(`the InvalidPolicy Event is not written: ${NO_DATE}`, { sweepId });
+    return result;
   }
-  return { status: 'invalid-policy', summary: undefined, results: [], ...(loaded.missing ? { policyMissing: 'named' as const } : {}) };
+  const { namespace, name } = options.policy;
+  const event = invalidPolicyEvent({ namespace, name, uid: loaded.configMapUid }, problems, { instance: options.instance, now });
+  try {
+    await deps.gateway.createEvent(namespace, event);
+  } catch (error) {
+    const failure = describeApiError(error);
+    if (failure.status === 409) logger.info('the InvalidPolicy Event for these problems was already emitted', { sweepId, event: event.metadata?.name });
+    else logger.error('could not write the InvalidPolicy Event', { sweepId, error: failure.message });
+  }
+  return result;
+}
+
+const NO_DATE = 'no answer of the API server carried a Date header (does a proxy in between strip it?), so its clock is unknown';
+
+/** Without the API server's clock no time stuck can be measured: nothing is judged or written. */
+function noServerClock(logger: winston.Logger, sweepId: string): SweepResult {
+  logger.error(`${NO_DATE}: the time stuck cannot be measured and the sweeper's own clock is not trusted; nothing was changed`, { sweepId });
+  return { status: 'no-server-clock', summary: undefined, results: [] };
 }
 
 function unreachable(logger: winston.Logger, sweepId: string, what: string, failure: ApiFailure): SweepResult {

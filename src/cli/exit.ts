@@ -8,6 +8,7 @@ const EXIT_OF_SWEEP: Record<SweepStatus, number> = {
   'actions-failed': EXIT.actionsFailed,
   'invalid-policy': EXIT.invalid,
   unreachable: EXIT.unreachable,
+  'no-server-clock': EXIT.unreachable,
 };
 
 export function exitStatusOf(status: SweepStatus): number {

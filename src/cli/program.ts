@@ -122,7 +122,8 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
       await runOnSchedule(
         schedule,
         {
-          clock: deps.clock,
+          // The schedule runs on the local clock; each sweep's "now" is the API server's (docs/clock.md).
+          clock: () => new Date(),
           logger: deps.logger,
           sleep: abortableSleep,
           sweepOnce: () => sweep(deps, options),
@@ -215,7 +216,7 @@ async function prepareSweep(flags: SweepFlags, io: CliIo): Promise<{ deps: Sweep
   const gateway = await connectedGateway(flags, (n) => logger.warn(retryLine(n), retryFields(n)));
   return {
     sweep,
-    deps: { gateway, clock: () => new Date(), logger },
+    deps: { gateway, monotonicMs: () => performance.now(), logger },
     options: {
       dryRun: flags.dryRun === true,
       namespaces: flags.namespace ?? [],

@@ -4,6 +4,7 @@ import * as http from 'node:http';
 import * as https from 'node:https';
 import { HttpMethod, RequestContext, type KubeConfig } from '@kubernetes/client-node';
 import { ApiStatusError } from './errors.ts';
+import { parseHttpDate, type ServerDate } from './server-clock.ts';
 
 /** Sockets kept open per agent; the sweep's reads and writes stay well below this. */
 const MAX_SOCKETS = 32;
@@ -16,6 +17,8 @@ export interface KubeHttp {
   getJson(path: string, query: Record<string, string | number | undefined>, options?: { accept?: string }): Promise<unknown>;
   /** Any verb with an optional JSON body, the answer JSON-parsed (undefined when empty); non-2xx throws an ApiStatusError. */
   send(method: Method, path: string, options?: SendOptions): Promise<unknown>;
+  /** The Date header of the newest answer of the API server (2xx, or its own Status) that carried one (docs/clock.md). */
+  lastServerDate(): ServerDate | undefined;
 }
 
 export function createKubeHttp(kubeConfig: KubeConfig, timeoutMs: number): KubeHttp {
@@ -38,6 +41,11 @@ export function createKubeHttp(kubeConfig: KubeConfig, timeoutMs: number): KubeH
   };
 
   const server = kubeConfig.getCurrentCluster()?.server ?? '';
+  let newest: { date: Date; receivedAtMs: number } | undefined;
+  const noteDate = (header: string | undefined, receivedAtMs: number) => {
+    const date = parseHttpDate(header);
+    if (date && (!newest || receivedAtMs >= newest.receivedAtMs)) newest = { date, receivedAtMs };
+  };
 
   async function send(method: Method, path: string, query: Query, options: SendOptions): Promise<unknown> {
     const url = new URL(server.replace(/\/+$/, '') + path);
@@ -56,13 +64,16 @@ export function createKubeHttp(kubeConfig: KubeConfig, timeoutMs: number): KubeH
     const { status, body, responseHeaders } = await new Promise<{ status: number; body: string; responseHeaders: Record<string, string> }>(
       (resolve, reject) => {
         const req = transport.request(url, { method, headers, agent, signal: AbortSignal.timeout(timeoutMs) }, (res) => {
+          const receivedAtMs = performance.now();
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
           res.on('error', reject);
           res.on('end', () => {
             const responseHeaders: Record<string, string> = {};
             for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) responseHeaders[k] = String(v);
-            resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8'), responseHeaders });
+            const body = Buffer.concat(chunks).toString('utf8');
+            if (fromApiServer(res.statusCode ?? 0, body)) noteDate(res.headers.date, receivedAtMs);
+            resolve({ status: res.statusCode ?? 0, body, responseHeaders });
           });
         });
         req.on('error', reject);
@@ -78,6 +89,7 @@ export function createKubeHttp(kubeConfig: KubeConfig, timeoutMs: number): KubeH
   return {
     getJson: (path, query, options = {}) => send('GET', path, query, options),
     send: (method, path, options = {}) => send(method, path, options.query ?? {}, options),
+    lastServerDate: () => (newest ? { date: newest.date, ageMs: performance.now() - newest.receivedAtMs } : undefined),
   };
 }
 
@@ -92,6 +104,20 @@ interface SendOptions {
   accept?: string;
   /** The caller does not use the answer (a write's echo of the object): it is not parsed. */
   ignoreAnswer?: boolean;
+}
+
+/**
+ * A 2xx answer, or an error the API server wrote itself (a Kubernetes Status, e.g. 404 NotFound).
+ * Other errors may come from a proxy or load balancer in between, on its own clock.
+ */
+function fromApiServer(status: number, body: string): boolean {
+  if (status >= 200 && status <= 299) return true;
+  if (!body.startsWith('{')) return false;
+  try {
+    return (JSON.parse(body) as { kind?: unknown }).kind === 'Status';
+  } catch {
+    return false;
+  }
 }
 
 function stringify(value: unknown): string | null {

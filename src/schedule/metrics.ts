@@ -4,13 +4,19 @@ import { outcomesFor } from '../model.ts';
 import type { SweepResult, SweepStatus } from '../sweep.ts';
 import { UsageError } from '../cli/errors.ts';
 
-const RESULT_LABEL: Record<SweepStatus, string> = { done: 'ok', 'actions-failed': 'actions_failed', 'invalid-policy': 'invalid_policy', unreachable: 'unreachable' };
+const RESULT_LABEL: Record<SweepStatus, string> = {
+  done: 'ok',
+  'actions-failed': 'actions_failed',
+  'invalid-policy': 'invalid_policy',
+  unreachable: 'unreachable',
+  'no-server-clock': 'no_server_clock',
+};
 
 export class SweepMetrics {
   readonly registry = new Registry();
   private readonly sweeps = new Counter({
     name: 'imagepull_sweeper_sweeps_total',
-    help: 'Sweeps run, by result (ok, actions_failed, invalid_policy, unreachable, crashed).',
+    help: 'Sweeps run, by result (ok, actions_failed, invalid_policy, unreachable, no_server_clock, crashed).',
     labelNames: ['result'],
     registers: [this.registry],
   });

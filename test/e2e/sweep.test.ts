@@ -469,7 +469,7 @@ describe('sweep when responses are lost', () => {
     const logger = createLogger({ format: 'json', stream: new PassThrough().resume() });
     const retried: string[] = [];
     const retrying = withRetries(gateway, { onRetry: (n) => retried.push(n.request.split(' ')[0]!) });
-    const result = await sweep({ gateway: retrying, clock: () => new Date(), logger }, { dryRun: false, namespaces: [ns], policy: EMPTY_POLICY_FILE, instance: 'e2e' });
+    const result = await sweep({ gateway: retrying, monotonicMs: () => performance.now(), logger }, { dryRun: false, namespaces: [ns], policy: EMPTY_POLICY_FILE, instance: 'e2e' });
     return { ...result, retried };
   }
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the real test node needs (Debian/Ubuntu, root): containerd, runc, the CNI
-# plugins, the distribution registry, skopeo, umoci and htpasswd. Idempotent: when everything is
-# there it only checks and exits (well under a second). Services the packages ship are not left
-# running: the tests start their own instances on loopback.
+# plugins, the distribution registry, skopeo, umoci, htpasswd, and faketime (the sweeper on a
+# skewed clock, test/e2e/node-clock.test.ts). Idempotent: when everything is there it only checks
+# and exits (well under a second). Services the packages ship are not left running: the tests
+# start their own instances on loopback.
 #
 # Usage: setup.sh [--check]   (--check: exit 1 listing what is missing, install nothing)
 set -euo pipefail
@@ -20,6 +21,7 @@ declare -A need=(
   [htpasswd]=apache2-utils
   [ip]=iproute2
   [iptables]=iptables
+  [faketime]=faketime
 )
 
 have() { if [[ "$1" == /* ]]; then [[ -x "$1" ]]; else command -v "$1" >/dev/null 2>&1; fi; }

@@ -5,6 +5,7 @@
 //   reset     the connection is dropped before forwarding
 //   slow      held for `slowMs` (longer than the client's --request-timeout), then forwarded anyway
 //   lost      forwarded (the write lands), then the connection is dropped instead of the answer
+// and, with `stripDate`, answers without a Date header (a proxy that drops it).
 // It has its own self-signed CA; `writeKubeconfig` gives the sweeper a kubeconfig that trusts it
 // and carries the test's credentials, which the proxy passes through to the API server.
 import { execFileSync } from 'node:child_process';
@@ -35,6 +36,8 @@ export interface FaultProxyOptions {
   retryAfterSeconds?: number;
   /** Subject alternative names of the proxy's certificate (default IP:127.0.0.1). */
   altNames?: string[];
+  /** Remove the Date header from every answer. */
+  stripDate?: boolean;
 }
 
 export interface FaultStats {
@@ -198,6 +201,7 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
       return;
     }
     const headers = { ...answer.headers };
+    if (options.stripDate) delete headers.date;
     delete headers['transfer-encoding'];
     delete headers.connection;
     headers['content-length'] = String(answer.body.length);
@@ -206,6 +210,7 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
   };
 
   const server = https.createServer({ cert: certs.certPem, key: certs.keyPem }, (req, res) => {
+    if (options.stripDate) res.sendDate = false;
     handle(req, res).catch((error: unknown) => {
       if (!res.headersSent && !res.socket?.destroyed) status(res, 502, `BadGateway: ${(error as Error).message}`);
       else req.socket.destroy();

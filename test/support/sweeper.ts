@@ -47,7 +47,7 @@ export async function runSweep(
   stream.on('data', (c: Buffer) => chunks.push(c.toString()));
   const logger = createLogger({ format: 'json', stream });
   const result = await sweep(
-    { gateway: withRetries(plainGateway ?? createGateway(kc), plainGateway ? { sleep: async () => undefined } : {}), clock: () => new Date(), logger },
+    { gateway: withRetries(plainGateway ?? createGateway(kc), plainGateway ? { sleep: async () => undefined } : {}), monotonicMs: () => performance.now(), logger },
     { dryRun: options.dryRun ?? false, namespaces: options.namespaces, policy: options.policy, instance: 'e2e', pageSize: options.pageSize },
   );
   await new Promise((r) => setImmediate(r));
