@@ -92,8 +92,8 @@ async function record(kc: KubeConfig, node: TestNodeHandle): Promise<void> {
   const faults = await startFaultRegistries();
   const hung = await hungServer();
   const hosts = [faults.tooManyRequests, faults.rateLimitedFetch, faults.unavailable, faults.tokenUnavailable, hung.host];
-  for (const h of hosts) addRegistryHost(node.registryConfigDir, h);
-  addRegistryHost(node.registryConfigDir, faults.untrusted, 'https');
+  for (const h of hosts) addRegistryHost(node, h);
+  addRegistryHost(node, faults.untrusted, 'https');
   try {
     const n = await core.readNode({ name: node.name });
     const cases = [...(await nodeCases(node)), ...registryFaultCases(node, faults)];
@@ -172,7 +172,7 @@ async function record(kc: KubeConfig, node: TestNodeHandle): Promise<void> {
     await hung.close();
     await faults.close();
     await ns.remove();
-    for (const h of [...hosts, faults.untrusted]) removeRegistryHost(node.registryConfigDir, h);
+    for (const h of [...hosts, faults.untrusted]) removeRegistryHost(node, h);
   }
 }
 
