@@ -81,17 +81,24 @@ function pendingDecision(job: JobView, stuckLine: Decision | undefined, input: P
   const withNotes = (detail: string) => [detail, ...notes].join('; ');
   if (age < input.confirmWithinSeconds) {
     const forcing = forceDelete.length > 0;
+    // The Job controller judges a pod failure policy only on pods in phase Failed, which the
+    // kubelet never writes while the pull hangs: a Job not yet given up on (no FailureTarget)
+    // ends only by its deadline, once its force-deleted pods are gone.
+    const byDeadline = forcing && !job.failed;
+    const forced = `${since}; pods still terminating after forceDeleteAfter ${formatDuration(input.forceDeleteAfterSeconds ?? 0)}`;
     return {
       ...base,
       jobView: job,
       plan: forcing ? 'retry' : 'skip',
-      mechanism: undefined,
+      mechanism: byDeadline ? 'activeDeadlineSeconds' : undefined,
       failJobCondition: undefined,
       forceDelete,
       detail: withNotes(
-        forcing
-          ? `${since}; pods still terminating after forceDeleteAfter ${formatDuration(input.forceDeleteAfterSeconds!)}`
-          : `${since}; waiting for the Job controller (${formatDuration(Math.floor(age))} of confirmWithin ${confirmWithin})`,
+        !forcing
+          ? `${since}; waiting for the Job controller (${formatDuration(Math.floor(age))} of confirmWithin ${confirmWithin})`
+          : byDeadline
+            ? `${forced}, and the Job controller has not given up on it (its pod failure policy waits for a Failed pod): failing it by its deadline too`
+            : forced,
       ),
     };
   }

@@ -34,8 +34,8 @@ const apiError = (code: number, reason: string, message: string) =>
 
 const CLAIM_MESSAGE = 'regular container main of pod hung-abcde waited 5s on image 127.0.0.1:1/team/app:1 (class stalled, rule defaults, grace 5s): ContainerCreating: ';
 
-/** A pending Job failed `failedAgo` s ago whose one pod (recorded stalled on the real node) is terminating. */
-function pendingDecision(failedAgo: number): Decision {
+/** A pending Job failed `failedAgo` s ago (given up on by the Job controller, or not) whose one pod, recorded stalled on the real node, is terminating. */
+function pendingDecision(failedAgo: number, givenUp = true): Decision {
   const j = job('hung', {
     annotations: {
       'imagepull-sweeper/failed-at': secondsAgo(failedAgo).toISOString().replace(/\.\d{3}Z$/, 'Z'),
@@ -43,7 +43,7 @@ function pendingDecision(failedAgo: number): Decision {
       'imagepull-sweeper/message': CLAIM_MESSAGE,
       'imagepull-sweeper/claim': 'c-1',
     },
-    failed: true,
+    failed: givenUp,
   });
   const pod: V1Pod = structuredClone(REAL_NODE.stalled.find((c) => c.id === 'stalled')!.pods.ContainerCreating!);
   pod.metadata = {
@@ -130,6 +130,14 @@ describe('act: a pending Job with a pod to force-delete', () => {
     assert.equal(r!.outcome, 'retried');
     assert.deepEqual(calls.map((c) => c.method), ['deletePod', 'createEvent', 'listPods', 'mergePatchJob', 'createEvent']);
     assert.match(r!.decision.detail, /failing it again by its deadline; force-deleted pod hung-abcde \(terminating 6m38s, no container ever started\); found no pods left$/);
+  });
+
+  it('a Job the controller has not given up on: the force-delete, its Event, then the deadline', async () => {
+    const { gateway, calls } = scripted();
+    const [r] = await act(gateway, [pendingDecision(70, false)], options());
+    assert.equal(r!.outcome, 'retried');
+    assert.deepEqual(calls.map((c) => c.method), ['deletePod', 'createEvent', 'listPods', 'mergePatchJob', 'createEvent']);
+    assert.deepEqual(calls[3]!.args, ['ci-a', 'hung', { spec: { activeDeadlineSeconds: 3600 } }]);
   });
 
   it('a dry run writes nothing and says would', async () => {

@@ -156,13 +156,22 @@ describe('judgePending with forceDeleteAfter', () => {
   });
 
   it('before confirmWithin: plan retry without the deadline, to force-delete the never-started pod', () => {
-    const p = judgePending({ ...base, labelled: [claimed('stalled-job', 75)], podsByJob: new Map([[JOB_UID, [hung]]]) });
+    const givenUp = { ...claimed('stalled-job', 75), failed: true }; // FailureTarget DeadlineExceeded
+    const p = judgePending({ ...base, labelled: [givenUp], podsByJob: new Map([[JOB_UID, [hung]]]) });
     const d = p.decisions[0]!;
     assert.equal(d.plan, 'retry');
     assert.equal(d.mechanism, undefined, 'the Job already has its deadline: only the pod is forced');
     assert.deepEqual(d.forceDelete?.map((t) => [t.pod, t.uid]), [['hung-abcde', 'uid-hung-abcde']]);
     assert.match(d.detail, /^failed by imagepull-sweeper at \S+; pods still terminating after forceDeleteAfter 1m$/);
     assert.equal(p.awaiting, 1);
+  });
+
+  it('a Job the controller has not given up on (podFailurePolicy waits for a Failed pod): the force-delete and its deadline', () => {
+    const d = judgePending({ ...base, labelled: [claimed('pfp', 75)], podsByJob: new Map([[JOB_UID, [hung]]]) }).decisions[0]!;
+    assert.equal(d.plan, 'retry');
+    assert.equal(d.mechanism, 'activeDeadlineSeconds');
+    assert.equal(d.forceDelete?.length, 1);
+    assert.match(d.detail, /forceDeleteAfter 1m, and the Job controller has not given up on it .*: failing it by its deadline too$/);
   });
 
   it('after confirmWithin: the deadline again, and the force-delete', () => {
