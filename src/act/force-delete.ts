@@ -1,6 +1,7 @@
-// SPEC "How a Job is failed", step 4, the writes: each planned pod deleted with grace period 0
-// and its uid as precondition, then its Event. Safe to repeat: a pod already gone (404) is done,
-// a uid that no longer matches (409) is another pod, left alone; the Event's name is fixed.
+// SPEC "How a Job is failed", step 4, the writes: each planned pod deleted with grace period 0,
+// its uid and resourceVersion as preconditions (a container that started after the pod was read
+// changes the pod: 409, left for the next sweep to judge again), then its Event. Safe to repeat:
+// a pod already gone (404) is done; the Event's name is fixed.
 import type { Decision } from '../judge/types.ts';
 import { describeTarget, type ForceDeleteTarget } from '../judge/force-delete.ts';
 import { describeApiError } from '../kube/errors.ts';
@@ -26,11 +27,11 @@ export async function forceDeletePods(gateway: KubeGateway, d: Decision, reporte
   for (const target of d.forceDelete ?? []) {
     const what = `force-deleted ${describeTarget(target)}`;
     try {
-      await gateway.deletePod(job.namespace, target.pod, target.uid, undefined, { gracePeriodSeconds: 0 });
+      await gateway.deletePod(job.namespace, target.pod, target.uid, target.resourceVersion, { gracePeriodSeconds: 0 });
     } catch (error) {
       const failure = describeApiError(error);
       if (failure.status === 404) done.push(`pod ${target.pod} already gone`);
-      else if (failure.status === 409) done.push(`pod ${target.pod} is another pod now (uid precondition), left alone`);
+      else if (failure.status === 409) done.push(`pod ${target.pod} changed since it was read (another pod, or a new status), left for the next sweep`);
       else errors.push(`could not force-delete pod ${target.pod}: ${failure.reason}: ${failure.message}`);
       continue;
     }

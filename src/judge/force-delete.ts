@@ -4,10 +4,11 @@
 import type { V1ContainerStatus, V1Pod } from '@kubernetes/client-node';
 import { formatDuration } from '../policy/duration.ts';
 
-/** A pod to delete with grace period 0 (uid precondition). */
+/** A pod to delete with grace period 0, as it was judged (uid and resourceVersion preconditions). */
 export interface ForceDeleteTarget {
   pod: string;
   uid: string;
+  resourceVersion: string | undefined;
   /** Since its deletion was requested (deletionTimestamp minus its grace period). */
   terminatingSeconds: number;
 }
@@ -74,7 +75,7 @@ export function planForceDeletes(pods: readonly V1Pod[], jobUid: string, now: Da
     if (ran) spare(`its ${ran} has run`);
     else if (phase === 'Succeeded' || phase === 'Failed') spare(`the kubelet has ended it (phase ${phase})`);
     else if (pod.metadata.deletionGracePeriodSeconds === 0) spare('already deleted with grace period 0 (held by a finalizer)');
-    else plan.targets.push({ pod: name, uid, terminatingSeconds: since });
+    else plan.targets.push({ pod: name, uid, resourceVersion: pod.metadata.resourceVersion, terminatingSeconds: since });
   }
   return plan;
 }

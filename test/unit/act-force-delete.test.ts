@@ -50,6 +50,7 @@ function pendingDecision(failedAgo: number, givenUp = true): Decision {
     ...pod.metadata,
     name: 'hung-abcde',
     uid: 'uid-pod-1',
+    resourceVersion: 'rv-judged',
     deletionTimestamp: new Date(secondsAgo(failedAgo - 2).getTime() + 30_000),
     deletionGracePeriodSeconds: 30,
     ownerReferences: [{ apiVersion: 'batch/v1', kind: 'Job', name: 'hung', uid: j.uid, controller: true }],
@@ -73,7 +74,7 @@ describe('forceDeletePods', () => {
     const { gateway, calls } = scripted();
     const r = await forceDeletePods(gateway, d, { instance: 'unit', now: NOW });
     assert.deepEqual(r, { done: ['force-deleted pod hung-abcde (terminating 1m8s, no container ever started)'], error: undefined });
-    assert.deepEqual(calls[0], { method: 'deletePod', args: ['ci-a', 'hung-abcde', 'uid-pod-1', undefined, { gracePeriodSeconds: 0 }] });
+    assert.deepEqual(calls[0], { method: 'deletePod', args: ['ci-a', 'hung-abcde', 'uid-pod-1', 'rv-judged', { gracePeriodSeconds: 0 }] });
     assert.equal(calls[1]!.method, 'createEvent');
     const event = calls[1]!.args[1] as EventsV1Event;
     assert.equal(event.action, 'FailJob');
@@ -93,12 +94,12 @@ describe('forceDeletePods', () => {
     assert.equal(r.error, undefined);
   });
 
-  it('a pod already gone (404) is done; a uid that no longer matches (409) is another pod, left alone; no Event for either', async () => {
+  it('a pod already gone (404) is done; one changed since it was read (409: uid or resourceVersion) is left; no Event for either', async () => {
     const gone = scripted({ deletePod: [apiError(404, 'NotFound', 'pods "hung-abcde" not found')] });
     assert.deepEqual(await forceDeletePods(gone.gateway, pendingDecision(70), { instance: 'unit', now: NOW }), { done: ['pod hung-abcde already gone'], error: undefined });
     const other = scripted({ deletePod: [apiError(409, 'Conflict', 'Precondition failed: UID in precondition: uid-pod-1, UID in object meta: uid-new')] });
     const r = await forceDeletePods(other.gateway, pendingDecision(70), { instance: 'unit', now: NOW });
-    assert.deepEqual(r, { done: ['pod hung-abcde is another pod now (uid precondition), left alone'], error: undefined });
+    assert.deepEqual(r, { done: ['pod hung-abcde changed since it was read (another pod, or a new status), left for the next sweep'], error: undefined });
     assert.deepEqual([...gone.calls, ...other.calls].map((c) => c.method), ['deletePod', 'deletePod']);
   });
 

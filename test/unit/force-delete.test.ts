@@ -26,6 +26,7 @@ function terminating(pod: V1Pod, name: string, deletedAgo = 70, over: { grace?: 
     ...p.metadata,
     name,
     uid: `uid-${name}`,
+    resourceVersion: `rv-${name}`,
     deletionTimestamp: new Date(secondsAgo(deletedAgo).getTime() + grace * 1000),
     deletionGracePeriodSeconds: grace,
     ownerReferences: [{ apiVersion: 'batch/v1', kind: 'Job', name: 'j', uid: over.owner ?? JOB_UID, controller: true }],
@@ -90,8 +91,8 @@ describe('planForceDeletes', () => {
     const pods = NEVER_STARTED.map(([, pod], i) => terminating(pod, `p${i}`, 60 + i));
     const plan = planForceDeletes(pods, JOB_UID, NOW);
     assert.deepEqual(
-      plan.targets.map((t) => [t.pod, t.uid, t.terminatingSeconds]),
-      pods.map((p, i) => [p.metadata!.name, p.metadata!.uid, 60 + i]),
+      plan.targets.map((t) => [t.pod, t.uid, t.resourceVersion, t.terminatingSeconds]),
+      pods.map((p, i) => [p.metadata!.name, `uid-p${i}`, `rv-p${i}`, 60 + i]),
     );
     assert.deepEqual(plan.spared, []);
     assert.equal(describeTarget(plan.targets[0]!), 'pod p0 (terminating 1m, no container ever started)');
