@@ -36,12 +36,13 @@ function pendingJobs(input: Pick<PendingInput, 'labelled' | 'decisions'>): { byU
   const byUid = new Map<string, JobView>();
   for (const d of input.decisions) {
     const job = d.jobView;
-    if (job && job.annotations[ANNOTATIONS.failedAt] !== undefined && !job.finished && !job.deleting) byUid.set(job.uid, job);
+    if (job && job.annotations[ANNOTATIONS.failedAt] !== undefined && (!job.finished || job.failing) && !job.deleting) byUid.set(job.uid, job);
   }
   const finished: JobView[] = [];
   for (const job of input.labelled) {
     if (job.deleting) continue;
-    if (job.finished) finished.push(job);
+    // FailureTarget is not the end yet: the Job is Failed only once its pods are gone.
+    if (job.finished && !job.failing) finished.push(job);
     else if (job.annotations[ANNOTATIONS.failedAt] !== undefined) byUid.set(job.uid, job);
   }
   return { byUid, finished };

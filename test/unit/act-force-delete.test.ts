@@ -44,6 +44,8 @@ function pendingDecision(failedAgo: number, givenUp = true): Decision {
       'imagepull-sweeper/claim': 'c-1',
     },
     failed: givenUp,
+    finished: givenUp,
+    failing: givenUp,
   });
   const pod: V1Pod = structuredClone(REAL_NODE.stalled.find((c) => c.id === 'stalled')!.pods.ContainerCreating!);
   pod.metadata = {

@@ -147,6 +147,17 @@ describe('judgePending with forceDeleteAfter', () => {
   const ran = terminating(REAL_NODE.clock, 'ran-abcde', 70);
   const base = { decisions: [], confirmWithinSeconds: 300, forceDeleteAfterSeconds: 60, now: NOW };
 
+  it('a Job at FailureTarget, not yet Failed, stays pending (the label stays); a Failed one is settled', () => {
+    const target = { ...claimed('target', 30), failed: true, finished: true, failing: true };
+    const p = judgePending({ ...base, labelled: [target], podsByJob: new Map() });
+    assert.deepEqual(p.finished, []);
+    assert.equal(p.awaiting, 1);
+    assert.equal(p.decisions[0]!.plan, 'skip');
+    const done = { ...claimed('done', 30), failed: true, finished: true, failing: false };
+    assert.deepEqual(judgePending({ ...base, labelled: [done] }).finished.map((j) => j.name), ['done']);
+    assert.deepEqual(dueForForceDelete({ ...base, labelled: [{ ...target, annotations: claimed('t', 61).annotations }] }).map((j) => j.name), ['target']);
+  });
+
   it('reads the pods of pending Jobs only once forceDeleteAfter has passed, and never with 0', () => {
     const early = claimed('early', 59);
     const due = { ...claimed('due', 60), uid: 'other-uid' };
@@ -157,7 +168,7 @@ describe('judgePending with forceDeleteAfter', () => {
   });
 
   it('before confirmWithin: plan retry without the deadline, to force-delete the never-started pod', () => {
-    const givenUp = { ...claimed('stalled-job', 75), failed: true }; // FailureTarget DeadlineExceeded
+    const givenUp = { ...claimed('stalled-job', 75), failed: true, finished: true, failing: true }; // FailureTarget DeadlineExceeded
     const p = judgePending({ ...base, labelled: [givenUp], podsByJob: new Map([[JOB_UID, [hung]]]) });
     const d = p.decisions[0]!;
     assert.equal(d.plan, 'retry');
