@@ -117,6 +117,8 @@ export interface JobView {
   suspended: boolean;
   /** True when the Job has a Failed or FailureTarget condition. */
   failed: boolean;
+  /** FailureTarget but not yet Failed: the Job controller waits for its pods to end (SPEC step 4). */
+  failing?: boolean;
   /** spec.podFailurePolicy.rules, in order. */
   podFailureRules: PodFailureRule[];
   /** Names of the pod template's init and regular containers. */

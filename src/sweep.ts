@@ -6,13 +6,14 @@ import { invalidPolicyEvent } from './act/events.ts';
 import { attributeToJobs } from './attribute/attribute.ts';
 import { toJobView } from './attribute/job-view.ts';
 import { judge, rejudgeJob, type JudgeInput } from './judge/judge.ts';
-import { judgePending } from './judge/pending.ts';
+import { dueForForceDelete, judgePending } from './judge/pending.ts';
 import type { PodOwner } from './judge/types.ts';
 import { describeApiError, explainFailure, type ApiFailure } from './kube/errors.ts';
 import type { KubeGateway } from './kube/gateway.ts';
 import { serverNow } from './kube/server-clock.ts';
 import { mapBounded } from './concurrency.ts';
 import type { JobView, StuckContainer } from './model.ts';
+import { readJobPods } from './observe/job-pods.ts';
 import { observeStuckContainers } from './observe/pods.ts';
 import { listFromStart } from './kube/paging.ts';
 import { LABELS } from './policy/annotations.ts';
@@ -135,7 +136,10 @@ export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<Swe
   if (!now) return noServerClock(logger, sweepId);
   const judgeInput: JudgeInput = { stuck: observation.stuck, ownerOf, namespaceLabels: labels, policy, now };
   const judgement = judge(judgeInput);
-  const pending = judgePending({ labelled, decisions: judgement.decisions, confirmWithinSeconds: policy.limits.confirmWithinSeconds, now });
+  const { confirmWithinSeconds, forceDeleteAfterSeconds } = policy.limits;
+  const due = dueForForceDelete({ labelled, decisions: judgement.decisions, forceDeleteAfterSeconds, now });
+  const podsByJob = await readJobPods(gateway, due, CONCURRENT_READS);
+  const pending = judgePending({ labelled, decisions: judgement.decisions, confirmWithinSeconds, forceDeleteAfterSeconds, podsByJob, now });
   const actOptions = {
     dryRun: options.dryRun,
     concurrency: CONCURRENT_WRITES,

@@ -12,6 +12,7 @@ import { toJobView } from '../attribute/job-view.ts';
 import { ANNOTATIONS, LABELS } from '../policy/annotations.ts';
 import { formatDuration } from '../policy/duration.ts';
 import { describeStuck, failedJobEvent, stuckJobEvent, truncate, type Reporter } from './events.ts';
+import { forceDeletePods, wouldForceDelete } from './force-delete.ts';
 
 export interface ActOptions {
   dryRun: boolean;
@@ -79,7 +80,10 @@ async function actOne(gateway: KubeGateway, first: Decision, options: ActOptions
   const maxConflicts = options.maxConflicts ?? 3;
   const skipped = (detail: string): ActResult => ({ decision: { ...decision, plan: 'skip', mechanism: undefined, detail }, outcome: 'skipped', error: undefined });
   for (let conflicts = 0; ; conflicts += 1) {
-    if (options.dryRun) return { decision, outcome: DRY_RUN_OUTCOME_OF_PLAN[decision.plan], error: undefined };
+    if (options.dryRun) {
+      const detail = [decision.detail, ...wouldForceDelete(decision.forceDelete ?? [])].join('; ');
+      return { decision: { ...decision, detail }, outcome: DRY_RUN_OUTCOME_OF_PLAN[decision.plan], error: undefined };
+    }
     const planned: ActResult = { decision, outcome: OUTCOME_OF_PLAN[decision.plan], error: undefined };
     if (!WRITING_PLANS.has(decision.plan)) return planned;
     if (options.signal?.aborted) {
@@ -271,16 +275,26 @@ async function failPod(gateway: KubeGateway, d: Decision, options: ActOptions): 
   }
 }
 
-/** Fails an overdue pending Job again by its deadline (idempotent), and writes its Event if missing. */
+/**
+ * A pending Job: its never-started pods force-deleted (SPEC step 4), and, once confirmWithin has
+ * passed (mechanism set), failed again by its deadline (idempotent) with its Event if missing.
+ */
 async function retryJob(gateway: KubeGateway, d: Decision, options: ActOptions): Promise<ActResult> {
   const job = d.jobView!;
-  const found = await gateway
-    .listPods({ namespace: job.namespace, labelSelector: `batch.kubernetes.io/controller-uid=${job.uid}`, limit: 100 })
-    .then((page) => describePodsFound(page.items, options.now))
-    .catch((error: unknown) => `its pods could not be listed (${describeApiError(error).message})`);
-  await gateway.mergePatchJob(job.namespace, job.name, { spec: { activeDeadlineSeconds: passedDeadlineSeconds(job, options.now) } });
-  const error = await ensureEvent(gateway, failedJobEvent(job, reporter(options)));
-  return { decision: { ...d, detail: `${d.detail}; found ${found}` }, outcome: 'retried', error };
+  const forced = await forceDeletePods(gateway, d, reporter(options));
+  const details = [d.detail, ...forced.done];
+  const errors = forced.error ? [forced.error] : [];
+  if (d.mechanism === 'activeDeadlineSeconds') {
+    const found = await gateway
+      .listPods({ namespace: job.namespace, labelSelector: `batch.kubernetes.io/controller-uid=${job.uid}`, limit: 100 })
+      .then((page) => describePodsFound(page.items, options.now))
+      .catch((error: unknown) => `its pods could not be listed (${describeApiError(error).message})`);
+    await gateway.mergePatchJob(job.namespace, job.name, { spec: { activeDeadlineSeconds: passedDeadlineSeconds(job, options.now) } });
+    const eventError = await ensureEvent(gateway, failedJobEvent(job, reporter(options)));
+    if (eventError) errors.push(eventError);
+    details.push(`found ${found}`);
+  }
+  return { decision: { ...d, detail: details.join('; ') }, outcome: 'retried', error: errors.length > 0 ? errors.join('; ') : undefined };
 }
 
 export interface SettledJob {

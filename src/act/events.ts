@@ -62,6 +62,27 @@ export function failedJobEvent(
   });
 }
 
+/**
+ * The Event of a pod force-deleted under SPEC step 4 (action FailJob: it completes the failure),
+ * named by Job and pod uid, so a repeat is a 409.
+ */
+export function forceDeletedPodEvent(
+  job: Pick<JobView, 'namespace' | 'name' | 'uid' | 'annotations'>,
+  pod: { name: string; uid: string },
+  what: string,
+  reporter: Reporter,
+): EventsV1Event {
+  const digest = createHash('sha256').update(`${job.uid}/force-delete/${pod.uid}`).digest('hex').slice(0, 16);
+  return warningEvent(reporter, {
+    name: `${job.name.slice(0, 230)}.${digest}`,
+    reason: EVENT_REASON_STUCK,
+    action: 'FailJob',
+    note: `Failing Job: ${what}; ${job.annotations[ANNOTATIONS.message] ?? ''}`,
+    regarding: { apiVersion: 'batch/v1', kind: 'Job', name: job.name, namespace: job.namespace, uid: job.uid },
+    related: { apiVersion: 'v1', kind: 'Pod', name: pod.name, namespace: job.namespace, uid: pod.uid },
+  });
+}
+
 export function invalidPolicyEvent(
   configMap: { namespace: string; name: string; uid: string | undefined },
   problems: string[],

@@ -28,7 +28,9 @@ export function toJobView(job: V1Job): JobView {
     job.status?.completionTime !== undefined ||
     (job.status?.conditions ?? []).some((c) => TERMINAL_CONDITIONS.has(c.type) && c.status === 'True');
   const cronJob = (meta.ownerReferences ?? []).find((o) => o.controller && o.kind === 'CronJob');
-  const failed = (job.status?.conditions ?? []).some((c) => (c.type === 'Failed' || c.type === 'FailureTarget') && c.status === 'True');
+  const isTrue = (type: string) => (job.status?.conditions ?? []).some((c) => c.type === type && c.status === 'True');
+  const failed = isTrue('Failed') || isTrue('FailureTarget');
+  const failing = isTrue('FailureTarget') && !isTrue('Failed') && job.status?.completionTime === undefined;
   const podSpec = job.spec?.template?.spec;
   return {
     ...objectIdentity(meta),
@@ -37,6 +39,7 @@ export function toJobView(job: V1Job): JobView {
     managedBy: job.spec?.managedBy ?? undefined,
     suspended: job.spec?.suspend === true,
     failed,
+    failing,
     podFailureRules: podFailureRules(job.spec?.podFailurePolicy),
     containerNames: [...(podSpec?.initContainers ?? []), ...(podSpec?.containers ?? [])].map((c) => c.name),
     cronJob: cronJob?.name,

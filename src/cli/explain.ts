@@ -29,6 +29,7 @@ export async function explainPolicy(
     notes.push('no cluster connection: rules with namespaceSelector see no labels');
   }
   const ns = { name: namespace, labels: labels ?? {} };
+  const { confirmWithinSeconds, forceDeleteAfterSeconds } = loaded.policy.limits;
   const effective = resolveForNamespace(loaded.policy, ns);
   const rules = explainRules(loaded.policy, ns);
 
@@ -49,7 +50,7 @@ export async function explainPolicy(
 
   if (format === 'json') {
     out.write(
-      `${JSON.stringify({ policy: loaded.description, namespace, labels: labels ?? null, ...effective, rules, job: job ? { name: job.name, ignored, grace: jobGrace } : null, notes })}\n`,
+      `${JSON.stringify({ policy: loaded.description, namespace, labels: labels ?? null, ...effective, rules, limits: loaded.policy.limits, job: job ? { name: job.name, ignored, grace: jobGrace } : null, notes })}\n`,
     );
     return EXIT.ok;
   }
@@ -62,6 +63,7 @@ export async function explainPolicy(
     'Grace:',
     ...PULL_CLASSES.map((c) => `  ${c.padEnd(10)} ${formatDuration(effective.grace[c]).padEnd(8)} (from ${effective.sources.grace[c]})`),
     `Job overrides: ${effective.jobOverrides.allowed ? 'allowed' : 'not allowed'}, maxGrace ${formatDuration(effective.jobOverrides.maxGraceSeconds)}  (from ${effective.sources.jobOverrides})`,
+    `Failed Jobs: confirmWithin ${formatDuration(confirmWithinSeconds)}, forceDeleteAfter ${forceDeleteAfterSeconds > 0 ? formatDuration(forceDeleteAfterSeconds) : '0 (never)'}  (limits, for every namespace)`,
   ];
   if (job && jobGrace) {
     lines.push(`Job:         ${job.name}${ignored ? '  (annotation imagepull-sweeper/ignore=true: never touched)' : ''}`);

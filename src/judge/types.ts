@@ -1,5 +1,6 @@
 import type { Action, JobView, OwnerRef, Plan, StuckContainer } from '../model.ts';
 import type { GraceSource } from '../policy/types.ts';
+import type { ForceDeleteTarget } from './force-delete.ts';
 
 /** What the attribute stage found behind a stuck pod. */
 export type PodOwner =
@@ -37,6 +38,8 @@ export interface Decision
   jobView: JobView | undefined;
   /** How many of this Job's pods are stuck. */
   stuckPods: number;
+  /** A pending Job's never-started pods to delete with grace period 0 (plan `retry`). */
+  forceDelete?: readonly ForceDeleteTarget[];
 }
 
 /** The breaker's figures for one scope: the whole sweep, or one registry host. */

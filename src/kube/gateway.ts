@@ -38,8 +38,11 @@ export interface KubeGateway {
   jsonPatchJob(namespace: string, name: string, operations: object[]): Promise<void>;
   /** Strategic merge patch of the status subresource: conditions merge by type. */
   patchPodStatus(namespace: string, name: string, patch: object): Promise<V1Pod>;
-  /** Deletes only that pod (uid) as it was seen (resourceVersion, when given). */
-  deletePod(namespace: string, name: string, uid: string, resourceVersion?: string): Promise<void>;
+  /**
+   * Deletes only that pod (uid) as it was seen (resourceVersion, when given); `gracePeriodSeconds: 0`
+   * removes it without waiting for the kubelet (SPEC step 4: never-started pods only).
+   */
+  deletePod(namespace: string, name: string, uid: string, resourceVersion?: string, options?: DeletePodOptions): Promise<void>;
   createEvent(namespace: string, event: EventsV1Event): Promise<void>;
   /** The CronJob owning failed Jobs (cronJobs.suspendAfter). */
   readCronJob(namespace: string, name: string): Promise<V1CronJob>;
@@ -47,6 +50,10 @@ export interface KubeGateway {
   mergePatchCronJob(namespace: string, name: string, patch: object): Promise<void>;
   /** The API server's clock: the Date header of its newest answer (2xx or its own Status), and that answer's age (docs/clock.md). */
   lastServerDate(): ServerDate | undefined;
+}
+
+export interface DeletePodOptions {
+  gracePeriodSeconds?: 0;
 }
 
 export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
@@ -99,8 +106,10 @@ export function createGateway(kubeConfig: KubeConfig, options: { timeoutMs?: num
     },
     patchPodStatus: async (namespace, name, body) =>
       (await raw.send('PATCH', `/api/v1/namespaces/${path(namespace)}/pods/${path(name)}/status`, { body, contentType: STRATEGIC_MERGE_PATCH })) as V1Pod,
-    async deletePod(namespace, name, uid, resourceVersion) {
-      await raw.send('DELETE', `/api/v1/namespaces/${path(namespace)}/pods/${path(name)}`, { body: { preconditions: { uid, resourceVersion } }, ignoreAnswer });
+    async deletePod(namespace, name, uid, resourceVersion, options = {}) {
+      // In the body: with a body, the API server ignores a gracePeriodSeconds query parameter.
+      const body = { preconditions: { uid, resourceVersion }, gracePeriodSeconds: options.gracePeriodSeconds };
+      await raw.send('DELETE', `/api/v1/namespaces/${path(namespace)}/pods/${path(name)}`, { body, ignoreAnswer });
     },
     async createEvent(namespace, body) {
       await raw.send('POST', `/apis/events.k8s.io/v1/namespaces/${path(namespace)}/events`, { body, ignoreAnswer });

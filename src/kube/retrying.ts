@@ -102,8 +102,8 @@ export function withRetries(plain: KubeGateway, options: Partial<RetryPolicy> = 
     // A test operation that fails after a retry is left to the caller, which re-reads the Job.
     jsonPatchJob: (namespace, name, operations) =>
       retry(`jsonPatchJob ${namespace}/${name}`, () => plain.jsonPatchJob(namespace, name, operations)),
-    deletePod: (namespace, name, uid, resourceVersion) =>
-      retry(`deletePod ${namespace}/${name}`, () => plain.deletePod(namespace, name, uid, resourceVersion), async (error) =>
+    deletePod: (namespace, name, uid, resourceVersion, options) =>
+      retry(`deletePod ${namespace}/${name}`, () => plain.deletePod(namespace, name, uid, resourceVersion, options), async (error) =>
         describeApiError(error).status === 404 ? undefined : FAILED,
       ),
     createEvent: (namespace, event) =>

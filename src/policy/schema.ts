@@ -30,8 +30,10 @@ export const DEFAULT_LIMITS: Limits = {
   maxJobsPerNamespace: 20,
   outage: { minStuckPods: 20, minImages: 5, transientFraction: 0.6, authFraction: 0.6 },
   confirmWithinSeconds: 300,
+  forceDeleteAfterSeconds: 60,
 };
 export const DEFAULT_CONFIRM_WITHIN_TEXT = '5m';
+export const DEFAULT_FORCE_DELETE_AFTER_TEXT = '60s';
 
 export const DEFAULT_CRONJOBS: CronJobsPolicy = { suspendAfter: 0 };
 
@@ -116,6 +118,12 @@ function duration(description: string, defaultValue?: string) {
       pattern: GO_DURATION_PATTERN,
       ...(defaultValue !== undefined ? { default: defaultValue } : {}),
     });
+}
+
+/** A duration, or the number 0 (YAML `0`: never). */
+function durationOrNever(description: string, defaultValue: string) {
+  const expected = (iss: { input?: unknown }) => `expected a duration string such as "60s", or 0 for never, got ${describeValue(iss.input)}`;
+  return z.union([duration(description), z.literal(0)], { error: expected }).meta({ description: `${description} Go duration syntax, e.g. "30s", "10m".`, default: defaultValue });
 }
 
 const CLASS_DESCRIPTIONS: Record<PullClass, string> = {
@@ -311,6 +319,10 @@ export const policyFileSchema = z
           'A Job failed by the sweeper but not Failed this long after is failed again (by its deadline).',
           DEFAULT_CONFIRM_WITHIN_TEXT,
         ).optional(),
+        forceDeleteAfter: durationOrNever(
+          'A pod of a Job failed by the sweeper, none of whose containers ever ran, still terminating this long after is deleted with grace period 0. 0 = never.',
+          DEFAULT_FORCE_DELETE_AFTER_TEXT,
+        ).optional(),
       })
       .meta({ description: 'Bounds on the blast radius of one sweep.' })
       .optional(),
@@ -375,6 +387,7 @@ export function toPolicy(file: PolicyFile): Policy {
         authFraction: file.limits?.outage?.authFraction ?? DEFAULT_LIMITS.outage.authFraction,
       },
       confirmWithinSeconds: seconds(file.limits?.confirmWithin ?? DEFAULT_CONFIRM_WITHIN_TEXT),
+      forceDeleteAfterSeconds: seconds(String(file.limits?.forceDeleteAfter ?? DEFAULT_FORCE_DELETE_AFTER_TEXT)),
     },
     cronJobs: { suspendAfter: file.cronJobs?.suspendAfter ?? DEFAULT_CRONJOBS.suspendAfter },
   };

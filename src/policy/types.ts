@@ -35,6 +35,8 @@ export interface Limits {
   outage: { minStuckPods: number; minImages: number; transientFraction: number; authFraction: number };
   /** A Job failed by the sweeper but not finished this long after `failed-at` is failed again. */
   confirmWithinSeconds: number;
+  /** A never-started pod of such a Job still terminating this long after `failed-at` is deleted with grace 0; 0 = never. */
+  forceDeleteAfterSeconds: number;
 }
 
 export interface CronJobsPolicy {

@@ -158,6 +158,18 @@ describe('policy explain', () => {
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /Rule:\s+defaults/);
     assert.match(r.stdout, /no cluster connection/);
+    assert.match(r.stdout, /Failed Jobs: confirmWithin 5m, forceDeleteAfter 1m /);
+  });
+
+  it('shows forceDeleteAfter (0: never) with the other limits', async () => {
+    const policy = file('never.yaml', 'limits: { forceDeleteAfter: 0, confirmWithin: 10m }\n');
+    const text = await runCli(['policy', 'explain', '--namespace', 'ci-1', '--policy-file', policy, '--output', 'text'], { env: { KUBECONFIG: '', HOME: dir } });
+    assert.equal(text.code, 0, text.stderr);
+    assert.match(text.stdout, /Failed Jobs: confirmWithin 10m, forceDeleteAfter 0 \(never\)/);
+    const json = await runCli(['policy', 'explain', '--namespace', 'ci-1', '--policy-file', policy, '--output', 'json'], { env: { KUBECONFIG: '', HOME: dir } });
+    assert.equal(json.code, 0, json.stderr);
+    const limits = (JSON.parse(json.stdout) as { limits: { confirmWithinSeconds: number; forceDeleteAfterSeconds: number } }).limits;
+    assert.deepEqual([limits.confirmWithinSeconds, limits.forceDeleteAfterSeconds], [600, 0]);
   });
 
   it('applies a Job\'s grace annotation, clamped to maxGrace', TIMEOUT, async () => {

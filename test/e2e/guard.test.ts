@@ -22,6 +22,7 @@ import { addPodCondition, waitFor, waitForJobPods } from '../support/kubelet.ts'
 import { applyManifests, INSTALL_NS, SERVICE_ACCOUNT, serviceAccountKubeconfig } from '../support/manifests.ts';
 import { createStuckJob, policyFile, readJob, runSweep, sweeperEvents, trueCondition, waitForJobFailed } from '../support/sweeper.ts';
 import { jobManifest } from '../support/fixtures.ts';
+import { createGateway } from '../../src/kube/gateway.ts';
 
 const TIMEOUT = { timeout: 180_000 };
 const GUARD = 'imagepull-sweeper guard: ';
@@ -187,6 +188,28 @@ describe('the admission guard', () => {
 
     // Nobody else is affected: the admin may still write a Ready condition.
     await addPodCondition(kc.makeApiClient(CoreV1Api), ns, 'bare', condition('Ready'));
+  });
+
+  it('admits the sweeper\'s grace-0 delete of a Job\'s pod none of whose containers ran, as its gateway sends it', TIMEOUT, async () => {
+    // Bound to a node with no kubelet: the pod keeps its 30 s grace (an unbound pod gets 0 from
+    // the API server anyway) and no container status, as while its first pull hangs. A pod one of
+    // whose containers ran is refused: test/e2e/node-force-delete.test.ts (a real kubelet's status).
+    const core = kc.makeApiClient(CoreV1Api);
+    const bound = jobManifest('bound', 'registry.invalid/app:1');
+    bound.spec!.template.spec!.nodeName = 'no-kubelet-here';
+    await kc.makeApiClient(BatchV1Api).createNamespacedJob({ namespace: ns, body: bound });
+    const [pod] = await waitForJobPods(core, ns, 'bound');
+    const { name, uid } = pod!.metadata!;
+    const sa = createGateway(saKc);
+    await sa.deletePod(ns, name!, uid!);
+    const graceful = await core.readNamespacedPod({ namespace: ns, name: name! });
+    assert.equal(graceful.metadata?.deletionGracePeriodSeconds, 30, 'a plain delete keeps the pod\'s own grace');
+    await sa.deletePod(ns, name!, uid!, undefined, { gracePeriodSeconds: 0 });
+    await waitFor(
+      async () => core.readNamespacedPod({ namespace: ns, name: name! }).then(() => false, (e: unknown) => e instanceof ApiException && e.code === 404),
+      30_000,
+      `pod ${name} gone after the grace-0 delete`,
+    );
   });
 
   it('refuses Job changes other than its own annotations and activeDeadlineSeconds', TIMEOUT, async () => {

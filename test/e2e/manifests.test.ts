@@ -44,9 +44,9 @@ const PFP_SPEC = {
  * only code that talks to the API); the policy ConfigMap `get` is a namespaced Role.
  */
 const CLUSTER_ROLE_GRANTS = [
-  'pods list', //         listPodRows: Pending pods of each namespace, STATUS column only; listPods: a retried Job's pods
+  'pods list', //         listPodRows: Pending pods of each namespace, STATUS column only; listPods: a pending Job's pods (retry, force-delete)
   'pods get', //          readPod: the full pod, for each pod whose STATUS may mean stuck; a re-read after a failed precondition
-  'pods delete', //       deletePod: podFailurePolicy mechanism, after the condition is set
+  'pods delete', //       deletePod: podFailurePolicy mechanism, after the condition is set; grace 0 (forceDeleteAfter)
   'pods/status patch', // patchPodStatus: the podFailurePolicy condition (e.g. ImagePullStuck)
   'batch/jobs get', //    readJob: the owner of a stuck pod; `policy explain --job`
   'batch/jobs list', //   listJobs: many stuck pods in one namespace; pending Jobs by label

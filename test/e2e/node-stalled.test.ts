@@ -4,7 +4,8 @@
 // does not. The sweeper must see such pods (a regular container waits in ContainerCreating, STATUS
 // `ContainerCreating`; an init container in PodInitializing, STATUS `Init:0/1`) and fail their Jobs.
 // The Job controller then gives up on them (FailureTarget) but they end `Failed` only once the
-// pull ends: the kubelet cannot end a pod whose pull hangs.
+// pull ends: the kubelet cannot end a pod whose pull hangs (unless a later sweep force-deletes
+// the pods: test/e2e/node-force-delete.test.ts).
 // Each scenario runs on a private node: a hung pull would block the shared one.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';

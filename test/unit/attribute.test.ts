@@ -33,6 +33,15 @@ describe('toJobView', () => {
     });
   }
 
+  it('a Job at FailureTarget is failing until Failed (the Job controller waits for its pods)', () => {
+    const at = (...types: string[]) => toJobView(v1job({ status: { conditions: types.map((type) => ({ type, status: 'True' })) } }));
+    assert.equal(at('FailureTarget').failing, true);
+    assert.equal(at('FailureTarget', 'Failed').failing, false);
+    assert.equal(at('Failed').failing, false);
+    assert.equal(at('SuccessCriteriaMet').failing, false);
+    assert.equal(at().failing, false);
+  });
+
   it('does not count a False Failed condition as finished', () => {
     assert.equal(toJobView(v1job({ status: { conditions: [{ type: 'Failed', status: 'False' }] } })).finished, false);
   });

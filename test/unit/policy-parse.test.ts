@@ -32,6 +32,8 @@ rules:                    # first match wins; a rule's matchers must all match; 
 limits:
   maxJobsPerSweep: 100
   maxJobsPerNamespace: 20
+  confirmWithin: 5m       # a Job failed by the sweeper but not Failed by then is failed again
+  forceDeleteAfter: 60s   # a never-started pod of such a Job still terminating by then is force-deleted
   outage: { minStuckPods: 20, minImages: 5, transientFraction: 0.6, authFraction: 0.6 }
 `;
 
@@ -45,6 +47,7 @@ const BUILTIN_LIMITS: Policy['limits'] = {
   maxJobsPerNamespace: 20,
   outage: { minStuckPods: 20, minImages: 5, transientFraction: 0.6, authFraction: 0.6 },
   confirmWithinSeconds: 300,
+  forceDeleteAfterSeconds: 60,
 };
 
 function valid(text: string): Policy {
@@ -127,8 +130,17 @@ describe('parsePolicyYaml: valid policies', () => {
       maxJobsPerNamespace: 20,
       outage: { minStuckPods: 20, minImages: 2, transientFraction: 0.6, authFraction: 0.6 },
       confirmWithinSeconds: 300,
+      forceDeleteAfterSeconds: 60,
     });
     assert.equal(valid('limits:\n  confirmWithin: 90s\n').limits.confirmWithinSeconds, 90);
+  });
+
+  it('forceDeleteAfter: a duration, or 0 (YAML number or string) for never', () => {
+    assert.equal(valid('limits:\n  forceDeleteAfter: 90s\n').limits.forceDeleteAfterSeconds, 90);
+    assert.equal(valid('limits:\n  forceDeleteAfter: 1m30s\n').limits.forceDeleteAfterSeconds, 90);
+    assert.equal(valid('limits:\n  forceDeleteAfter: 0\n').limits.forceDeleteAfterSeconds, 0);
+    assert.equal(valid('limits:\n  forceDeleteAfter: "0"\n').limits.forceDeleteAfterSeconds, 0);
+    assert.equal(valid('limits:\n  forceDeleteAfter: 0s\n').limits.forceDeleteAfterSeconds, 0);
   });
 
   it('keeps rule fields unset when the file leaves them out', () => {
@@ -243,6 +255,16 @@ limits:
     assert.equal(list[1]!.message, 'expected a duration string such as "30s" or "1h30m", got number 30');
     assert.equal(list[2]!.message, 'duration "-5m" is negative');
     assert.match(list[3]!.message, /unknown unit " hour" in duration "1 hour"/);
+  });
+
+  it('bad forceDeleteAfter values point at the value, 0 being the only number allowed', () => {
+    const list = problems('limits:\n  maxJobsPerSweep: 5\n  forceDeleteAfter: 60\n');
+    assert.deepEqual(where(list), ['3:21 limits.forceDeleteAfter']);
+    assert.equal(list[0]!.message, 'expected a duration string such as "60s", or 0 for never, got number 60');
+    assert.match(only('limits: { forceDeleteAfter: 1d }\n').message, /unknown unit "d" in duration "1d"/);
+    assert.equal(only('limits: { forceDeleteAfter: -1m }\n').message, 'duration "-1m" is negative');
+    assert.equal(only('limits: { forceDeleteAfter: true }\n').message, 'expected a duration string such as "60s", or 0 for never, got boolean true');
+    assert.equal(only('limits: { forceDeleteAfter: [60s] }\n').path, 'limits.forceDeleteAfter');
   });
 
   it('bad globs point at the glob', () => {

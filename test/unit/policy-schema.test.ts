@@ -14,6 +14,8 @@ type Schema = {
   description?: string;
   enum?: unknown[];
   pattern?: string;
+  anyOf?: Schema[];
+  const?: unknown;
 };
 
 const schema = policyJsonSchema() as Schema;
@@ -67,6 +69,17 @@ describe('policyJsonSchema', () => {
     assert.equal(at(['limits', 'outage', 'minStuckPods']).default, 20);
     assert.equal(at(['limits', 'outage', 'minImages']).default, 5);
     assert.equal(at(['limits', 'outage', 'transientFraction']).default, 0.6);
+    assert.equal(at(['limits', 'confirmWithin']).default, '5m');
+    assert.equal(at(['limits', 'forceDeleteAfter']).default, '60s');
+  });
+
+  it('forceDeleteAfter: a Go duration string, or the number 0 (never)', () => {
+    const node = at(['limits', 'forceDeleteAfter']);
+    assert.match(node.description ?? '', /grace period 0.*0 = never/);
+    const [text, zero] = node.anyOf ?? [];
+    assert.equal(text?.type, 'string');
+    assert.match('90s', new RegExp(text?.pattern ?? '^$'));
+    assert.deepEqual({ type: zero?.type, const: zero?.const }, { type: 'number', const: 0 });
   });
 
   it('rule fields have no defaults (they fall back to defaults.*) and name is required', () => {
