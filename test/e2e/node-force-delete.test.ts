@@ -1,10 +1,10 @@
 // SPEC "How a Job is failed", step 4, on a real node: a registry that accepts connections and
-// never answers (containerd 1.6 has no pull progress timeout) keeps the pods of failed Jobs
+// never answers (no runtime's progress timeout fires without bytes) keeps the pods of failed Jobs
 // Terminating for ever (test/e2e/node-stalled.test.ts). With the default forceDeleteAfter (60s)
 // the sweep after that deletes the never-started ones with grace period 0, and the Jobs of both
 // mechanisms are Failed within 90 s of the sweep that failed them. A pod whose init container
 // ran is never force-deleted, and the admission guard refuses the sweeper's ServiceAccount to.
-// The sweeps run as that ServiceAccount, under the shipped RBAC and guard.
+// The sweeps run as that ServiceAccount, under the shipped RBAC and guard, on every runtime of the run.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { ApiException, BatchV1Api, CoreV1Api, type KubeConfig, type V1Container, type V1Job, type V1Pod } from '@kubernetes/client-node';
@@ -15,7 +15,7 @@ import { jobManifest } from '../support/fixtures.ts';
 import { useTestCluster } from '../support/hooks.ts';
 import { waitFor, waitForJobPods } from '../support/kubelet.ts';
 import { applyManifests, INSTALL_NS, serviceAccountKubeconfig } from '../support/manifests.ts';
-import { addRegistryHost, hungServer, nodeSkipReason, startNode, type RunningNode } from '../support/node.ts';
+import { addRegistryHost, hungServer, nodeSkipReason, runtimeLabel, startNode, testRuntimes, type RunningNode } from '../support/node.ts';
 import { nodePodSpec } from '../support/node-cases.ts';
 import { policyFile, readJob, runSweep, sweeperEvents, trueCondition, waitForJobFailed } from '../support/sweeper.ts';
 
@@ -79,7 +79,7 @@ function forceDeleteOn(label: string, start: (kubeconfigPath: string) => Promise
       if (skip) return;
       hung = await hungServer();
       node = await start(env.cluster.kubeconfigPath);
-      addRegistryHost(node.registryConfigDir, hung.host);
+      addRegistryHost(node, hung.host);
     });
     after(async () => {
       // Closing the registry first ends the hung pulls, so the kubelet can tear the pods down.
@@ -228,4 +228,6 @@ function forceDeleteOn(label: string, start: (kubeconfigPath: string) => Promise
   });
 }
 
-forceDeleteOn('containerd 1.6, private node', (kubeconfigPath) => startNode({ kubeconfigPath, serializeImagePulls: false }));
+for (const runtime of testRuntimes()) {
+  forceDeleteOn(`${runtimeLabel(runtime)}, private node`, (kubeconfigPath) => startNode({ kubeconfigPath, serializeImagePulls: false, runtime }));
+}
