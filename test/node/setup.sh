@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Installs what the real test node needs (Debian/Ubuntu, root): containerd, runc, the CNI
-# plugins, the distribution registry, skopeo, umoci and htpasswd. Idempotent: when everything is
-# there it only checks and exits (well under a second). Services the packages ship are not left
-# running: the tests start their own instances on loopback.
+# Installs what the real test node needs (Debian/Ubuntu, root): containerd, runc, conmon and crun
+# (CRI-O runs them), the CNI plugins, the distribution registry, skopeo, umoci and htpasswd.
+# Idempotent: when everything is there it only checks and exits (well under a second). Services
+# the packages ship are not left running: the tests start their own instances on loopback.
 #
 # Usage: setup.sh [--check]   (--check: exit 1 listing what is missing, install nothing)
 set -euo pipefail
@@ -11,6 +11,8 @@ set -euo pipefail
 declare -A need=(
   [containerd]=containerd
   [runc]=runc
+  [conmon]=conmon
+  [crun]=crun
   [/usr/lib/cni/bridge]=containernetworking-plugins
   [/usr/lib/cni/host-local]=containernetworking-plugins
   [/usr/lib/cni/loopback]=containernetworking-plugins
