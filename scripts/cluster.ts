@@ -26,7 +26,7 @@ function describeNode(n: NodeInfo): string {
     `Real node ${n.name} (kubelet, containerd; pods need spec.nodeName: ${n.name})`,
     `  registries: ${n.registry} (open), ${n.authRegistry} (user ${n.authUser}, password ${n.authPassword})`,
     `  pause image: ${n.pauseImage}`,
-    `  containerd: ctr --address ${n.containerdSocket} -n k8s.io images ls`,
+    `  containerd: ctr --address ${n.criSocket} -n k8s.io images ls`,
     `  logs:       ${n.logDir}`,
     `  processes:  ${procs}`,
     `Node tests on it: add IMAGEPULL_SWEEPER_TEST_NODE=${path.join(n.runDir, 'node.json')}`,

@@ -131,7 +131,7 @@ async function main(): Promise<number> {
         60_000,
         'the pod to be gone',
       ).catch(() => false);
-      const procs = execFileSync('ctr', ['--address', node.containerdSocket, '-n', 'k8s.io', 'tasks', 'ls', '-q'], {
+      const procs = execFileSync('ctr', ['--address', node.criSocket, '-n', 'k8s.io', 'tasks', 'ls', '-q'], {
         encoding: 'utf8',
       }).trim();
       process.stdout.write(

@@ -1,12 +1,15 @@
-// Runs every image-pull failure case on a real node and saves the statuses the real kubelet
-// wrote to test/fixtures/real-node-statuses.json (the classifier's unit tests and the status
-// stand-in read them). Transient registry answers (429, 503, a 503 token endpoint, an untrusted
-// certificate) come from loopback stand-ins (test/support/registry-faults.ts); pulls that hang
-// (class stalled) from a registry that never answers, recorded last as they block the node's
-// serialized pulls:
-//   npm run record:node-statuses
-// Uses the running cluster + node of `npm run cluster:up` when there is one, else starts both.
-// Linux and root only (it needs a real node).
+// Runs every image-pull failure case on a real node of each runtime and saves the statuses the
+// real kubelet wrote, one file per runtime: test/fixtures/real-node-statuses.json (containerd,
+// Debian's 1.6) and real-node-statuses.<runtime>.json (e.g. containerd2); the classifier's unit
+// tests and the status stand-in read them. Transient registry answers (429, 503, a 503 token
+// endpoint, an untrusted certificate) come from loopback stand-ins (test/support/registry-faults.ts);
+// a mirror outage from host config naming the open registry as mirror of a stopped one; on
+// runtimes with a pull progress timeout (set to 5 s) a cancelled pull from a registry whose layer
+// download stalls (stalling-registry.ts); pulls that hang (class stalled) from a registry that
+// never answers, recorded last as they block the node's serialized pulls:
+//   npm run record:node-statuses [-- RUNTIME...]   (default: $IMAGEPULL_SWEEPER_TEST_RUNTIMES, else every runtime this machine can run)
+// Uses the running cluster + node of `npm run cluster:up` when there is one (its runtime only),
+// else starts both. Linux and root only (it needs a real node).
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,6 +17,7 @@ import { BatchV1Api, CoreV1Api, Watch, type KubeConfig, type V1Pod } from '@kube
 import { connect, startCluster } from '../test/support/cluster.ts';
 import { createNamespace, jobManifest } from '../test/support/fixtures.ts';
 import { waitFor, waitForJobPods } from '../test/support/kubelet.ts';
+import { freePort } from '../test/support/cluster.ts';
 import {
   addRegistryHost,
   ensureNodePackages,
@@ -32,14 +36,20 @@ import {
   observeReasons,
   observeStates,
   registryFaultCases,
+  runtimeCases,
   stalledCases,
   type NodeCase,
   type StalledCase,
 } from '../test/support/node-cases.ts';
 import { startFaultRegistries } from '../test/support/registry-faults.ts';
+import { isNodeRuntime, requestedRuntimes, runtimeSupport, type NodeRuntime, type RuntimeOptions } from '../test/support/runtimes.ts';
+import { stallingRegistry } from '../test/support/stalling-registry.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const OUT = path.join(root, 'test', 'fixtures', 'real-node-statuses.json');
+const outFile = (runtime: NodeRuntime): string =>
+  path.join(root, 'test', 'fixtures', runtime === 'containerd' ? 'real-node-statuses.json' : `real-node-statuses.${runtime}.json`);
+/** Per runtime: settings the recording node starts with. */
+const RECORDING_OPTIONS: Partial<Record<NodeRuntime, RuntimeOptions>> = { containerd2: { imagePullProgressTimeout: '5s' } };
 
 /** The parts of a pod the sweeper reads; names and uids made stable, times kept as recorded. */
 function trim(pod: V1Pod, name: string): V1Pod {
@@ -91,12 +101,19 @@ async function record(kc: KubeConfig, node: TestNodeHandle): Promise<void> {
   const ns = await createNamespace(kc, 'record');
   const faults = await startFaultRegistries();
   const hung = await hungServer();
-  const hosts = [faults.tooManyRequests, faults.rateLimitedFetch, faults.unavailable, faults.tokenUnavailable, hung.host];
-  for (const h of hosts) addRegistryHost(node.registryConfigDir, h);
-  addRegistryHost(node.registryConfigDir, faults.untrusted, 'https');
+  const stalling = await stallingRegistry();
+  const stoppedUpstream = `127.0.0.1:${await freePort()}`;
+  const hosts = [faults.tooManyRequests, faults.rateLimitedFetch, faults.unavailable, faults.tokenUnavailable, hung.host, stalling.host];
+  for (const h of hosts) addRegistryHost(node, h);
+  addRegistryHost(node, faults.untrusted, 'https');
+  addRegistryHost(node, stoppedUpstream, { mirrors: [node.registry] });
   try {
     const n = await core.readNode({ name: node.name });
-    const cases = [...(await nodeCases(node)), ...registryFaultCases(node, faults)];
+    const cases = [
+      ...(await nodeCases(node)),
+      ...registryFaultCases(node, faults),
+      ...runtimeCases(node, { stoppedUpstream, stallingBlob: stalling.host }),
+    ];
     process.stderr.write(`recording ${cases.length} cases on ${node.name}...\n`);
     await Promise.all(cases.map((c) => createCasePod(kc, ns.name, c.id, c)));
     const recorded = await Promise.all(cases.map(async (c) => recordedCase(c, await observeReasons(kc, ns.name, c.id, c))));
@@ -149,10 +166,15 @@ async function record(kc: KubeConfig, node: TestNodeHandle): Promise<void> {
 
     const fixture = {
       about:
-        'Pod statuses written by a real kubelet v1.37.2 + containerd on the test node, recorded by ' +
+        `Pod statuses written by a real kubelet v1.37.2 + ${node.runtime} on the test node, recorded by ` +
         'scripts/record-node-statuses.ts. Registry ports are those of the recording run. The 429, 503 and ' +
         'untrusted-certificate registries are loopback stand-ins (test/support/registry-faults.ts); the ' +
-        'stalled pods pull from one that accepts connections and never answers.',
+        'stalled pods pull from one that accepts connections and never answers' +
+        (node.runtimeOptions.imagePullProgressTimeout
+          ? `; the cancelled pod from one whose layer download stalls (test/support/stalling-registry.ts), with image_pull_progress_timeout ${node.runtimeOptions.imagePullProgressTimeout}.`
+          : '.'),
+      runtime: node.runtime,
+      runtimeOptions: node.runtimeOptions,
       recordedAt: new Date().toISOString(),
       kubelet: n.status?.nodeInfo?.kubeletVersion,
       containerRuntime: n.status?.nodeInfo?.containerRuntimeVersion,
@@ -164,15 +186,17 @@ async function record(kc: KubeConfig, node: TestNodeHandle): Promise<void> {
       running: trim(running, 'running'),
       deletedWaitingPod: { failedAfterMs, pod: trim(deleted, 'deleted') },
     };
-    fs.mkdirSync(path.dirname(OUT), { recursive: true });
-    fs.writeFileSync(OUT, JSON.stringify(fixture, null, 2) + '\n');
-    process.stderr.write(`wrote ${path.relative(root, OUT)} (recording took ${Date.now() - t0} ms)\n`);
+    const out = outFile(node.runtime);
+    fs.mkdirSync(path.dirname(out), { recursive: true });
+    fs.writeFileSync(out, JSON.stringify(fixture, null, 2) + '\n');
+    process.stderr.write(`wrote ${path.relative(root, out)} (recording took ${Date.now() - t0} ms)\n`);
   } finally {
     // Ends the hung pulls so the node can tear their pods down.
     await hung.close();
+    await stalling.close();
     await faults.close();
     await ns.remove();
-    for (const h of [...hosts, faults.untrusted]) removeRegistryHost(node.registryConfigDir, h);
+    for (const h of [...hosts, faults.untrusted, stoppedUpstream]) removeRegistryHost(node, h);
   }
 }
 
@@ -189,14 +213,24 @@ async function main(): Promise<void> {
     await record(connect(st.kubeconfigPath).kubeConfig, handle);
     return;
   }
+  const args = process.argv.slice(2);
+  const bad = args.filter((a) => !isNodeRuntime(a));
+  if (bad.length > 0) throw new Error(`unknown runtime ${bad.join(', ')}`);
+  const runtimes = args.length > 0 ? (args as NodeRuntime[]) : requestedRuntimes();
+  for (const r of runtimes) {
+    const why = runtimeSupport(r);
+    if (why) throw new Error(`runtime ${r}: ${why}`);
+  }
   const cluster = await startCluster();
   try {
     await ensureNodePackages();
-    const node = await startNode({ kubeconfigPath: cluster.kubeconfigPath });
-    try {
-      await record(cluster.kubeConfig, node);
-    } finally {
-      await node.stop();
+    for (const runtime of runtimes) {
+      const node = await startNode({ kubeconfigPath: cluster.kubeconfigPath, runtime, runtimeOptions: RECORDING_OPTIONS[runtime] ?? {} });
+      try {
+        await record(cluster.kubeConfig, node);
+      } finally {
+        await node.stop();
+      }
     }
   } finally {
     await cluster.stop();

@@ -3,8 +3,8 @@
 // Glossary (code, audit lines and README use these words in these senses only):
 // - sweep: one pass observe → classify → attribute → judge → act → report.
 // - stuck container: a container waiting on its image (a stuck reason), or stalled: waiting to
-//   be created although its pod's sandbox is ready; its pull class
-//   (permanent|auth|transient|unknown|stalled) picks its grace.
+//   be created although its pod's sandbox is ready, or its pull cancelled by the runtime for lack
+//   of progress; its pull class (permanent|auth|transient|unknown|stalled) picks its grace.
 // - action: what the policy prescribes for a Job: fail | report | ignore.
 // - decision: the judge's verdict on one Job (or one pod without a Job), with its action, plan
 //   and the detail saying why.
@@ -17,7 +17,7 @@
 //   retried (by its deadline) once `limits.confirmWithin` has passed.
 // - judgement: all decisions of one sweep plus the outage assessment.
 
-/** The classes of a pull that failed with an error (classify/pull-class.ts). */
+/** The classes of a pull that failed with an error (classify/pull-class.ts; a cancelled pull is `stalled`). */
 export const PULL_FAILURE_CLASSES = ['permanent', 'auth', 'transient', 'unknown'] as const;
 /** Every grace class: the pull-failure classes and `stalled` (no error, no progress). */
 export const PULL_CLASSES = [...PULL_FAILURE_CLASSES, 'stalled'] as const;

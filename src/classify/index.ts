@@ -2,6 +2,7 @@ export {
   classifyPullFailure,
   describeClassification,
   explainPullFailure,
+  isNotFoundFailure,
   PULL_CLASS_RULES,
   REASON_CLASSES,
   type ClassificationRow,
@@ -10,4 +11,5 @@ export {
   type ReasonClass,
 } from './pull-class.ts';
 export { imageReferenceNames, stripImageReferences, unwrapBackOff, type PullCause } from './message.ts';
+export { parseImageReference, registryHost, repositoryOf, type ImageReference } from './reference.ts';
 export { controllerOf, findStuckContainers, isActivePod, toDate, type Timestamp } from './stuck.ts';

@@ -1,6 +1,9 @@
-// Turns a kubelet waiting message into the text the class rules look at.
+// Turns a kubelet waiting message into the text the class rules look at: the runtime's cause, with
+// every part of an image reference (registry, repository, tag, digest) blanked wherever the
+// runtime prints it, so that no image name can decide the class. See docs/classification.md.
 
 import { isStuckReason, STUCK_REASONS, type StuckReason } from '../model.ts';
+import { parseImageReference } from './reference.ts';
 
 export interface PullCause {
   /** The reason that produced the cause (the embedded one for a v1.32+ back-off message). */
@@ -33,15 +36,10 @@ function escapeRegExp(text: string): string {
 
 /** Forms an image reference takes in runtime messages: as written, untagged, and docker.io-normalised. */
 export function imageReferenceNames(image: string): string[] {
-  const ref = image.trim().replace(/^[a-z][a-z0-9+.-]*:\/\//i, '');
-  if (ref === '') return [];
-  const untagged = ref.replace(/@.*$/, '').replace(/:[^/:]*$/, '');
-  const names = new Set<string>([untagged]);
-  const slash = untagged.indexOf('/');
-  const first = slash === -1 ? '' : untagged.slice(0, slash);
-  const hasRegistry = first.includes('.') || first.includes(':') || first === 'localhost';
-  if (!hasRegistry) {
-    const path = slash === -1 ? `library/${untagged}` : untagged;
+  const { written, path, hasHost } = parseImageReference(image);
+  if (written === '') return [];
+  const names = new Set<string>([written]);
+  if (!hasHost) {
     names.add(`docker.io/${path}`);
     names.add(`index.docker.io/${path}`);
     names.add(path);
@@ -53,27 +51,61 @@ export function imageReferenceNames(image: string): string[] {
 const TAG_OR_DIGEST = String.raw`(?::[\w][\w.-]{0,127})?(?:@[\w+.-]+:[0-9a-f]+)?`;
 const BEFORE_REF = String.raw`(?<![\w./-])`;
 const AFTER_REF = String.raw`(?![\w/-])`;
+/** A token up to the `: ` that ends it, whitespace, or the end (a host may carry a `:port`). */
+const TOKEN = String.raw`[^\s"']+?(?=:\s|:$|,|\s|$)`;
+
 const URL = /\b[a-z][a-z0-9+.-]*:\/\/[^\s"']*/gi;
-const QUOTED = /"([^"\s]*)"/g;
+/** Every double-quoted string, so that quotes pair up right even around phrases with spaces. */
+const DOUBLE_QUOTED = /"((?:[^"\\]|\\.)*)"/g;
+const SINGLE_QUOTED = /'[^'\s]*'/g;
 const ERROR_CODE = /^[A-Z][A-Z_]*$/;
+const DIGEST = /\b[a-z0-9]+(?:[+._-][a-z0-9]+)*:[a-f0-9]{32,}\b/gi;
 const REGISTRY_REF = new RegExp(
-  `${BEFORE_REF}[a-z0-9][a-z0-9-]*(?:\\.[a-z0-9-]+)*(?:\\.[a-z0-9-]+|:\\d+)(?:/[\\w.-]+)+${TAG_OR_DIGEST}${AFTER_REF}`,
+  `${BEFORE_REF}(?:localhost(?::\\d+)?|[a-z0-9][a-z0-9-]*(?:\\.[a-z0-9-]+)*(?:\\.[a-z0-9-]+|:\\d+))(?:/[\\w.-]+)+${TAG_OR_DIGEST}${AFTER_REF}`,
   'gi',
 );
-const PULL_FAILED_FOR = /\bimage pull failed for \S+ because/gi;
+
+interface Slot {
+  /** Where the runtime prints it (file in the runtime's repository). */
+  source: string;
+  pattern: RegExp;
+  keep: string;
+}
+
+function slot(source: string, pattern: string, keep: string): Slot {
+  return { source, pattern: new RegExp(pattern, 'gi'), keep };
+}
 
 /**
- * Removes image references so that an image *name* (`acme/denied-404:1`) cannot drive the class:
- * URLs, whitespace-free quoted strings (kept: upper-case registry error codes such as "DENIED"),
- * the given image in its usual forms, and `host.tld/path[:tag]` references.
+ * Places where a runtime prints a name unquoted and outside a URL, so that neither the quote
+ * rule nor the `host.tld/path` rule would catch it. Each is blanked to the words around it.
+ */
+const NAME_SLOTS: readonly Slot[] = [
+  slot('kubernetes pkg/kubelet/images/image_manager.go (evalCRIPullErr)', String.raw`\bimage pull failed for \S+ because`, 'image pull failed because'),
+  slot('containers/image docker/docker_image_src.go (fetchManifest)', String.raw`\breading manifest \S+ in \S+?(?=:\s|:$|\s|$)`, 'reading manifest in'),
+  slot('containers/image docker/docker_client.go (detectProperties)', String.raw`\bpinging (?:container|docker) registry ${TOKEN}`, 'pinging registry'),
+  slot('containers/image docker/docker_image_dest.go (blobExists)', String.raw`\bwhether a blob \S+ exists in ${TOKEN}`, 'whether a blob exists in'),
+  slot('containerd <= 1.6.24 remotes/docker/resolver.go (Resolve)', String.raw`\bfrom host \S+`, 'from host'),
+  slot('containerd <= 1.6.24 remotes/docker/resolver.go (Resolve)', String.raw`\[(?:manifests|blobs)\s[^\]]*\]`, '[]'),
+  slot('Go net (DNS errors: lookup HOST on SERVER)', String.raw`\blookup ${TOKEN}`, 'lookup'),
+  slot('moby distribution/errors.go (TranslatePullError)', String.raw`\bpull access denied for [^\s,]+`, 'pull access denied'),
+  slot('moby distribution/errors.go (TranslatePullError)', String.raw`\bmanifest for \S+ not found`, 'manifest not found'),
+  slot('moby distribution/errors.go; Harbor registry messages', String.raw`\b(repository|artifact) (?!does\b|name\b|with\b)\S+ not found`, '$1 not found'),
+  slot('registry error detail printed as a Go map', String.raw`\bName:\S+`, 'Name:'),
+];
+
+/**
+ * Removes image references so that an image *name* (`acme/denied-404:fix-timeout`) cannot drive the
+ * class: URLs, whitespace-free quoted strings (kept: upper-case registry error codes such as
+ * "DENIED"), names in the runtimes' unquoted slots (NAME_SLOTS), the given image in its usual
+ * forms, digests, and `host.tld/path[:tag]` references.
  */
 export function stripImageReferences(text: string, image?: string): string {
-  let out = text
-    .replace(PULL_FAILED_FOR, 'image pull failed because')
-    .replace(URL, ' ')
-    .replace(QUOTED, (all, inner: string) => (ERROR_CODE.test(inner) ? all : '""'));
+  let out = text.replace(URL, ' ');
+  out = out.replace(DOUBLE_QUOTED, (all, inner: string) => (/\s/.test(inner) || ERROR_CODE.test(inner) ? all : '""')).replace(SINGLE_QUOTED, "''");
+  for (const s of NAME_SLOTS) out = out.replace(s.pattern, s.keep);
   for (const name of imageReferenceNames(image ?? '')) {
     out = out.replace(new RegExp(`${BEFORE_REF}${escapeRegExp(name)}${TAG_OR_DIGEST}${AFTER_REF}`, 'gi'), ' ');
   }
-  return out.replace(REGISTRY_REF, ' ');
+  return out.replace(DIGEST, ' ').replace(REGISTRY_REF, ' ');
 }

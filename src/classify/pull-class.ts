@@ -3,18 +3,20 @@
 // Precedence, first hit wins:
 //   1. Reasons that settle the class alone: InvalidImageName, ErrImageNeverPull -> permanent;
 //      RegistryUnavailable -> transient.
-//   2. Message cues, transient before auth before permanent. When cues conflict, the class with the
+//   2. A pull the runtime cancelled for lack of progress -> stalled (see STALLED_RULE).
+//   3. Message cues, transient before auth before permanent. When cues conflict, the class with the
 //      longer default grace wins, so ambiguity never fails a Job sooner. It also follows how the
 //      errors arise: a 5xx, a timeout or a DNS failure while fetching an auth token says nothing
 //      about credentials, and a registry that hides private repositories ("denied ... repository
 //      does not exist") cannot tell us the image is missing.
-//   3. The reason's default: SignatureValidationFailed -> permanent (policy rejected the image;
+//   4. The reason's default: SignatureValidationFailed -> permanent (policy rejected the image;
 //      a retry will not change that), everything else (incl. ImageInspectError) -> unknown.
 //
 // Cues are matched case-insensitively on the cause only: the v1.32+ `Back-off pulling image "x":
-// ErrImagePull: ` prefix is unwrapped, and image references, URLs and quoted names are removed first.
+// ErrImagePull: ` prefix is unwrapped, and every part of an image reference is blanked first
+// (message.ts). Sources of every form: docs/classification.md.
 
-import type { PullClass, StuckReason } from '../model.ts';
+import { isStuckReason, type PullClass, type StuckContainer, type StuckReason } from '../model.ts';
 import { stripImageReferences, unwrapBackOff } from './message.ts';
 
 export interface PullClassRule {
@@ -22,6 +24,8 @@ export interface PullClassRule {
   /** Human-readable cue for docs and audit output. */
   cue: string;
   pattern: RegExp;
+  /** The registry said the image is not there (the outage breaker counts bursts of these). */
+  notFound?: true;
 }
 
 export interface ReasonClass {
@@ -45,12 +49,28 @@ function statusCode(codes: string): string {
   return String.raw`(?:status|code|\bhttp)\b\W{0,12}(?:${codes})\b`;
 }
 
-function rule(pullClass: PullClass, cue: string, pattern: string): PullClassRule {
-  return { pullClass, cue, pattern: new RegExp(pattern, 'i') };
+function rule(pullClass: PullClass, cue: string, pattern: string, notFound = false): PullClassRule {
+  return { pullClass, cue, pattern: new RegExp(pattern, 'i'), ...(notFound ? { notFound: true as const } : {}) };
 }
+
+/**
+ * The no-progress cancel: containerd >= 1.7 (`image_pull_progress_timeout`, internal/cri/server/
+ * images/image_pull.go) and CRI-O (`pull_progress_timeout`) cancel the pull's context, and the
+ * kubelet reports gRPC code Canceled with a cause ending in `context canceled`. The kubelet never
+ * cancels a pull itself (no timeout on PullImage in cri-client), so that code means the runtime
+ * gave up waiting. containerd's own wrapper (`failed to pull and unpack image …: context canceled`)
+ * counts under any code or none (cri-client drops `code = Unknown`); any other `context canceled`
+ * or `request canceled` stays transient. docs/classification.md has the sources.
+ */
+const STALLED_RULE = rule(
+  'stalled',
+  'pull cancelled for lack of progress: code = Canceled ... context canceled',
+  String.raw`(?:\bcode = canceled desc = |(?:^|\bdesc = )\s*failed to pull and unpack image\b).*\bcontext cancell?ed\W*$`,
+);
 
 /** Message rules in precedence order. */
 export const PULL_CLASS_RULES: readonly PullClassRule[] = [
+  STALLED_RULE,
   rule('transient', 'registry unavailable', String.raw`registry ?unavailable|registry is unavailable`),
   rule('transient', '429 / toomanyrequests / Too Many Requests / rate limit',
     String.raw`too ?many ?requests|rate ?limit|${statusCode('429')}`),
@@ -78,14 +98,17 @@ export const PULL_CLASS_RULES: readonly PullClassRule[] = [
     String.raw`authori[sz]ation failed|failed to authori[sz]e|token has expired|expired token`),
   rule('auth', '401, 403 Forbidden', String.raw`\bforbidden\b|${statusCode('401|403')}`),
 
-  rule('permanent', 'manifest unknown, name unknown, blob unknown', String.raw`\b(?:manifest|name|blob)[ _]unknown\b`),
-  rule('permanent', 'not found (incl. failed to resolve reference ...: not found, 404 Not Found)',
-    String.raw`not found|${statusCode('404')}`),
-  rule('permanent', 'repository does not exist', String.raw`\b(?:repository|repo|image|tag|manifest) (?:does not|doesn't) exist`),
+  rule('permanent', 'no matching platform (manifest list or OCI image index)',
+    String.raw`no match for platform|no image found in (?:manifest list|image index)|no matching manifest for`),
+  rule('permanent', 'image format the runtime refuses (schema 1 on containerd 2)',
+    String.raw`schema 1 images have been deprecated|is no longer supported since containerd`),
+  rule('permanent', 'short name that resolves nowhere', String.raw`did not resolve to an alias`),
   rule('permanent', 'invalid reference format, repository name must be lowercase',
     String.raw`invalid reference format|repository name must be lowercase|couldn't parse image (?:name|reference)`),
-  rule('permanent', 'no matching platform in the manifest list',
-    String.raw`no match for platform|no image found in manifest list`),
+  rule('permanent', 'manifest unknown, name unknown, blob unknown', String.raw`\b(?:manifest|name|blob)[ _]unknown\b`, true),
+  rule('permanent', 'not found (incl. failed to resolve reference ...: not found, 404 Not Found)',
+    String.raw`not found|${statusCode('404')}`, true),
+  rule('permanent', 'repository does not exist', String.raw`\b(?:repository|repo|image|tag|manifest) (?:does not|doesn't) exist`, true),
 ];
 
 export interface PullClassification {
@@ -94,6 +117,8 @@ export interface PullClassification {
   decidedBy: string;
   /** The reason whose rules applied (the embedded one for a v1.32+ back-off message). */
   reason: StuckReason;
+  /** True when a not-found rule decided (image, tag or repository not found on the registry). */
+  notFound: boolean;
 }
 
 /** Like `classifyPullFailure`, and says which rule decided. */
@@ -101,12 +126,12 @@ export function explainPullFailure(reason: StuckReason, message: string, image?:
   const unwrapped = unwrapBackOff(reason, message);
   const effective = REASON_CLASSES[unwrapped.reason];
   if (effective.decisive) {
-    return { pullClass: effective.pullClass, decidedBy: `reason ${unwrapped.reason}`, reason: unwrapped.reason };
+    return { pullClass: effective.pullClass, decidedBy: `reason ${unwrapped.reason}`, reason: unwrapped.reason, notFound: false };
   }
   const text = stripImageReferences(unwrapped.cause, image);
   const hit = PULL_CLASS_RULES.find((r) => r.pattern.test(text));
-  if (hit) return { pullClass: hit.pullClass, decidedBy: hit.cue, reason: unwrapped.reason };
-  return { pullClass: effective.pullClass, decidedBy: `default for ${unwrapped.reason}`, reason: unwrapped.reason };
+  if (hit) return { pullClass: hit.pullClass, decidedBy: hit.cue, reason: unwrapped.reason, notFound: hit.notFound === true };
+  return { pullClass: effective.pullClass, decidedBy: `default for ${unwrapped.reason}`, reason: unwrapped.reason, notFound: false };
 }
 
 /**
@@ -115,6 +140,11 @@ export function explainPullFailure(reason: StuckReason, message: string, image?:
  */
 export function classifyPullFailure(reason: StuckReason, message: string, image?: string): PullClass {
   return explainPullFailure(reason, message, image).pullClass;
+}
+
+/** True when a stuck container's failure says its image is not on the registry (a not-found rule decided). */
+export function isNotFoundFailure(c: Pick<StuckContainer, 'reason' | 'message' | 'image' | 'pullClass'>): boolean {
+  return c.pullClass === 'permanent' && isStuckReason(c.reason) && explainPullFailure(c.reason, c.message, c.image).notFound;
 }
 
 export interface ClassificationRow {

@@ -50,8 +50,11 @@ export interface OutageScope {
   transientFraction: number;
   authPods: number;
   authFraction: number;
-  /** The classes whose fraction reached its limit (with enough pods and images). */
-  tripped: ('transient' | 'auth')[];
+  /** Pods with a not-found failure, and the distinct repositories those name (a registry scope's burst). */
+  notFoundPods: number;
+  notFoundRepositories: number;
+  /** The classes that tripped: transient/auth by fraction, permanent by a not-found burst (per host). */
+  tripped: OutageTrip['pullClass'][];
 }
 
 /** One class tripped in one scope: its Jobs are reported, not failed, this sweep. */
@@ -59,14 +62,18 @@ export interface OutageTrip {
   scope: string;
   /** Undefined for the whole sweep. */
   host: string | undefined;
-  pullClass: 'transient' | 'auth';
+  /** `permanent`: a burst of not-found on one registry host. */
+  pullClass: 'transient' | 'auth' | 'permanent';
   stuckPods: number;
   images: number;
+  /** The share of the scope's stuck pods in that class (permanent: with a not-found failure). */
   fraction: number;
+  /** Permanent trips: the distinct repositories the not-found failures name. */
+  repositories?: number;
 }
 
 /** The whole sweep's figures, and every trip (whole sweep first, then registries by host). */
-export interface OutageAssessment extends Omit<OutageScope, 'scope' | 'host' | 'tripped'> {
+export interface OutageAssessment extends Omit<OutageScope, 'scope' | 'host' | 'tripped' | 'notFoundPods' | 'notFoundRepositories'> {
   tripped: boolean;
   trips: OutageTrip[];
 }

@@ -8,13 +8,19 @@ import { before, describe, it } from 'node:test';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { useTestCluster } from '../support/hooks.ts';
 import { waitFor } from '../support/kubelet.ts';
-import { nodeSkipReason, testNode, type TestNodeHandle } from '../support/node.ts';
+import { nodeSkipReason, runtimeLabel, testNode, testRuntimes, type NodeRuntime, type TestNodeHandle } from '../support/node.ts';
 import { nodePodSpec } from '../support/node-cases.ts';
 
 const skip = nodeSkipReason();
 const env = useTestCluster();
 // Each test (not the suite) is skipped, so the runner counts them as skipped, with the reason.
 const TIMEOUT = { timeout: 120_000, skip };
+/** What the kubelet reports as the node's runtime (CRI Version), per runtime. */
+const RUNTIME_VERSION: Record<NodeRuntime, RegExp> = {
+  containerd: /^containerd:\/\/1\.6\./,
+  containerd2: /^containerd:\/\/v2\.4\./,
+  crio: /^cri-o:\/\/1\./,
+};
 
 /** Pids of the node: its own processes and everything in its cgroup (shims, containers). */
 function nodePids(node: TestNodeHandle): Set<number> {
@@ -34,11 +40,11 @@ function nodePids(node: TestNodeHandle): Set<number> {
   return pids;
 }
 
-describe('the real node', () => {
+for (const runtime of testRuntimes()) describe(`the real node: ${runtimeLabel(runtime)}`, () => {
   let node: TestNodeHandle;
   before(async () => {
     if (skip) return;
-    node = await testNode(env.cluster.kubeconfigPath);
+    node = await testNode(env.cluster.kubeconfigPath, { runtime });
   });
 
   it('is Ready and runs a pod whose image comes from the local registry', TIMEOUT, async () => {
@@ -46,9 +52,10 @@ describe('the real node', () => {
     const n = await core.readNode({ name: node.name });
     assert.ok(n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
     assert.equal(n.status?.nodeInfo?.kubeletVersion, 'v1.37.2');
-    assert.match(n.status?.nodeInfo?.containerRuntimeVersion ?? '', /^containerd:\/\/1\.6\./);
+    assert.match(n.status?.nodeInfo?.containerRuntimeVersion ?? '', RUNTIME_VERSION[runtime]);
+    assert.equal(node.runtimeVersion, n.status?.nodeInfo?.containerRuntimeVersion);
 
-    const ns = await env.namespace('node-run');
+    const ns = await env.namespace(`node-run-${runtime}`);
     await core.createNamespacedSecret({
       namespace: ns,
       body: {
@@ -88,7 +95,7 @@ describe('the real node', () => {
     const ours = out
       .split('\n')
       .filter((l) => [...l.matchAll(/pid=(\d+)/g)].some((m) => pids.has(Number(m[1]))));
-    assert.ok(ours.length >= 3, `the kubelet, the registries and containerd's stream server listen:\n${out}`);
+    assert.ok(ours.length >= 3, `the kubelet, the registries and the runtime's stream server listen:\n${out}`);
     for (const l of ours) {
       const local = l.trim().split(/\s+/)[3] ?? '';
       assert.match(local, /^127\.0\.0\.1:\d+$/, `listening beyond loopback: ${l}`);

@@ -1,4 +1,4 @@
-// Both ways of failing a Job, end to end on the real node: a real pull fails, the sweeper acts,
+// Both ways of failing a Job, end to end on the real node of each runtime of the run: a real pull fails, the sweeper acts,
 // the real Job controller fails the Job and the real kubelet terminates the pod. Also the stuck
 // clock on the conditions a real kubelet stamps.
 import assert from 'node:assert/strict';
@@ -7,7 +7,7 @@ import { BatchV1Api, CoreV1Api, Watch, type KubeConfig, type V1Job, type V1Pod }
 import { jobManifest } from '../support/fixtures.ts';
 import { useTestCluster } from '../support/hooks.ts';
 import { waitFor, waitForJobPods } from '../support/kubelet.ts';
-import { nodeSkipReason, testNode, type TestNodeHandle } from '../support/node.ts';
+import { nodeSkipReason, runtimeLabel, testNode, testRuntimes, type TestNodeHandle } from '../support/node.ts';
 import { nodePodSpec, observeReasons } from '../support/node-cases.ts';
 import { policyFile, runSweep, sweeperEvents, trueCondition, waitForJobFailed } from '../support/sweeper.ts';
 
@@ -58,11 +58,11 @@ async function podGone(kc: KubeConfig, ns: string, name: string, timeoutMs = 60_
   return Date.now() - t0;
 }
 
-describe('failing Jobs on the real node', () => {
+for (const runtime of testRuntimes()) describe(`failing Jobs on the real node: ${runtimeLabel(runtime)}`, () => {
   let node: TestNodeHandle;
   before(async () => {
     if (skip) return;
-    node = await testNode(env.cluster.kubeconfigPath);
+    node = await testNode(env.cluster.kubeconfigPath, { runtime });
   });
 
   it('activeDeadlineSeconds: Job Failed/DeadlineExceeded, the kubelet stops the pod', TIMEOUT, async () => {
@@ -83,7 +83,7 @@ describe('failing Jobs on the real node', () => {
     const failedMs = Date.now() - t0;
     assert.equal(trueCondition(job, 'Failed')?.reason, 'DeadlineExceeded');
     const goneMs = await podGone(env.kc, ns, podName);
-    process.stderr.write(`[node] deadline path: Job Failed ${failedMs} ms after the sweep started; pod gone ${goneMs} ms later\n`);
+    process.stderr.write(`[node] ${runtime} deadline path: Job Failed ${failedMs} ms after the sweep started; pod gone ${goneMs} ms later\n`);
     assert.equal((await sweeperEvents(env.kc, ns)).length, 1);
   });
 
@@ -108,7 +108,7 @@ describe('failing Jobs on the real node', () => {
       const failedMs = Date.now() - t0;
       assert.equal(trueCondition(job, 'Failed')?.reason, 'PodFailurePolicy');
       await podGone(env.kc, ns, podName);
-      process.stderr.write(`[node] podFailurePolicy path: Job Failed ${failedMs} ms after the sweep started\n`);
+      process.stderr.write(`[node] ${runtime} podFailurePolicy path: Job Failed ${failedMs} ms after the sweep started\n`);
 
       // What the real kubelet wrote for the deleted waiting pod.
       const last = await waitFor(

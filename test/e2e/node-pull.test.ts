@@ -1,12 +1,21 @@
-// Every image-pull failure class from a real pull on the real node (kubelet + containerd + local
-// registries, and loopback stand-ins for 429, 503 and an untrusted certificate), with the message
-// the real kubelet writes, judged by the sweeper (dry run).
+// Every image-pull failure class from a real pull on the real node of each runtime of the run
+// (kubelet + containerd 1.6 / 2.x + local registries, and loopback stand-ins for 429, 503 and an
+// untrusted certificate), with the message the real kubelet writes, judged by the sweeper (dry run).
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { CoreV1Api, type V1Pod } from '@kubernetes/client-node';
 import { useTestCluster } from '../support/hooks.ts';
 import { waitFor } from '../support/kubelet.ts';
-import { addRegistryHost, nodeSkipReason, removeRegistryHost, testNode, type TestNodeHandle } from '../support/node.ts';
+import {
+  addRegistryHost,
+  nodeSkipReason,
+  removeRegistryHost,
+  runtimeLabel,
+  testNode,
+  testRuntimes,
+  type NodeRuntime,
+  type TestNodeHandle,
+} from '../support/node.ts';
 import {
   caseContainerStatus,
   createCasePod,
@@ -24,8 +33,11 @@ const env = useTestCluster();
 // Each test (not the suite) is skipped, so the runner counts them as skipped, with the reason.
 const TIMEOUT = { timeout: 180_000, skip };
 
-/** The cause each case's ErrImagePull message must state (as containerd/kubelet word it). */
-const CAUSES: Record<string, RegExp> = {
+/**
+ * The cause each case's ErrImagePull message must state, as each runtime words it (recorded on the
+ * test node by `npm run record:node-statuses`: test/fixtures/real-node-statuses*.json).
+ */
+const CONTAINERD_16: Record<string, RegExp> = {
   'repo-missing': /^rpc error: code = NotFound desc = failed to pull and unpack image ".*": failed to resolve reference ".*": .*: not found$/,
   'tag-missing': /^rpc error: code = NotFound desc = failed to pull and unpack image ".*": failed to resolve reference ".*": .*: not found$/,
   'auth-no-secret': /401 Unauthorized/,
@@ -42,8 +54,17 @@ const CAUSES: Record<string, RegExp> = {
   'token-unavailable': /failed to authorize: failed to fetch anonymous token: unexpected status: 503 Service Unavailable$/,
   'untrusted-certificate': /x509: certificate signed by unknown authority$/,
 };
+// containerd 2 pulls through its transfer service: `failed to resolve image` (core/transfer/local/pull.go).
+const CONTAINERD_2: Record<string, RegExp> = {
+  ...CONTAINERD_16,
+  'repo-missing': /^rpc error: code = NotFound desc = failed to pull and unpack image ".*": failed to resolve image: .*: not found$/,
+  'tag-missing': /^rpc error: code = NotFound desc = failed to pull and unpack image ".*": failed to resolve image: .*: not found$/,
+};
+const CAUSES: Partial<Record<NodeRuntime, Record<string, RegExp>>> = { containerd: CONTAINERD_16, containerd2: CONTAINERD_2 };
 
-describe('real pulls on the real node', () => {
+for (const runtime of testRuntimes()) describe(`real pulls on the real node: ${runtimeLabel(runtime)}`, () => {
+  const causes = CAUSES[runtime];
+  if (!causes) throw new Error(`node-pull.test.ts has no expected messages for ${runtime}`);
   let node: TestNodeHandle;
   let ns: string;
   let cases: NodeCase[];
@@ -54,10 +75,10 @@ describe('real pulls on the real node', () => {
 
   before(async () => {
     if (skip) return;
-    node = await testNode(env.cluster.kubeconfigPath);
-    ns = await env.namespace('node-pull');
+    node = await testNode(env.cluster.kubeconfigPath, { runtime });
+    ns = await env.namespace(`node-pull-${runtime}`);
     faults = await startFaultRegistries();
-    for (const h of faultHosts(faults)) addRegistryHost(node.registryConfigDir, h, h === faults.untrusted ? 'https' : 'http');
+    for (const h of faultHosts(faults)) addRegistryHost(node, h, h === faults.untrusted ? 'https' : 'http');
     cases = [...(await nodeCases(node)), ...registryFaultCases(node, faults)];
     await Promise.all(cases.map((c) => createCasePod(env.kc, ns, c.id, c)));
     await Promise.all(
@@ -71,7 +92,7 @@ describe('real pulls on the real node', () => {
   after(async () => {
     if (!faults) return;
     await faults.close();
-    for (const h of faultHosts(faults)) removeRegistryHost(node.registryConfigDir, h);
+    for (const h of faultHosts(faults)) removeRegistryHost(node, h);
   });
 
   const one = (id: string): { c: NodeCase; forms: Map<string, V1Pod> } => {
@@ -81,11 +102,11 @@ describe('real pulls on the real node', () => {
     return { c, forms };
   };
 
-  for (const id of Object.keys(CAUSES)) {
+  for (const id of Object.keys(causes)) {
     it(`${id}: the kubelet's real message, classified`, TIMEOUT, () => {
       const { c, forms } = one(id);
       const first = caseContainerStatus(forms.get(c.reasons[0]!)!, c)!.state!.waiting!;
-      assert.match(first.message ?? '', CAUSES[id]!);
+      assert.match(first.message ?? '', causes[id]!);
       if (c.reasons.includes('ImagePullBackOff')) {
         // The back-off form wraps the last pull error: Back-off pulling image "X": ErrImagePull: <cause>.
         const back = caseContainerStatus(forms.get('ImagePullBackOff')!, c)!.state!.waiting!;
@@ -93,7 +114,7 @@ describe('real pulls on the real node', () => {
           back.message?.startsWith(`Back-off pulling image "${c.image}": ErrImagePull: `),
           `back-off message: ${back.message}`,
         );
-        assert.match(back.message!.slice(back.message!.indexOf('ErrImagePull: ') + 14), CAUSES[id]!);
+        assert.match(back.message!.slice(back.message!.indexOf('ErrImagePull: ') + 14), causes[id]!);
       }
       const lines = dryRun.lines.filter((l) => l.pod === id);
       assert.equal(lines.length, 1, `one audit line for ${id}: ${JSON.stringify(dryRun.lines.map((l) => l.pod))}`);

@@ -1,6 +1,7 @@
 // Sweep scenarios of sweep.test.ts (which plays the kubelet) on pods of the real node: stuck init
-// containers and sidecars fail their Job, a Job's grace annotation applies, and healthy or
-// within-grace Jobs are left exactly as they are.
+// containers and sidecars fail their Job, a Job's grace annotation applies, healthy or
+// within-grace Jobs are left exactly as they are, and a burst of not-found on one registry is
+// held by the outage breaker.
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import { BatchV1Api, CoreV1Api, type V1Container, type V1Job } from '@kubernetes/client-node';
@@ -102,5 +103,27 @@ describe('sweeping pods of the real node', { timeout: 600_000 }, () => {
     const jobsAfter = await settledSnapshot(env.kc, ns);
     for (const k of Object.keys(jobsBefore).filter((x) => x.startsWith('job/'))) assert.equal(jobsAfter[k], jobsBefore[k], k);
     assert.deepEqual(await sweeperEvents(env.kc, ns), []);
+  });
+
+  it('a burst of not-found across repositories of one registry is reported, not failed', TIMEOUT, async () => {
+    const ns = await env.namespace('node-not-found-burst');
+    // Four Jobs on two repositories the node's registry does not have: what a mirror answering 404
+    // for an upstream that is down looks like (the real kubelet's `REF: not found`).
+    const images = ['team/gone-a:1', 'team/gone-b:1', 'team/gone-a:2', 'team/gone-b:2'].map((r) => `${node.registry}/${r}`);
+    await Promise.all(images.map((image, i) => stuckJob(ns, job(`burst-${i}`, [{ name: 'main', image }]), 'main', 'regular')));
+    await sleep(2_000);
+    const policy = policyFile('defaults: { grace: { permanent: 1s } }\nlimits: { outage: { minStuckPods: 4, minImages: 2 } }\n');
+    const run = await runSweep(env.kc, { namespaces: [ns], policy });
+    assert.equal(run.exitCode, 0);
+    assert.deepEqual(run.lines.map((l) => [l.job, l.class, l.outcome]).sort(), images.map((_, i) => [`burst-${i}`, 'permanent', 'reported']));
+    for (const l of run.lines) assert.match(l.detail, new RegExp(`registry ${node.registry.replace(/\./g, '\\.')}: 4 of 4 stuck pods \\(100%\\) across 2 repositories are not found`));
+    assert.deepEqual(
+      run.summary!.outage.trips.map((t) => [t.host, t.pullClass, t.repositories]),
+      [[node.registry, 'permanent', 2]],
+    );
+    const batch = env.kc.makeApiClient(BatchV1Api);
+    for (let i = 0; i < images.length; i++) {
+      assert.equal(trueCondition(await batch.readNamespacedJob({ namespace: ns, name: `burst-${i}` }), 'Failed'), undefined);
+    }
   });
 });

@@ -14,7 +14,7 @@ import {
 import type { PullClass } from '../../src/model.ts';
 import { freePort } from './cluster.ts';
 import { waitFor } from './kubelet.ts';
-import type { TestNodeHandle } from './node.ts';
+import type { NodeRuntime, TestNodeHandle } from './node.ts';
 
 export interface NodeCase {
   /** Stable id, also the fixture key. */
@@ -139,6 +139,32 @@ export function registryFaultCases(
     regularCase(node, 'token-unavailable', "registry's token endpoint answers 503", 'transient', `${hosts.tokenUnavailable}/team/app:1`),
     regularCase(node, 'untrusted-certificate', 'registry certificate the node does not trust (x509)', 'transient', `${hosts.untrusted}/team/app:1`),
   ];
+}
+
+/** The class a mirror's 404 for a stopped upstream gets, by runtime (node-mirror-outage.test.ts shows the messages). */
+const MIRROR_OUTAGE_CLASS: Partial<Record<NodeRuntime, PullClass>> = { containerd: 'transient', containerd2: 'permanent' };
+
+/**
+ * Cases that depend on the runtime's config: `mirror-outage` (the node's host config for
+ * `hosts.stoppedUpstream` lists the open registry as a mirror; nothing listens upstream) and, on a
+ * node started with `imagePullProgressTimeout`, `cancelled` (a layer download that stalls, from
+ * stalling-registry.ts, cancelled by the runtime: class stalled).
+ */
+export function runtimeCases(
+  node: Pick<TestNodeHandle, 'name' | 'runtime' | 'runtimeOptions'>,
+  hosts: { stoppedUpstream: string; stallingBlob: string },
+): NodeCase[] {
+  const out: NodeCase[] = [];
+  const mirrorClass = MIRROR_OUTAGE_CLASS[node.runtime];
+  if (mirrorClass) {
+    out.push(regularCase(node, 'mirror-outage', 'mirror lacks the image, upstream registry stopped', mirrorClass, `${hosts.stoppedUpstream}/team/app:1`));
+  }
+  if (node.runtimeOptions.imagePullProgressTimeout) {
+    out.push(
+      regularCase(node, 'cancelled', `pull cancelled after ${node.runtimeOptions.imagePullProgressTimeout} without progress (image_pull_progress_timeout)`, 'stalled', `${hosts.stallingBlob}/team/app:1`),
+    );
+  }
+  return out;
 }
 
 function isTrue(pod: V1Pod, type: string): boolean {

@@ -1,15 +1,20 @@
-// A real node for the e2e control plane: kubelet v1.37.2 (built with the control plane),
-// containerd + runc + CNI bridge from the distribution, two local registries (one open, one
-// with htpasswd auth) and a locally built pause image. Everything is per run: temp dirs, its
-// own containerd socket, a CNI bridge and cgroup named after the node, free loopback ports.
+// A real node for the e2e control plane: kubelet v1.37.2 (built with the control plane), a
+// container runtime (runtimes.ts: Debian's containerd 1.6, containerd 2.x built from its module),
+// runc + CNI bridge from the distribution, two local registries (one open, one with htpasswd
+// auth) and a locally built pause image. Everything is per run: temp dirs, its own runtime
+// socket, a CNI bridge and cgroup named after the node, free loopback ports.
 //
 //   nodeSupport()        why a node cannot run here (not Linux, not root), or undefined.
-//   startNode(opts)      start one, joined to the cluster of opts.kubeconfigPath; stop() ends it.
-//   testNode()           the node for a test file: the shared one ($IMAGEPULL_SWEEPER_TEST_NODE,
-//                        set by run-e2e.ts) or a private one; nodeSkipReason() says when to skip.
+//   startNode(opts)      start one (opts.runtime, default containerd), joined to the cluster of
+//                        opts.kubeconfigPath; stop() ends it.
+//   testRuntimes()       the runtimes of this test run (one shared node each).
+//   testNode(kc, {runtime}) the node of that runtime for a test file: the shared one
+//                        ($IMAGEPULL_SWEEPER_TEST_NODES, set by run-e2e.ts) or a private one;
+//                        nodeSkipReason() says when to skip.
+//   addRegistryHost()    registry host config (plain HTTP, HTTPS, mirrors) on a running node.
 //   hungServer()         a loopback TCP server that accepts connections and never answers.
 //
-// Processes are tracked by pid (each leads its own process group) and by cgroup (containerd,
+// Processes are tracked by pid (each leads its own process group) and by cgroup (the runtime,
 // its shims and every container live under the node's cgroup); test/node/cleanup.sh kills
 // them and unmounts/removes what they left, also from a watchdog when this process dies.
 import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -23,6 +28,16 @@ import { promisify } from 'node:util';
 import { CoreV1Api, RbacAuthorizationV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { stringify as toYaml } from 'yaml';
 import { connect, controlPlaneBinaries, freePort } from './cluster.ts';
+import {
+  NODE_RUNTIMES,
+  requestedRuntimes,
+  runtimeDriver,
+  type NodeRuntime,
+  type RegistryHostConfig,
+  type RuntimeOptions,
+} from './runtimes.ts';
+
+export type { NodeRuntime, RuntimeOptions } from './runtimes.ts';
 
 const run = promisify(execFile);
 const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -31,8 +46,10 @@ const SETUP_SCRIPT = path.join(NODE_DIR, 'setup.sh');
 const CLEANUP_SCRIPT = path.join(NODE_DIR, 'cleanup.sh');
 const PAUSE_SRC = path.join(NODE_DIR, 'pause', 'main.go');
 
-/** Env var naming the node.json of a node already running for the tests (set by run-e2e.ts). */
+/** Env var naming the node.json of a node already running for the tests (hands-on: npm run cluster:up). */
 export const TEST_NODE_ENV = 'IMAGEPULL_SWEEPER_TEST_NODE';
+/** Env var with a JSON object runtime -> node.json of the shared node of each runtime (set by run-e2e.ts). */
+export const TEST_NODES_ENV = 'IMAGEPULL_SWEEPER_TEST_NODES';
 /** Env var with the reason the node tests are skipped (set by run-e2e.ts when no node can run). */
 export const TEST_NODE_SKIP_ENV = 'IMAGEPULL_SWEEPER_TEST_NODE_SKIP';
 
@@ -40,6 +57,9 @@ export const TEST_NODE_SKIP_ENV = 'IMAGEPULL_SWEEPER_TEST_NODE_SKIP';
 export interface NodeInfo {
   /** The Node object's name; pods set spec.nodeName to it (there is no scheduler). */
   name: string;
+  runtime: NodeRuntime;
+  /** As the kubelet reports it (Node status nodeInfo.containerRuntimeVersion), e.g. `containerd://2.4.2`. */
+  runtimeVersion: string;
   /** host:port of the open registry (plain HTTP on 127.0.0.1). */
   registry: string;
   /** host:port of the registry that requires htpasswd auth. */
@@ -50,10 +70,12 @@ export interface NodeInfo {
   pauseImage: string;
   /** OCI layout of the pause image, for pushing copies under other names. */
   pauseLayout: string;
-  /** containerd's gRPC socket (for `ctr --address`). */
-  containerdSocket: string;
-  /** containerd's registry host config dir (one `<host:port>/hosts.toml` per registry). */
+  /** The runtime's CRI socket (containerd: also for `ctr --address`). */
+  criSocket: string;
+  /** The runtime's registry host config dir (addRegistryHost writes it). */
   registryConfigDir: string;
+  /** Runtime settings it was started with. */
+  runtimeOptions: RuntimeOptions;
   runDir: string;
   logDir: string;
   /** Process ids; each leads its own process group. */
@@ -83,6 +105,9 @@ export interface StartNodeOptions {
   readyTimeoutMs?: number;
   /** Kubelet serializeImagePulls (default true, the kubelet default). */
   serializeImagePulls?: boolean;
+  /** The container runtime (default containerd, Debian's 1.6). */
+  runtime?: NodeRuntime;
+  runtimeOptions?: RuntimeOptions;
 }
 
 const defaultLog = (line: string): void => {
@@ -174,22 +199,20 @@ export async function pushImage(
   return ref;
 }
 
+/** A node's registry host config (containerd: `<registryConfigDir>/<host:port>/hosts.toml`). */
+type RegistryConfigRef = Pick<NodeInfo, 'runtime' | 'registryConfigDir'>;
+
 /**
- * Writes containerd's host config for `hostPort`: plain HTTP (or HTTPS trusting only the system's
- * CAs), pull and resolve.
+ * Makes the node pull from `hostPort` over plain HTTP (or HTTPS trusting only the system's CAs),
+ * trying `mirrors` first when given.
  */
-export function addRegistryHost(registryConfigDir: string, hostPort: string, scheme: 'http' | 'https' = 'http'): void {
-  const dir = path.join(registryConfigDir, hostPort);
-  fs.mkdirSync(dir, { recursive: true });
-  fs.writeFileSync(
-    path.join(dir, 'hosts.toml'),
-    `server = "${scheme}://${hostPort}"\n\n[host."${scheme}://${hostPort}"]\n  capabilities = ["pull", "resolve"]\n`,
-  );
+export function addRegistryHost(node: RegistryConfigRef, hostPort: string, cfg: RegistryHostConfig | 'http' | 'https' = {}): void {
+  runtimeDriver(node.runtime).addRegistryHost(node.registryConfigDir, hostPort, typeof cfg === 'string' ? { scheme: cfg } : cfg);
 }
 
 /** Removes what addRegistryHost wrote for `hostPort`. */
-export function removeRegistryHost(registryConfigDir: string, hostPort: string): void {
-  fs.rmSync(path.join(registryConfigDir, hostPort), { recursive: true, force: true });
+export function removeRegistryHost(node: RegistryConfigRef, hostPort: string): void {
+  runtimeDriver(node.runtime).removeRegistryHost(node.registryConfigDir, hostPort);
 }
 
 /** Cgroup hierarchies: the v1 controller mounts, or the single v2 one. */
@@ -332,14 +355,19 @@ export async function cleanupNode(runDir: string, keepLogs = false): Promise<voi
   await run('bash', [CLEANUP_SCRIPT, runDir, ...(keepLogs ? ['--keep-logs'] : [])], { timeout: 60_000 });
 }
 
-/** Starts registries, containerd and the kubelet, and waits until the Node is Ready. */
+/** Starts registries, the container runtime and the kubelet, and waits until the Node is Ready. */
 export async function startNode(opts: StartNodeOptions): Promise<RunningNode> {
   const log = opts.log ?? defaultLog;
   const why = nodeSupport();
   if (why) throw new Error(why);
+  const runtime = opts.runtime ?? 'containerd';
+  const runtimeOptions = opts.runtimeOptions ?? {};
+  const driver = runtimeDriver(runtime);
+  const cannot = driver.support();
+  if (cannot) throw new Error(cannot);
   const readyTimeoutMs = opts.readyTimeoutMs ?? 90_000;
   const tPrep = Date.now();
-  const [binDir, layout] = await Promise.all([controlPlaneBinaries(), pauseLayout(log)]);
+  const [binDir, layout] = await Promise.all([controlPlaneBinaries(), pauseLayout(log), driver.prepare(log)]);
   const kubeletBin = path.join(binDir, 'kubelet');
   if (!fs.existsSync(kubeletBin)) throw new Error(`${binDir} has no kubelet (test/controlplane/build.sh builds it)`);
   const prepareMs = Date.now() - tPrep;
@@ -376,9 +404,9 @@ export async function startNode(opts: StartNodeOptions): Promise<RunningNode> {
     }
   };
 
-  const launch = (what: string, bin: string, args: string[], cgroupProcs: string[] = []): number => {
+  const launch = (what: string, bin: string, args: string[], cgroupProcs: string[] = [], env?: NodeJS.ProcessEnv): number => {
     const fd = fs.openSync(path.join(logDir, `${what}.log`), 'a');
-    const child = spawn(bin, args, { detached: true, stdio: ['ignore', fd, fd] });
+    const child = spawn(bin, args, { detached: true, stdio: ['ignore', fd, fd], ...(env ? { env } : {}) });
     fs.closeSync(fd);
     if (child.pid === undefined) throw new Error(`could not start ${what}`);
     pids[what] = child.pid;
@@ -446,12 +474,10 @@ export async function startNode(opts: StartNodeOptions): Promise<RunningNode> {
     const pauseImage = await pushImage(layout, `${registry}/pause:3.10`);
     await pushImage(layout, `${authRegistry}/pause:3.10`, { user: authUser, password: authPassword });
 
-    // containerd.
+    // The runtime.
     const cgroupProcs = createCgroups(cgname);
-    const ctrd = path.join(runDir, 'containerd');
-    const sock = path.join(ctrd, 'containerd.sock');
     const registryConfigDir = path.join(runDir, 'certs.d');
-    for (const r of [registry, authRegistry]) addRegistryHost(registryConfigDir, r);
+    for (const r of [registry, authRegistry]) driver.addRegistryHost(registryConfigDir, r);
     const cniConfDir = path.join(runDir, 'cni', 'net.d');
     fs.mkdirSync(cniConfDir, { recursive: true });
     fs.writeFileSync(
@@ -481,50 +507,19 @@ export async function startNode(opts: StartNodeOptions): Promise<RunningNode> {
         2,
       ),
     );
-    const cri = 'plugins."io.containerd.grpc.v1.cri"';
-    const ctrdConfig = [
-      'version = 2',
-      `root = "${ctrd}/root"`,
-      `state = "${ctrd}/state"`,
-      `[grpc]`,
-      `  address = "${sock}"`,
-      `[ttrpc]`,
-      `  address = "${sock}.ttrpc"`,
-      `[debug]`,
-      `  address = ""`,
-      `[metrics]`,
-      `  address = ""`,
-      `[${cri}]`,
-      `  sandbox_image = "${pauseImage}"`,
-      // The VM lacks CAP_SYS_RESOURCE: without this runc fails "can't get final child's PID from pipe".
-      `  restrict_oom_score_adj = true`,
-      `  stream_server_address = "127.0.0.1"`,
-      `  stream_server_port = "0"`,
-      `  enable_selinux = false`,
-      `  netns_mounts_under_state_dir = true`,
-      `  [${cri}.containerd]`,
-      `    snapshotter = "overlayfs"`,
-      `    default_runtime_name = "runc"`,
-      `    [${cri}.containerd.runtimes.runc]`,
-      `      runtime_type = "io.containerd.runc.v2"`,
-      `      [${cri}.containerd.runtimes.runc.options]`,
-      `        SystemdCgroup = false`,
-      `  [${cri}.cni]`,
-      `    bin_dir = "/usr/lib/cni"`,
-      `    conf_dir = "${cniConfDir}"`,
-      `    max_conf_num = 1`,
-      `  [${cri}.registry]`,
-      `    config_path = "${registryConfigDir}"`,
-      '',
-    ].join('\n');
-    const ctrdConfigFile = path.join(runDir, 'containerd.toml');
-    fs.writeFileSync(ctrdConfigFile, ctrdConfig);
-    log(`starting containerd (${sock}), registries ${registry} and ${authRegistry} (auth)`);
-    launch('containerd', 'containerd', ['--config', ctrdConfigFile, '--log-level', 'warn'], cgroupProcs);
-    await waitUntil('containerd socket', async () => {
-      if (!fs.existsSync(sock)) return false;
-      await run('ctr', ['--address', sock, 'version'], { timeout: 5_000 });
-      return true;
+    log(`starting ${runtime}, registries ${registry} and ${authRegistry} (auth)`);
+    const { criSocket: sock } = await driver.start({
+      nodeName: name,
+      runDir,
+      logDir,
+      pauseImage,
+      cniConfDir,
+      cniBinDir: '/usr/lib/cni',
+      registryConfigDir,
+      options: runtimeOptions,
+      launch: (what, bin, args, env) => launch(what, bin, args, cgroupProcs, env),
+      waitUntil,
+      log,
     });
 
     // kubelet.
@@ -583,23 +578,28 @@ export async function startNode(opts: StartNodeOptions): Promise<RunningNode> {
       cgroupProcs,
     );
     const core = adminKc.makeApiClient(CoreV1Api);
+    let runtimeVersion = '';
     await waitUntil(`node ${name} Ready`, async () => {
       const n = await core.readNode({ name });
+      runtimeVersion = n.status?.nodeInfo?.containerRuntimeVersion ?? '';
       return n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
     });
     const startupMs = Date.now() - t0;
-    log(`node ${name} Ready ${Date.now() - tKubelet} ms after kubelet start (${startupMs} ms in all)`);
+    log(`node ${name} (${runtimeVersion}) Ready ${Date.now() - tKubelet} ms after kubelet start (${startupMs} ms in all)`);
 
     const info: NodeInfo = {
       name,
+      runtime,
+      runtimeVersion,
       registry,
       authRegistry,
       authUser,
       authPassword,
       pauseImage,
       pauseLayout: layout,
-      containerdSocket: sock,
+      criSocket: sock,
       registryConfigDir,
+      runtimeOptions,
       runDir,
       logDir,
       pids,
@@ -622,7 +622,7 @@ export async function startNode(opts: StartNodeOptions): Promise<RunningNode> {
       },
     };
   } catch (e) {
-    const tails = ['kubelet', 'containerd', 'registry', 'auth-registry'].map((w) => logTail(w)).join('\n');
+    const tails = ['kubelet', ...driver.logs, 'registry', 'auth-registry'].map((w) => logTail(w)).join('\n');
     await cleanupNode(runDir, true).catch(() => undefined);
     await removeKubeletIdentity(adminKc, name).catch(() => undefined);
     owned.delete(runDir);
@@ -650,15 +650,10 @@ export async function drainNode(kc: KubeConfig, info: NodeInfo, log = defaultLog
     // the API server may already be gone; cleanup.sh kills what is left
   }
   const deadline = Date.now() + 20_000;
+  const driver = runtimeDriver(info.runtime);
   while (Date.now() < deadline) {
-    try {
-      const { stdout } = await run('ctr', ['--address', info.containerdSocket, '-n', 'k8s.io', 'tasks', 'ls', '-q'], {
-        timeout: 5_000,
-      });
-      if (stdout.trim() === '') return;
-    } catch {
-      return;
-    }
+    const left = await driver.runningContainers(info.criSocket);
+    if (left === undefined || left === 0) return;
     await sleep(250);
   }
   log('pods still running after 20 s; killing them');
@@ -682,24 +677,61 @@ export function nodeSkipReason(): string | undefined {
   return process.env[TEST_NODE_SKIP_ENV] || nodeSupport();
 }
 
-let testNodePromise: Promise<TestNodeHandle & { release(): Promise<void> }> | undefined;
+/** node.json of the shared node of each runtime: $IMAGEPULL_SWEEPER_TEST_NODES, else $IMAGEPULL_SWEEPER_TEST_NODE. */
+function sharedNodes(): Partial<Record<NodeRuntime, string>> {
+  const many = process.env[TEST_NODES_ENV];
+  if (many) return JSON.parse(many) as Partial<Record<NodeRuntime, string>>;
+  const one = process.env[TEST_NODE_ENV];
+  if (!one) return {};
+  const info = JSON.parse(fs.readFileSync(one, 'utf8')) as Partial<NodeInfo>;
+  return { [info.runtime ?? 'containerd']: one };
+}
 
 /**
- * The node for a test file: the shared one from $IMAGEPULL_SWEEPER_TEST_NODE (run-e2e.ts), else
- * a private one joined to `kubeconfigPath`, stopped by release(). Check nodeSkipReason() first.
+ * The runtimes of this test run: those with a shared node, else those asked for by
+ * $IMAGEPULL_SWEEPER_TEST_RUNTIMES (default: every runtime this machine can run).
  */
-export function testNode(kubeconfigPath: string): Promise<TestNodeHandle & { release(): Promise<void> }> {
-  testNodePromise ??= (async () => {
-    const shared = process.env[TEST_NODE_ENV];
-    if (shared) {
-      const info = JSON.parse(fs.readFileSync(shared, 'utf8')) as NodeInfo;
-      return { ...handle(info), release: async () => {} };
-    }
-    await ensureNodePackages();
-    const node = await startNode({ kubeconfigPath });
-    return { ...node, release: () => node.stop() };
-  })();
-  return testNodePromise;
+export function testRuntimes(): NodeRuntime[] {
+  const shared = Object.keys(sharedNodes());
+  if (shared.length > 0) return NODE_RUNTIMES.filter((r) => shared.includes(r));
+  return requestedRuntimes();
+}
+
+/** `containerd2 (containerd://2.4.2)` for the shared node of `runtime`, else the runtime's name. */
+export function runtimeLabel(runtime: NodeRuntime): string {
+  const file = sharedNodes()[runtime];
+  if (!file || !fs.existsSync(file)) return runtime;
+  const info = JSON.parse(fs.readFileSync(file, 'utf8')) as NodeInfo;
+  return `${runtime} (${info.runtimeVersion})`;
+}
+
+const testNodes = new Map<NodeRuntime, Promise<TestNodeHandle & { release(): Promise<void> }>>();
+
+/**
+ * The node of `runtime` (default: the first of testRuntimes()) for a test file: the shared one
+ * (run-e2e.ts), else a private one joined to `kubeconfigPath`, stopped by release(). Check
+ * nodeSkipReason() first.
+ */
+export function testNode(
+  kubeconfigPath: string,
+  opts: { runtime?: NodeRuntime } = {},
+): Promise<TestNodeHandle & { release(): Promise<void> }> {
+  const runtime = opts.runtime ?? testRuntimes()[0] ?? 'containerd';
+  let p = testNodes.get(runtime);
+  if (!p) {
+    p = (async () => {
+      const shared = sharedNodes()[runtime];
+      if (shared) {
+        const info = JSON.parse(fs.readFileSync(shared, 'utf8')) as NodeInfo;
+        return { ...handle(info), release: async () => {} };
+      }
+      await ensureNodePackages();
+      const node = await startNode({ kubeconfigPath, runtime });
+      return { ...node, release: () => node.stop() };
+    })();
+    testNodes.set(runtime, p);
+  }
+  return p;
 }
 
 /** A TCP server on 127.0.0.1 that accepts connections and never answers (a hung registry). */

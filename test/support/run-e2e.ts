@@ -1,16 +1,19 @@
 // Runs a command (the e2e test runner) against one shared local control plane and, where the
-// machine allows (Linux, root), one real node joined to it:
+// machine allows (Linux, root), one real node per container runtime of the run joined to it:
 //   node --import tsx test/support/run-e2e.ts <command> [args...]
+// The runtimes: $IMAGEPULL_SWEEPER_TEST_RUNTIMES (e.g. `containerd,containerd2`), by default every
+// runtime this machine can run (test/support/runtimes.ts).
 // Builds the binaries if needed, installs the node's packages if missing, starts the cluster and
-// the node, exports $IMAGEPULL_SWEEPER_TEST_KUBECONFIG and $IMAGEPULL_SWEEPER_TEST_NODE (or
+// the nodes, exports $IMAGEPULL_SWEEPER_TEST_KUBECONFIG and $IMAGEPULL_SWEEPER_TEST_NODES (or
 // $IMAGEPULL_SWEEPER_TEST_NODE_SKIP with the reason the node tests are skipped), runs the command
-// with inherited stdio, stops the node and the cluster (keeping the logs if the command failed)
+// with inherited stdio, stops the nodes and the cluster (keeping the logs if the command failed)
 // and exits with the command's exit code.
 import { spawn } from 'node:child_process';
 import * as path from 'node:path';
 import { constants } from 'node:os';
 import { startCluster, TEST_KUBECONFIG_ENV, TEST_STARTUP_MS_ENV } from './cluster.ts';
-import { ensureNodePackages, nodeSupport, startNode, TEST_NODE_ENV, TEST_NODE_SKIP_ENV } from './node.ts';
+import { ensureNodePackages, nodeSupport, startNode, TEST_NODE_ENV, TEST_NODE_SKIP_ENV, TEST_NODES_ENV } from './node.ts';
+import { requestedRuntimes, runtimeSupport, type NodeRuntime } from './runtimes.ts';
 
 const [command, ...args] = process.argv.slice(2);
 if (!command) {
@@ -30,18 +33,32 @@ const env: NodeJS.ProcessEnv = {
   [TEST_STARTUP_MS_ENV]: String(cluster.startupMs),
 };
 const skip = process.env[TEST_NODE_SKIP_ENV] || nodeSupport();
-let node: Awaited<ReturnType<typeof startNode>> | undefined;
+const nodes: Awaited<ReturnType<typeof startNode>>[] = [];
+delete env[TEST_NODE_ENV];
 if (skip) {
   env[TEST_NODE_SKIP_ENV] = skip;
   process.stderr.write(`[node] no real node: ${skip}; the node tests will be reported as skipped\n`);
 } else {
   try {
-    const tNode = Date.now();
+    const runtimes = requestedRuntimes();
+    // An explicitly requested runtime this machine cannot run is an error, not a silent skip.
+    const cannot = runtimes.map((r) => [r, runtimeSupport(r)]).filter(([, why]) => why);
+    if (cannot.length > 0) throw new Error(cannot.map(([r, why]) => `runtime ${r}: ${why}`).join('; '));
+    if (runtimes.length === 0) throw new Error('no container runtime can run on this machine');
     await ensureNodePackages();
-    node = await startNode({ kubeconfigPath: cluster.kubeconfigPath });
-    env[TEST_NODE_ENV] = path.join(node.runDir, 'node.json');
-    process.stderr.write(`[node] ${node.name} set up in ${Date.now() - tNode} ms (Ready ${node.startupMs} ms after first spawn)\n`);
+    const shared: Partial<Record<NodeRuntime, string>> = {};
+    for (const runtime of runtimes) {
+      const tNode = Date.now();
+      const node = await startNode({ kubeconfigPath: cluster.kubeconfigPath, runtime });
+      nodes.push(node);
+      shared[runtime] = path.join(node.runDir, 'node.json');
+      process.stderr.write(
+        `[node] ${node.name} (${node.runtimeVersion}) set up in ${Date.now() - tNode} ms (Ready ${node.startupMs} ms after first spawn)\n`,
+      );
+    }
+    env[TEST_NODES_ENV] = JSON.stringify(shared);
   } catch (e) {
+    for (const n of nodes) await n.stop({ keepLogs: true });
     await cluster.stop({ keepLogs: true });
     process.stderr.write(`[node] ${(e as Error).message}\n`);
     process.exit(1);
@@ -59,9 +76,9 @@ const code = await new Promise<number>((resolve) => {
 });
 
 const keepLogs = code !== 0 || process.env.IMAGEPULL_SWEEPER_KEEP_CLUSTER_LOGS === '1';
-if (node) {
+for (const node of nodes) {
   await node.stop({ keepLogs });
-  if (keepLogs) process.stderr.write(`[node] node logs kept in ${node.logDir}\n`);
+  if (keepLogs) process.stderr.write(`[node] ${node.runtime} node logs kept in ${node.logDir}\n`);
 }
 await cluster.stop({ keepLogs });
 if (keepLogs) process.stderr.write(`[cluster] control-plane logs kept in ${cluster.logDir}\n`);

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import {
   classifyPullFailure,
@@ -6,10 +7,11 @@ import {
   explainPullFailure,
   imageReferenceNames,
   PULL_CLASS_RULES,
+  repositoryOf,
   stripImageReferences,
   unwrapBackOff,
 } from '../../src/classify/index.ts';
-import { PULL_FAILURE_CLASSES, STUCK_REASONS, type PullClass, type StuckReason } from '../../src/model.ts';
+import { PULL_CLASSES, PULL_FAILURE_CLASSES, STUCK_REASONS, type PullClass, type StuckReason } from '../../src/model.ts';
 import { REAL_NODE, recordedCase, recordedMessage } from './real-node.ts';
 
 interface Case {
@@ -47,6 +49,10 @@ const CRIO_DENIED =
 const CRIO_UNAUTHORIZED =
   'initializing source docker://acr.azurecr.io/app:1: reading manifest 1 in acr.azurecr.io/app: unauthorized: ' +
   'authentication required, visit https://aka.ms/acr/authorization for more information.';
+
+// containerd 1.7.5, kubernetes/kubernetes#131521: the progress timeout cancelled the pull.
+const CANCELED_IMAGE = 'private_registery.mydomain/csg/idrac_to_kafka:20250429T0012';
+const CTRD_CANCELED = `rpc error: code = Canceled desc = failed to pull and unpack image "${CANCELED_IMAGE}": context canceled`;
 
 const backOff = (image: string, cause: string, reason = 'ErrImagePull'): string =>
   `Back-off pulling image "${image}": ${reason}: ${cause}`;
@@ -243,10 +249,19 @@ const CASES: Case[] = [
     expected: 'transient',
   },
   {
-    name: 'context canceled (containerd pull progress timeout)',
+    // kubernetes/kubernetes#58526 (dockershim era, code 2 = Unknown): a client timeout, not a progress cancel.
+    name: 'net/http: request canceled without a timeout word',
     reason: 'ErrImagePull',
-    message: `rpc error: code = Canceled desc = failed to pull and unpack image "docker.io/acme/big:1": failed to copy: httpReadSeeker: failed open: context canceled`,
+    message: 'rpc error: code = 2 desc = net/http: request canceled',
     expected: 'transient',
+  },
+  {
+    // containerd 1.7 pkg/cri/server/image_pull.go wrapper as a kubelet before cri-client dropped the
+    // Unknown code would show it, had the runtime lost the Canceled code: still containerd's cancel.
+    name: 'containerd: cancelled pull under code Unknown',
+    reason: 'ErrImagePull',
+    message: `rpc error: code = Unknown desc = failed to pull and unpack image "docker.io/acme/big:1": failed to copy: httpReadSeeker: failed open: context canceled`,
+    expected: 'stalled',
   },
   {
     name: 'EOF',
@@ -312,6 +327,131 @@ const CASES: Case[] = [
     reason: 'ErrImagePull',
     message: `${CTRD} "registry.local:5000/app:1": failed to do request: Head "https://registry.local:5000/v2/app/manifests/1": http: server gave HTTP response to HTTPS client`,
     expected: 'unknown',
+  },
+
+  // stalled: the runtime cancelled a pull that made no progress
+  {
+    // containerd 1.7.5, kubernetes/kubernetes#131521 (image_pull_progress_timeout, pkg/cri/server/image_pull.go)
+    name: 'containerd 1.7: pull cancelled for no progress',
+    reason: 'ErrImagePull',
+    message: CTRD_CANCELED,
+    expected: 'stalled',
+  },
+  { name: 'containerd 1.7: back-off over the cancelled pull (kubelet v1.32+ wrapping)', reason: 'ImagePullBackOff', message: backOff(CANCELED_IMAGE, CTRD_CANCELED), expected: 'stalled' },
+  {
+    // CRI-O 1.31.2, cri-o/cri-o#8760 (pull_progress_timeout, server/image_pull.go; cri-o/cri-o#7887)
+    name: 'CRI-O: pull cancelled for no progress',
+    reason: 'ErrImagePull',
+    message: 'rpc error: code = Canceled desc = copying system image from manifest list: copying config: context canceled',
+    expected: 'stalled',
+  },
+  {
+    // containerd 2.x internal/cri/server/images/image_pull.go wraps the cancel the same way, with or
+    // without the gRPC status prefix the kubelet may drop.
+    name: 'containerd 2.x: cancelled pull without the status prefix',
+    reason: 'ErrImagePull',
+    message: 'failed to pull and unpack image "docker.io/acme/big:1": context canceled',
+    expected: 'stalled',
+  },
+
+  // images the runtime can never pull
+  {
+    // containers/image v5 internal/manifest/oci_index.go (chooseInstance), as CRI-O reports it (cri-o/cri-o#8283 form)
+    name: 'CRI-O: no image in the OCI image index for this platform',
+    reason: 'ErrImagePull',
+    message: 'choosing image instance: no image found in image index for architecture "arm64", variant "v8", OS "linux"',
+    expected: 'permanent',
+  },
+  {
+    // moby distribution/pull_v2.go, through cri-dockerd (Docker Engine's daemon error)
+    name: 'Docker Engine: no matching manifest for the platform',
+    reason: 'ErrImagePull',
+    message: 'Error response from daemon: no matching manifest for linux/arm64/v8 in the manifest list entries',
+    expected: 'permanent',
+  },
+  {
+    // containerd v2.0 refusing a schema-1 manifest, as quoted in a public kubelet `Failed to pull image` event
+    name: 'containerd 2.0: schema 1 refused',
+    reason: 'ErrImagePull',
+    message:
+      'failed to pull and unpack image "registry.k8s.io/nginx-slim:0.8": failed to get converter for "registry.k8s.io/nginx-slim:0.8": ' +
+      'Pulling Schema 1 images have been deprecated and disabled by default since containerd v2.0. As a workaround you may set an ' +
+      'environment variable `CONTAINERD_ENABLE_DEPRECATED_PULL_SCHEMA_1_IMAGE=1`, but this will be completely removed in containerd v2.1.',
+    expected: 'permanent',
+  },
+  {
+    // containerd v2.1 client/pull.go (fetch): errdefs.ErrNotImplemented -> gRPC Unimplemented
+    name: 'containerd 2.1: schema 1 media type no longer supported',
+    reason: 'ErrImagePull',
+    message:
+      'rpc error: code = Unimplemented desc = failed to pull and unpack image "docker.io/acme/old:1": not implemented: media type ' +
+      '"application/vnd.docker.distribution.manifest.v1+prettyjws" is no longer supported since containerd v2.1, please rebuild the image as ' +
+      '"application/vnd.docker.distribution.manifest.v2+json" or "application/vnd.oci.image.manifest.v1+json"',
+    expected: 'permanent',
+  },
+  {
+    // kubelet pkg/kubelet/images/image_manager.go imagePullPrecheck (ImageInspectError: the CRI ImageStatus
+    // call failed) over CRI-O internal/storage/image.go CandidatesForPotentiallyShortImageName
+    // (text asserted in its internal/storage/image_test.go); a real pod status quoted in a public test fixture.
+    name: 'CRI-O: short name that resolves nowhere (ImageInspectError)',
+    reason: 'ImageInspectError',
+    message:
+      'Failed to inspect image "maintained/tcpdump": rpc error: code = Unknown desc = short-name "maintained/tcpdump:latest" did not resolve ' +
+      'to an alias and no unqualified-search registries are defined in "/etc/containers/registries.conf.d/01-unqualified.conf"',
+    expected: 'permanent',
+  },
+  {
+    // Same CRI-O text on the pull path (imagePullPolicy Always skips the inspect): server/image_pull.go
+    name: 'CRI-O: short name that resolves nowhere (ErrImagePull)',
+    reason: 'ErrImagePull',
+    message:
+      'rpc error: code = Unknown desc = short-name "app:1" did not resolve to an alias and no unqualified-search registries are defined in "/etc/containers/registries.conf"',
+    image: 'app:1',
+    expected: 'permanent',
+  },
+
+  // tags and hosts printed apart from the repository
+  {
+    // issue 16: containers/image docker/docker_image_src.go `reading manifest TAG in REPO` under CRI-O
+    name: 'CRI-O: tag fix-timeout printed apart (was transient)',
+    reason: 'ErrImagePull',
+    message: 'initializing source docker://quay.io/acme/worker:fix-timeout: reading manifest fix-timeout in quay.io/acme/worker: manifest unknown',
+    image: 'quay.io/acme/worker:fix-timeout',
+    expected: 'permanent',
+  },
+  {
+    name: 'CRI-O: tag access-denied-fix printed apart (was auth)',
+    reason: 'ErrImagePull',
+    message: 'initializing source docker://quay.io/acme/worker:access-denied-fix: reading manifest access-denied-fix in quay.io/acme/worker: manifest unknown',
+    expected: 'permanent',
+  },
+  {
+    // containerd <= 1.6.24 remotes/docker/resolver.go; real message in kubernetes/kubernetes#110675
+    name: 'containerd 1.6: [manifests TAG] with a cue word in the tag',
+    reason: 'ErrImagePull',
+    message:
+      'rpc error: code = Unknown desc = failed to pull and unpack image "registry.app.example.net/spm2fog/partsgo42:GitActionsNew-timeout-2e7e": ' +
+      'failed to resolve reference "registry.app.example.net/spm2fog/partsgo42:GitActionsNew-timeout-2e7e": pulling from host ' +
+      'registry.app.example.net failed with status code [manifests GitActionsNew-timeout-2e7e]: 401 Unauthorized',
+    expected: 'auth',
+  },
+  {
+    // containerd 2.x core/remotes/docker/resolver.go: a mirror's 404 for an upstream that is down (issue 16)
+    name: 'containerd 2.x: mirror answers not found',
+    reason: 'ErrImagePull',
+    message:
+      'rpc error: code = NotFound desc = failed to pull and unpack image "docker.io/library/nginx:1.27": failed to resolve reference ' +
+      '"docker.io/library/nginx:1.27": docker.io/library/nginx:1.27: not found',
+    expected: 'permanent',
+  },
+  {
+    // moby distribution/errors.go (TranslatePullError) through cri-dockerd: familiar name, no host
+    name: 'Docker Engine: pull access denied for a name made of cue words',
+    reason: 'ErrImagePull',
+    message:
+      "Error response from daemon: pull access denied for timeout-eof, repository does not exist or may require 'docker login': " +
+      'denied: requested access to the resource is denied',
+    expected: 'auth',
   },
 
   // image names must not drive the class
@@ -400,8 +540,8 @@ describe('classifyPullFailure: real kubelet / containerd / CRI-O messages', () =
   }
 
   it('has a real-message case for every class', () => {
-    for (const cls of PULL_FAILURE_CLASSES) assert.ok(CASES.some((c) => c.expected === cls), cls);
-    assert.ok(CASES.length >= 35);
+    for (const cls of PULL_CLASSES) assert.ok(CASES.some((c) => c.expected === cls), cls);
+    assert.ok(CASES.length >= 50);
   });
 
   it('matches case-insensitively', () => {
@@ -443,6 +583,7 @@ describe('classifyPullFailure: real kubelet / containerd / CRI-O messages', () =
       pullClass: 'permanent',
       decidedBy: 'reason InvalidImageName',
       reason: 'InvalidImageName',
+      notFound: false,
     });
     const embedded = explainPullFailure('ImagePullBackOff', backOff('x', 'boom', 'RegistryUnavailable'));
     assert.equal(embedded.reason, 'RegistryUnavailable');
@@ -521,6 +662,21 @@ describe('imageReferenceNames', () => {
   });
 });
 
+describe('repositoryOf', () => {
+  for (const [image, repo] of [
+    ['nginx', 'docker.io/library/nginx'],
+    ['nginx:1.27', 'docker.io/library/nginx'],
+    ['docker.io/library/nginx@sha256:abcd', 'docker.io/library/nginx'],
+    ['index.docker.io/acme/app:2', 'docker.io/acme/app'],
+    ['acme/app', 'docker.io/acme/app'],
+    ['Quay.io/acme/app:1', 'quay.io/acme/app'],
+    ['localhost:5000/team/app:1', 'localhost:5000/team/app'],
+    ['127.0.0.1:5001/team/app:fix-timeout', '127.0.0.1:5001/team/app'],
+  ] as const) {
+    it(`${image} -> ${repo}`, () => assert.equal(repositoryOf(image), repo));
+  }
+});
+
 describe('describeClassification', () => {
   const rows = describeClassification();
   it('covers every class and every reason', () => {
@@ -528,10 +684,19 @@ describe('describeClassification', () => {
     const text = rows.flatMap((r) => r.cues).join('\n');
     for (const reason of STUCK_REASONS) assert.match(text, new RegExp(`reason ${reason}\\b`), reason);
   });
-  it('lists steps in evaluation order: reason, message (transient, auth, permanent), default', () => {
+  it('lists steps in evaluation order: reason, message (stalled, transient, auth, permanent), default', () => {
     assert.deepEqual(
       rows.map((r) => `${r.step}:${r.pullClass}`),
-      ['reason:permanent', 'reason:transient', 'message:transient', 'message:auth', 'message:permanent', 'default:permanent', 'default:unknown'],
+      ['reason:permanent', 'reason:transient', 'message:stalled', 'message:transient', 'message:auth', 'message:permanent', 'default:permanent', 'default:unknown'],
     );
+  });
+
+  it("matches the README's classification table, row by row (step and class)", () => {
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    const start = readme.indexOf('### Classification (first match wins)');
+    assert.ok(start >= 0);
+    const table = readme.slice(start, readme.indexOf('\n#', start + 1));
+    const readmeRows = [...table.matchAll(/^\| (reason|message|default) \| (\w+) \|/gm)].map((m) => `${m[1]}:${m[2]}`);
+    assert.deepEqual(readmeRows, rows.map((r) => `${r.step}:${r.pullClass}`));
   });
 });

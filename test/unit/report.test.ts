@@ -238,3 +238,43 @@ describe('API errors and retries', () => {
     assert.equal(isRetryable(describeApiError(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }))), true);
   });
 });
+
+describe('a not-found burst in the audit', () => {
+  it('the summary names the host, the pods and the repositories, in text and in outage.trips', () => {
+    // containerd 2.x core/remotes/docker/resolver.go: what a mirror's 404 for a down upstream gives (issue 16).
+    const notFound = (image: string) =>
+      `rpc error: code = NotFound desc = failed to pull and unpack image "${image}": failed to resolve reference "${image}": ${image}: not found`;
+    const jobs = Array.from({ length: 4 }, (_, i) => job(`m${i}`));
+    const stuck = jobs.map((j, i) => {
+      const image = `docker.io/library/app-${i % 2}:1.27`;
+      return stuckIn(j, { image, reason: 'ErrImagePull', message: notFound(image), pullClass: 'permanent', stuckSince: secondsAgo(9999) });
+    });
+    const parsed = parsePolicyYaml('limits: { outage: { minStuckPods: 4, minImages: 2 } }');
+    assert.ok(parsed.ok);
+    const judgement = judge({ stuck, ownerOf: ownersFor(stuck, jobs), namespaceLabels: new Map(), policy: parsed.policy, now: NOW });
+    const results: ActResult[] = judgement.decisions.map((decision) => ({ decision, outcome: 'reported', error: undefined }));
+    const s = summarize({
+      sweepId: 's',
+      dryRun: false,
+      policy: 'p',
+      namespaces: [],
+      startedAt: NOW,
+      finishedAt: NOW,
+      podsScanned: 4,
+      stuckContainers: 4,
+      outage: judgement.outage,
+      results,
+    });
+    assert.deepEqual(s.outage.trips, [
+      { scope: 'registry docker.io', host: 'docker.io', pullClass: 'permanent', stuckPods: 4, images: 2, fraction: 1, repositories: 2 },
+    ]);
+    const stream = new PassThrough();
+    const chunks: string[] = [];
+    stream.on('data', (c: Buffer) => chunks.push(c.toString()));
+    logSummary(createLogger({ format: 'text', stream }), s);
+    assert.match(
+      chunks.join(''),
+      /Outage breaker tripped for registry docker\.io: 4 of 4 stuck pods \(100%\) across 2 repositories are not found: those Jobs are reported, not failed\./,
+    );
+  });
+});
