@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs what the real test node needs (Debian/Ubuntu, root): containerd, runc, conmon and crun
-# (CRI-O runs them), the CNI plugins, the distribution registry, skopeo, umoci and htpasswd.
+# Installs what the real test node needs (Debian/Ubuntu, root): containerd, runc, conmon
+# (CRI-O's monitor), the CNI plugins, the distribution registry, skopeo, umoci and htpasswd.
 # Idempotent: when everything is there it only checks and exits (well under a second). Services
 # the packages ship are not left running: the tests start their own instances on loopback.
 #
@@ -12,7 +12,6 @@ declare -A need=(
   [containerd]=containerd
   [runc]=runc
   [conmon]=conmon
-  [crun]=crun
   [/usr/lib/cni/bridge]=containernetworking-plugins
   [/usr/lib/cni/host-local]=containernetworking-plugins
   [/usr/lib/cni/loopback]=containernetworking-plugins
