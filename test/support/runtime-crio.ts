@@ -145,6 +145,27 @@ function socketAnswers(sock: string): Promise<boolean> {
   });
 }
 
+/**
+ * On cgroup v1, mounts the hugetlb hierarchy when the kernel has the controller but nothing mounts
+ * it (as on these VMs; a systemd host mounts it). CRI-O asks /proc/cgroups, puts hugepage limits
+ * in every container's spec, and runc then fails "cannot set hugetlb limit: container could not
+ * join or create cgroup". containerd leaves hugetlb out (disable_hugetlb_controller).
+ */
+async function ensureHugetlbHierarchy(log: (l: string) => void): Promise<void> {
+  const v1Options = fs
+    .readFileSync('/proc/mounts', 'utf8')
+    .split('\n')
+    .map((l) => l.split(' '))
+    .filter((f) => f[2] === 'cgroup')
+    .map((f) => (f[3] ?? '').split(','));
+  if (v1Options.length === 0 || v1Options.some((o) => o.includes('hugetlb'))) return;
+  if (!/^hugetlb\s+\d+\s+\d+\s+1$/m.test(fs.readFileSync('/proc/cgroups', 'utf8'))) return;
+  const dir = '/sys/fs/cgroup/hugetlb';
+  fs.mkdirSync(dir, { recursive: true });
+  await run('mount', ['-t', 'cgroup', '-o', 'hugetlb', 'cgroup', dir]);
+  log(`mounted the cgroup v1 hugetlb hierarchy on ${dir} (CRI-O sets hugetlb limits when the kernel has the controller)`);
+}
+
 let binaries: { crio: string; pinns: string } | undefined;
 
 /** CRI-O from test/runtimes/crio. */
@@ -159,6 +180,7 @@ export const crio: RuntimeDriver = {
   async prepare(log) {
     const dir = await buildRuntime('crio', ['crio']);
     binaries = { crio: path.join(dir, 'crio'), pinns: await buildPinns(log) };
+    await ensureHugetlbHierarchy(log);
     for (const b of [CONMON, RUNC]) if (!haveExecutable(b)) throw new Error(`crio needs ${b} (test/node/setup.sh installs it)`);
   },
   async start(ctx) {
