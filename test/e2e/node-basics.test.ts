@@ -18,7 +18,7 @@ const TIMEOUT = { timeout: 120_000, skip };
 /** What the kubelet reports as the node's runtime (CRI Version), per runtime. */
 const RUNTIME_VERSION: Record<NodeRuntime, RegExp> = {
   containerd: /^containerd:\/\/1\.6\./,
-  containerd2: /^containerd:\/\/v2\.4\./,
+  containerd2: /^containerd:\/\/2\.4\./,
   crio: /^cri-o:\/\/1\./,
 };
 

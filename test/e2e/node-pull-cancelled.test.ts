@@ -1,11 +1,12 @@
 // A pull that stops making progress, on runtimes that cancel it (containerd ≥ 1.7:
 // `image_pull_progress_timeout`, 5 min by default, 5 s here). The registry serves the manifest
-// and config, then holds the layer download open after its first KiB (stalling-registry.ts):
+// and config, then holds the layer download open after its first 1.5 MiB (stalling-registry.ts):
 // containerd cancels the pull and the kubelet shows ErrImagePull `code = Canceled ... context
 // canceled`, then ImagePullBackOff. The sweeper must class it `stalled` and fail its Job on the
 // stalled grace. A registry that never answers at all (hungServer) is not cancelled: containerd
 // 2's progress reporter only counts layer downloads, so that pull hangs in ContainerCreating,
-// still `stalled` by its waiting state. Runs on a private node (its own progress timeout).
+// still `stalled` by its waiting state (stalling-registry.ts says why). Runs on a private node
+// (its own progress timeout).
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { BatchV1Api, CoreV1Api, type V1Pod } from '@kubernetes/client-node';

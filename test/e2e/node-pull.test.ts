@@ -64,6 +64,13 @@ const CONTAINERD_2: Record<string, RegExp> = {
   ...CONTAINERD_16,
   'repo-missing': /^rpc error: code = NotFound desc = failed to pull and unpack image ".*": failed to resolve image: .*: not found$/,
   'tag-missing': /^rpc error: code = NotFound desc = failed to pull and unpack image ".*": failed to resolve image: .*: not found$/,
+  // core/remotes/docker/authorizer.go: no credentials for a 401 challenge.
+  'auth-no-secret': /^failed to pull and unpack image ".*": failed to resolve image: pull access denied, repository does not exist or may require authorization: authorization failed: no basic auth credentials$/,
+  // core/remotes/errors/errors.go: "unexpected status from %s request to %s: %s".
+  'too-many-requests': /: failed to resolve image: unexpected status from HEAD request to http:\/\/.*\/manifests\/1: 429 Too Many Requests$/,
+  'too-many-requests-on-fetch': /failed to copy: httpReadSeeker: failed open: unexpected status from GET request to http:\/\/.*\/manifests\/sha256:[0-9a-f]{64}: 429 Too Many Requests\ntoomanyrequests: /,
+  'service-unavailable': /: failed to resolve image: unexpected status from HEAD request to http:\/\/.*\/manifests\/1: 503 Service Unavailable$/,
+  'token-unavailable': /failed to authorize: failed to fetch anonymous token: unexpected status from GET request to http:\/\/.*\/token\?.*: 503 Service Unavailable$/,
 };
 // CRI-O 1.34 tries an OCI artifact pull first (internal/storage/image.go: "unable to try pulling
 // possible OCI artifact: %w", internal/ociartifact/store.go: "build image source: %w"), then

@@ -1,10 +1,12 @@
 // A registry stand-in on 127.0.0.1 whose pull starts and then stops making progress: it serves
 // an image's manifest and config, answers the layer blob's GET with 200 and its headers, sends
-// the first KiB of the body and then nothing (the connection stays open). This is the hang
-// containerd ≥ 1.7 cancels after `image_pull_progress_timeout`; a server that never answers
-// at all (hungServer() in node.ts) is not: containerd 2's transfer service counts progress only
-// once a layer download has started (internal/cri/server/images/image_pull.go,
-// transferProgressReporter).
+// the first 1.5 MiB of the 4 MiB body and then nothing (the connection stays open). This is the
+// hang containerd ≥ 1.7 cancels after `image_pull_progress_timeout`. containerd 2's transfer
+// service counts progress only from bytes written to a layer's ingest
+// (internal/cri/server/images/image_pull.go, transferProgressReporter; core/transfer/local/
+// progress.go), and it writes in 1 MiB chunks (core/content/helpers.go, copyWithBuffer reads
+// with io.ReadAtLeast into a 1 MiB buffer): a server that never answers (hungServer() in
+// node.ts), or stalls before a layer's first MiB, is never cancelled.
 import { createHash } from 'node:crypto';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -13,7 +15,7 @@ export interface StallingRegistry {
   host: string;
   /** `METHOD path` of every request, in order. */
   requests(): string[];
-  /** Layer GETs that got their first KiB and are now held open. */
+  /** Layer GETs that got their first 1.5 MiB and are now held open. */
   stalledDownloads(): number;
   close(): Promise<void>;
 }
@@ -21,7 +23,7 @@ export interface StallingRegistry {
 const sha = (b: Buffer): string => `sha256:${createHash('sha256').update(b).digest('hex')}`;
 
 export async function stallingRegistry(): Promise<StallingRegistry> {
-  const layer = Buffer.alloc(1 << 20, 7);
+  const layer = Buffer.alloc(4 << 20, 7);
   const config = Buffer.from(
     JSON.stringify({
       architecture: 'amd64',
@@ -62,7 +64,7 @@ export async function stallingRegistry(): Promise<StallingRegistry> {
         'Docker-Content-Digest': sha(layer),
       });
       if (req.method === 'HEAD') return res.end();
-      res.write(layer.subarray(0, 1024));
+      res.write(layer.subarray(0, 3 << 19));
       stalled++;
       return; // never ends
     }
