@@ -82,10 +82,10 @@ const crio = (rest: string): RegExp => new RegExp(CRIO_PREFIX + rest);
 const CRIO: Record<string, RegExp> = {
   'repo-missing': crio(String.raw`reading manifest 1 in .*: manifest unknown$`),
   'tag-missing': crio(String.raw`reading manifest no-such-tag in .*: manifest unknown$`),
-  'auth-no-secret': crio(String.raw`reading manifest 3\.10 in .*: authentication required$`),
+  'auth-no-secret': crio(String.raw`reading manifest 1 in .*: authentication required$`),
   // A 401 to the manifest GET, whether or not credentials went with it (docker/errors.go words a
   // failed token fetch with credentials as "invalid username/password").
-  'auth-wrong-password': crio(String.raw`(?:reading manifest 3\.10 in .*: authentication required|.*invalid username/password: .*)$`),
+  'auth-wrong-password': crio(String.raw`(?:reading manifest 1 in .*: authentication required|.*invalid username/password: .*)$`),
   'unresolvable-host': crio(String.raw`pinging container registry registry\.no-such-host\.invalid: .*lookup registry\.no-such-host\.invalid.*no such host$`),
   'connection-refused': /^image pull failed for .* because the registry is unavailable: unable to try pulling possible OCI artifact: .*connect: connection refused$/,
   'invalid-name': /invalid reference format/,

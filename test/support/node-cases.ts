@@ -87,7 +87,9 @@ export async function nodeCases(node: TestNodeHandle): Promise<NodeCase[]> {
   const pull = PULL;
   const regular = (id: string, title: string, expectedClass: NodeCase['expectedClass'], image: string, extra: Partial<NodeCase> = {}): NodeCase =>
     regularCase(node, id, title, expectedClass, image, extra);
-  const authImage = `${node.authRegistry}/pause:3.10`;
+  // Never pulled with credentials before (node-basics pulls pause:3.10 with them): the kubelet on
+  // CRI-O starts a pod without a pull secret from an image already on the node, no pull, no 401.
+  const authImage = await node.pushImage('team/private:1', { auth: true });
   const missing = `${node.registry}/team/missing:1`;
   return [
     regular('repo-missing', 'repository missing', 'permanent', `${node.registry}/team/no-such-repo:1`),
