@@ -31,6 +31,8 @@ import {
 } from '../test/support/node.ts';
 import {
   createCasePod,
+  faultHostsFor,
+  faultRetryAfterSeconds,
   nodeCases,
   nodePodSpec,
   observeReasons,
@@ -41,6 +43,7 @@ import {
   type NodeCase,
   type StalledCase,
 } from '../test/support/node-cases.ts';
+import { crioCases, prepareCrioCases } from '../test/support/node-cases-crio.ts';
 import { startFaultRegistries } from '../test/support/registry-faults.ts';
 import { isNodeRuntime, requestedRuntimes, runtimeSupport, type NodeRuntime, type RuntimeOptions } from '../test/support/runtimes.ts';
 import { stallingRegistry } from '../test/support/stalling-registry.ts';
@@ -49,7 +52,10 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const outFile = (runtime: NodeRuntime): string =>
   path.join(root, 'test', 'fixtures', runtime === 'containerd' ? 'real-node-statuses.json' : `real-node-statuses.${runtime}.json`);
 /** Per runtime: settings the recording node starts with. */
-const RECORDING_OPTIONS: Partial<Record<NodeRuntime, RuntimeOptions>> = { containerd2: { imagePullProgressTimeout: '5s' } };
+const RECORDING_OPTIONS: Partial<Record<NodeRuntime, RuntimeOptions>> = {
+  containerd2: { imagePullProgressTimeout: '5s' },
+  crio: { imagePullProgressTimeout: '5s' },
+};
 
 /** The parts of a pod the sweeper reads; names and uids made stable, times kept as recorded. */
 function trim(pod: V1Pod, name: string): V1Pod {
@@ -99,21 +105,24 @@ async function record(kc: KubeConfig, node: TestNodeHandle): Promise<void> {
   const t0 = Date.now();
   const core = kc.makeApiClient(CoreV1Api);
   const ns = await createNamespace(kc, 'record');
-  const faults = await startFaultRegistries();
+  const faults = await startFaultRegistries({ retryAfterSeconds: faultRetryAfterSeconds(node.runtime) });
+  const faultHosts = faultHostsFor(node.runtime, faults);
   const hung = await hungServer();
   const stalling = await stallingRegistry();
   const stoppedUpstream = `127.0.0.1:${await freePort()}`;
-  const hosts = [faults.tooManyRequests, faults.rateLimitedFetch, faults.unavailable, faults.tokenUnavailable, hung.host, stalling.host];
+  const hosts = [faultHosts.tooManyRequests, faultHosts.rateLimitedFetch, faultHosts.unavailable, faultHosts.tokenUnavailable, hung.host, stalling.host];
   for (const h of hosts) addRegistryHost(node, h);
-  addRegistryHost(node, faults.untrusted, 'https');
+  addRegistryHost(node, faultHosts.untrusted, 'https');
   addRegistryHost(node, stoppedUpstream, { mirrors: [node.registry] });
   try {
     const n = await core.readNode({ name: node.name });
     const cases = [
       ...(await nodeCases(node)),
-      ...registryFaultCases(node, faults),
+      ...registryFaultCases(node, faultHosts),
       ...runtimeCases(node, { stoppedUpstream, stallingBlob: stalling.host }),
+      ...(node.runtime === 'crio' ? crioCases(node) : []),
     ];
+    if (node.runtime === 'crio') await prepareCrioCases(node, ns.name);
     process.stderr.write(`recording ${cases.length} cases on ${node.name}...\n`);
     await Promise.all(cases.map((c) => createCasePod(kc, ns.name, c.id, c)));
     const recorded = await Promise.all(cases.map(async (c) => recordedCase(c, await observeReasons(kc, ns.name, c.id, c))));
@@ -196,7 +205,7 @@ async function record(kc: KubeConfig, node: TestNodeHandle): Promise<void> {
     await stalling.close();
     await faults.close();
     await ns.remove();
-    for (const h of [...hosts, faults.untrusted, stoppedUpstream]) removeRegistryHost(node, h);
+    for (const h of [...hosts, faultHosts.untrusted, stoppedUpstream]) removeRegistryHost(node, h);
   }
 }
 

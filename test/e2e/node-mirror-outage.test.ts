@@ -3,7 +3,8 @@
 // lacks the images); the upstream's registry is stopped (nothing listens on its port). What the
 // kubelet then shows depends on the runtime's resolver: containerd 2 reports the mirror's 404
 // (`REF: not found`, core/remotes/docker/resolver.go ranks a 404 above a connection error),
-// containerd 1.6 the upstream's `connection refused`. Either way the outage breaker must hold
+// containerd 1.6 the upstream's `connection refused`, CRI-O both (the mirror's `manifest unknown`,
+// then the upstream's refusal, waiting reason RegistryUnavailable). Either way the outage breaker must hold
 // the Jobs stuck on distinct repositories of that host: the sweep fails nothing.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -22,7 +23,7 @@ import {
   type NodeRuntime,
   type TestNodeHandle,
 } from '../support/node.ts';
-import { caseContainerStatus, nodePodSpec, observeReasons } from '../support/node-cases.ts';
+import { caseContainerStatus, nodePodSpec, observeReasons, refusedReasons } from '../support/node-cases.ts';
 import { policyFile, runSweep, trueCondition } from '../support/sweeper.ts';
 
 const skip = nodeSkipReason();
@@ -32,12 +33,18 @@ const TIMEOUT = { timeout: 180_000, skip };
 const OUTAGE: Partial<Record<NodeRuntime, { message: RegExp; class: 'permanent' | 'transient' }>> = {
   containerd: { message: /failed to resolve reference ".*": failed to do request: Head "http:\/\/127\.0\.0\.1:\d+\/v2\/.*": dial tcp 127\.0\.0\.1:\d+: connect: connection refused$/, class: 'transient' },
   containerd2: { message: /^rpc error: code = NotFound desc = failed to pull and unpack image ".*": failed to resolve image: .*: not found$/, class: 'permanent' },
+  // containers/image v5.35 docker/docker_image_src.go: "(Mirrors also failed: %s): %s: %w", the
+  // upstream's error last; CRI-O sees the refused connection in it: RegistryUnavailable.
+  crio: {
+    message: /^image pull failed for .* because the registry is unavailable: unable to try pulling possible OCI artifact: build image source: \(Mirrors also failed: \[.*: manifest unknown\]\): .*: connect: connection refused$/,
+    class: 'transient',
+  },
 };
 const REPOS = ['team/api', 'team/web', 'team/worker', 'batch/etl'];
-const PULL = { container: 'main', containerKind: 'regular' as const, reasons: ['ErrImagePull'] };
 
 for (const runtime of testRuntimes()) {
   const expected = OUTAGE[runtime];
+  const pull = { container: 'main', containerKind: 'regular' as const, reasons: refusedReasons(runtime).slice(0, 1) };
   describe(`a registry outage behind a mirror: ${runtimeLabel(runtime)}`, () => {
     let node: TestNodeHandle;
     let upstream: string;
@@ -68,8 +75,8 @@ for (const runtime of testRuntimes()) {
       const messages = await Promise.all(
         names.map(async (name) => {
           const [pod] = await waitForJobPods(core, ns, name);
-          const seen = await observeReasons(env.kc, ns, pod!.metadata!.name!, PULL);
-          return caseContainerStatus(seen.get('ErrImagePull')!, PULL)!.state!.waiting!.message ?? '';
+          const seen = await observeReasons(env.kc, ns, pod!.metadata!.name!, pull);
+          return caseContainerStatus(seen.get(pull.reasons[0]!)!, pull)!.state!.waiting!.message ?? '';
         }),
       );
       process.stderr.write(`[mirror] ${runtime}: upstream ${upstream} stopped, mirror ${node.registry}: ${messages[0]}\n`);

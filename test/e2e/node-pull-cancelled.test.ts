@@ -1,5 +1,6 @@
 // A pull that stops making progress, on runtimes that cancel it (containerd ≥ 1.7:
-// `image_pull_progress_timeout`, 5 min by default, 5 s here). The registry serves the manifest
+// `image_pull_progress_timeout`, 5 min by default; CRI-O: `pull_progress_timeout`, off by
+// default; 5 s here). The registry serves the manifest
 // and config, then holds the layer download open after its first 1.5 MiB (stalling-registry.ts):
 // containerd cancels the pull and the kubelet shows ErrImagePull `code = Canceled ... context
 // canceled`, then ImagePullBackOff. The sweeper must class it `stalled` and fail its Job on the
@@ -27,6 +28,14 @@ const TIMEOUT = { timeout: 240_000, skip };
 const CANCELLED: Partial<Record<NodeRuntime, RegExp>> = {
   // containerd v2.4.2 internal/cri/server/images/image_pull.go: "failed to pull and unpack image %q: %w".
   containerd2: /^rpc error: code = Canceled desc = failed to pull and unpack image ".*": context canceled$/,
+  // cri-o v1.34.0 server/image_pull.go (consumeImagePullProgress cancels the pull's context);
+  // containers/image's storage destination words it.
+  crio: /^rpc error: code = Canceled desc = writing blob: storing blob to file ".*": happened during read: context canceled$/,
+};
+/** The runtime's log line saying it cancelled `image` (log file under the node's logDir). */
+const CANCEL_LOG: Partial<Record<NodeRuntime, { file: string; line: (image: string) => RegExp }>> = {
+  containerd2: { file: 'containerd.log', line: (image) => new RegExp(`cancel pulling image ${image.replace(/[.]/g, '\\.')} because of no progress in ${PROGRESS_TIMEOUT}`) },
+  crio: { file: 'crio.log', line: () => new RegExp(`Timed out on waiting up to ${PROGRESS_TIMEOUT} for image pull progress updates`) },
 };
 const PROGRESS_TIMEOUT = '5s';
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -81,8 +90,8 @@ for (const runtime of runtimes) {
       assert.ok(stalling!.stalledDownloads() >= 1, `the layer download started: ${stalling!.requests().join(', ')}`);
       const back = caseContainerStatus(seen.get('ImagePullBackOff')!, c)!.state!.waiting!;
       assert.equal(back.message, `Back-off pulling image "${image}": ErrImagePull: ${first.message}`);
-      const ctrdLog = fs.readFileSync(path.join(n.logDir, 'containerd.log'), 'utf8');
-      assert.match(ctrdLog, new RegExp(`cancel pulling image ${image.replace(/[.]/g, '\\.')} because of no progress in ${PROGRESS_TIMEOUT}`));
+      const cancelLog = CANCEL_LOG[runtime]!;
+      assert.match(fs.readFileSync(path.join(n.logDir, cancelLog.file), 'utf8'), cancelLog.line(image));
 
       // The registry that never answers: no cancel, no message, still ContainerCreating.
       const never = await observeStates(env.kc, ns, 'never-answers', {

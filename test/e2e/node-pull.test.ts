@@ -1,6 +1,7 @@
 // Every image-pull failure class from a real pull on the real node of each runtime of the run
-// (kubelet + containerd 1.6 / 2.x + local registries, and loopback stand-ins for 429, 503 and an
-// untrusted certificate), with the message the real kubelet writes, judged by the sweeper (dry run).
+// (kubelet + containerd 1.6 / 2.x or CRI-O + local registries, and loopback stand-ins for 429, 503
+// and an untrusted certificate), with the message the real kubelet writes, judged by the sweeper
+// (dry run). CRI-O also gets the cases only its config makes (node-cases-crio.ts).
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { CoreV1Api, type V1Pod } from '@kubernetes/client-node';
@@ -19,12 +20,16 @@ import {
 import {
   caseContainerStatus,
   createCasePod,
+  faultHostsFor,
+  faultRetryAfterSeconds,
   nodeCases,
   nodePodSpec,
   observeReasons,
   registryFaultCases,
+  type FaultHosts,
   type NodeCase,
 } from '../support/node-cases.ts';
+import { crioCases, prepareCrioCases } from '../support/node-cases-crio.ts';
 import { startFaultRegistries, type FaultRegistries } from '../support/registry-faults.ts';
 import { policyFile, runSweep, type SweepRun } from '../support/sweeper.ts';
 
@@ -67,7 +72,36 @@ const CONTAINERD_2: Record<string, RegExp> = {
   'service-unavailable': /: failed to resolve image: unexpected status from HEAD request to http:\/\/.*\/manifests\/1: 503 Service Unavailable$/,
   'token-unavailable': /failed to authorize: failed to fetch anonymous token: unexpected status from GET request to http:\/\/.*\/token\?.*: 503 Service Unavailable$/,
 };
-const CAUSES: Partial<Record<NodeRuntime, Record<string, RegExp>>> = { containerd: CONTAINERD_16, containerd2: CONTAINERD_2 };
+// CRI-O 1.34 tries an OCI artifact pull first (internal/storage/image.go: "unable to try pulling
+// possible OCI artifact: %w", internal/ociartifact/store.go: "build image source: %w"), then
+// containers/image v5.35's words; a refused connection is RegistryUnavailable and a policy refusal
+// SignatureValidationFailed (server/image_pull.go), worded by the kubelet ("image pull failed for
+// X because ..."). Recorded on the test node by `npm run record:node-statuses`.
+const CRIO_PREFIX = '^unable to try pulling possible OCI artifact: build image source: ';
+const crio = (rest: string): RegExp => new RegExp(CRIO_PREFIX + rest);
+const CRIO: Record<string, RegExp> = {
+  'repo-missing': crio(String.raw`reading manifest 1 in .*: manifest unknown$`),
+  'tag-missing': crio(String.raw`reading manifest no-such-tag in .*: manifest unknown$`),
+  'auth-no-secret': crio(String.raw`reading manifest 1 in .*: authentication required$`),
+  // A 401 to the manifest GET, whether or not credentials went with it (docker/errors.go words a
+  // failed token fetch with credentials as "invalid username/password").
+  'auth-wrong-password': crio(String.raw`(?:reading manifest 1 in .*: authentication required|.*invalid username/password: .*)$`),
+  'unresolvable-host': crio(String.raw`pinging container registry registry\.no-such-host\.invalid: .*lookup registry\.no-such-host\.invalid.*no such host$`),
+  'connection-refused': /^image pull failed for .* because the registry is unavailable: unable to try pulling possible OCI artifact: .*connect: connection refused$/,
+  'invalid-name': /invalid reference format/,
+  'never-pull': /is not present with pull policy of Never/,
+  'init-container': /manifest unknown$/,
+  sidecar: /manifest unknown$/,
+  'too-many-requests': crio(String.raw`pinging container registry .*: toomanyrequests: too many requests, retry later$`),
+  'too-many-requests-on-fetch': crio(String.raw`pinging container registry .*: toomanyrequests: You have reached your pull rate limit\.`),
+  'service-unavailable': crio(String.raw`pinging container registry .*: received unexpected HTTP status: 503 Service Unavailable$`),
+  'token-unavailable': crio(String.raw`Requesting bearer token: received unexpected HTTP status: 503 Service Unavailable$`),
+  'untrusted-certificate': crio(String.raw`pinging container registry 0\.0\.0\.0:\d+: Get "https://0\.0\.0\.0:\d+/v2/": tls: failed to verify certificate: x509: certificate signed by unknown authority$`),
+  'short-name': /^Failed to inspect image "": rpc error: code = Unknown desc = short-name "app:1" did not resolve to an alias and no unqualified-search registries are defined in ".*"$/,
+  'signature-required': /^image pull failed for .* because the signature validation failed: Source image rejected: A signature was required, but no signature exists$/,
+  'platform-mismatch': /^choosing an image from manifest list docker:\/\/.*: no image found in image index for architecture "amd64", variant "", OS "linux"$/,
+};
+const CAUSES: Partial<Record<NodeRuntime, Record<string, RegExp>>> = { containerd: CONTAINERD_16, containerd2: CONTAINERD_2, crio: CRIO };
 
 for (const runtime of testRuntimes()) describe(`real pulls on the real node: ${runtimeLabel(runtime)}`, () => {
   const causes = CAUSES[runtime];
@@ -78,15 +112,17 @@ for (const runtime of testRuntimes()) describe(`real pulls on the real node: ${r
   const seen = new Map<string, Map<string, V1Pod>>();
   let dryRun: SweepRun;
   let faults: FaultRegistries | undefined;
-  const faultHosts = (f: FaultRegistries): string[] => [f.tooManyRequests, f.rateLimitedFetch, f.unavailable, f.tokenUnavailable, f.untrusted];
+  let hosts: FaultHosts;
 
   before(async () => {
     if (skip) return;
     node = await testNode(env.cluster.kubeconfigPath, { runtime });
     ns = await env.namespace(`node-pull-${runtime}`);
-    faults = await startFaultRegistries();
-    for (const h of faultHosts(faults)) addRegistryHost(node, h, h === faults.untrusted ? 'https' : 'http');
-    cases = [...(await nodeCases(node)), ...registryFaultCases(node, faults)];
+    faults = await startFaultRegistries({ retryAfterSeconds: faultRetryAfterSeconds(runtime) });
+    hosts = faultHostsFor(runtime, faults);
+    for (const h of Object.values(hosts)) addRegistryHost(node, h, h === hosts.untrusted ? 'https' : 'http');
+    if (runtime === 'crio') await prepareCrioCases(node, ns);
+    cases = [...(await nodeCases(node)), ...registryFaultCases(node, hosts), ...(runtime === 'crio' ? crioCases(node) : [])];
     await Promise.all(cases.map((c) => createCasePod(env.kc, ns, c.id, c)));
     await Promise.all(
       cases.map(async (c) => {
@@ -99,7 +135,7 @@ for (const runtime of testRuntimes()) describe(`real pulls on the real node: ${r
   after(async () => {
     if (!faults) return;
     await faults.close();
-    for (const h of faultHosts(faults)) removeRegistryHost(node, h);
+    for (const h of Object.values(hosts)) removeRegistryHost(node, h);
   });
 
   const one = (id: string): { c: NodeCase; forms: Map<string, V1Pod> } => {
@@ -115,13 +151,11 @@ for (const runtime of testRuntimes()) describe(`real pulls on the real node: ${r
       const first = caseContainerStatus(forms.get(c.reasons[0]!)!, c)!.state!.waiting!;
       assert.match(first.message ?? '', causes[id]!);
       if (c.reasons.includes('ImagePullBackOff')) {
-        // The back-off form wraps the last pull error: Back-off pulling image "X": ErrImagePull: <cause>.
+        // The back-off form wraps the last pull error: Back-off pulling image "X": <first reason>: <cause>.
         const back = caseContainerStatus(forms.get('ImagePullBackOff')!, c)!.state!.waiting!;
-        assert.ok(
-          back.message?.startsWith(`Back-off pulling image "${c.image}": ErrImagePull: `),
-          `back-off message: ${back.message}`,
-        );
-        assert.match(back.message!.slice(back.message!.indexOf('ErrImagePull: ') + 14), causes[id]!);
+        const prefix = `Back-off pulling image "${c.image}": ${c.reasons[0]}: `;
+        assert.ok(back.message?.startsWith(prefix), `back-off message: ${back.message}`);
+        assert.match(back.message!.slice(prefix.length), causes[id]!);
       }
       const lines = dryRun.lines.filter((l) => l.pod === id);
       assert.equal(lines.length, 1, `one audit line for ${id}: ${JSON.stringify(dryRun.lines.map((l) => l.pod))}`);

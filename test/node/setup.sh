@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Installs what the real test node needs (Debian/Ubuntu, root): containerd, runc, the CNI
-# plugins, the distribution registry, skopeo, umoci, htpasswd, and faketime (the sweeper on a
-# skewed clock, test/e2e/node-clock.test.ts). Idempotent: when everything is there it only checks
-# and exits (well under a second). Services the packages ship are not left running: the tests
-# start their own instances on loopback.
+# Installs what the real test node needs (Debian/Ubuntu, root): containerd, runc, conmon
+# (CRI-O's monitor), the CNI plugins, the distribution registry, skopeo, umoci, htpasswd, and
+# faketime (the sweeper on a skewed clock, test/e2e/node-clock.test.ts). Idempotent: when
+# everything is there it only checks and exits (well under a second). Services the packages ship
+# are not left running: the tests start their own instances on loopback.
 #
 # Usage: setup.sh [--check]   (--check: exit 1 listing what is missing, install nothing)
 set -euo pipefail
@@ -12,6 +12,7 @@ set -euo pipefail
 declare -A need=(
   [containerd]=containerd
   [runc]=runc
+  [conmon]=conmon
   [/usr/lib/cni/bridge]=containernetworking-plugins
   [/usr/lib/cni/host-local]=containernetworking-plugins
   [/usr/lib/cni/loopback]=containernetworking-plugins

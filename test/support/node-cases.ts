@@ -54,6 +54,11 @@ function dockerConfig(registry: string, user: string, password: string): string 
 const PULL = ['ErrImagePull', 'ImagePullBackOff'];
 const main = (image: string, extra: Partial<V1Container> = {}): V1Container => ({ name: 'main', image, ...extra });
 
+/** CRI-O reports a refused connection as RegistryUnavailable (cri-o v1.34.0 server/image_pull.go). */
+export function refusedReasons(runtime: NodeRuntime): string[] {
+  return runtime === 'crio' ? ['RegistryUnavailable', 'ImagePullBackOff'] : PULL;
+}
+
 /** A bare pod whose one regular container `main` pulls `image`. */
 function regularCase(
   node: { name: string },
@@ -82,7 +87,9 @@ export async function nodeCases(node: TestNodeHandle): Promise<NodeCase[]> {
   const pull = PULL;
   const regular = (id: string, title: string, expectedClass: NodeCase['expectedClass'], image: string, extra: Partial<NodeCase> = {}): NodeCase =>
     regularCase(node, id, title, expectedClass, image, extra);
-  const authImage = `${node.authRegistry}/pause:3.10`;
+  // Never pulled with credentials before (node-basics pulls pause:3.10 with them): the kubelet on
+  // CRI-O starts a pod without a pull secret from an image already on the node, no pull, no 401.
+  const authImage = await node.pushImage('team/private:1', { auth: true });
   const missing = `${node.registry}/team/missing:1`;
   return [
     regular('repo-missing', 'repository missing', 'permanent', `${node.registry}/team/no-such-repo:1`),
@@ -93,7 +100,9 @@ export async function nodeCases(node: TestNodeHandle): Promise<NodeCase[]> {
       secrets: [{ name: 'wrong-password', dockerconfigjson: dockerConfig(node.authRegistry, node.authUser, 'not-the-password') }],
     }),
     regular('unresolvable-host', 'registry host does not resolve', 'transient', 'registry.no-such-host.invalid/team/app:1'),
-    regular('connection-refused', 'registry refuses connections', 'transient', `127.0.0.1:${refusedPort}/team/app:1`),
+    regular('connection-refused', 'registry refuses connections', 'transient', `127.0.0.1:${refusedPort}/team/app:1`, {
+      reasons: refusedReasons(node.runtime),
+    }),
     regular('invalid-name', 'InvalidImageName', 'permanent', `${node.registry}/Team/App:1`, { reasons: ['InvalidImageName'] }),
     regular('never-pull', 'ErrImageNeverPull', 'permanent', `${node.registry}/team/never-pulled:1`, {
       reasons: ['ErrImageNeverPull'],
@@ -124,13 +133,41 @@ export async function nodeCases(node: TestNodeHandle): Promise<NodeCase[]> {
   ];
 }
 
+/** The stand-ins' hosts (registry-faults.ts). */
+export type FaultHosts = Record<'tooManyRequests' | 'rateLimitedFetch' | 'unavailable' | 'tokenUnavailable' | 'untrusted', string>;
+
+/**
+ * The stand-ins' hosts as the node of `runtime` must address them. CRI-O never verifies TLS for
+ * 127.0.0.0/8 (cri-o v1.34.0 internal/storage/image.go adds it to the insecure registries), so it
+ * reaches the untrusted one at 0.0.0.0:PORT: the same loopback server (Linux connects 0.0.0.0 to
+ * the local host) at an address outside that range.
+ */
+export function faultHostsFor(runtime: NodeRuntime, f: FaultHosts): FaultHosts {
+  const { tooManyRequests, rateLimitedFetch, unavailable, tokenUnavailable, untrusted } = f;
+  return {
+    tooManyRequests,
+    rateLimitedFetch,
+    unavailable,
+    tokenUnavailable,
+    untrusted: runtime === 'crio' ? untrusted.replace(/^127\.0\.0\.1:/, '0.0.0.0:') : untrusted,
+  };
+}
+
+/**
+ * Retry-After of the stand-ins' 429s for a node of `runtime`: CRI-O honours it (5 tries), which
+ * with the default 30 s holds every serialized pull on the node for minutes; 0 keeps its 5 tries.
+ */
+export function faultRetryAfterSeconds(runtime: NodeRuntime): number | undefined {
+  return runtime === 'crio' ? 0 : undefined;
+}
+
 /**
  * Transient registry answers, from the stand-ins of registry-faults.ts (containerd needs their
  * hosts: addRegistryHost, https for `untrusted`).
  */
 export function registryFaultCases(
   node: { name: string },
-  hosts: { tooManyRequests: string; rateLimitedFetch: string; unavailable: string; tokenUnavailable: string; untrusted: string },
+  hosts: FaultHosts,
 ): NodeCase[] {
   return [
     regularCase(node, 'too-many-requests', 'registry answers 429 Too Many Requests', 'transient', `${hosts.tooManyRequests}/team/app:1`),
@@ -142,7 +179,7 @@ export function registryFaultCases(
 }
 
 /** The class a mirror's 404 for a stopped upstream gets, by runtime (node-mirror-outage.test.ts shows the messages). */
-const MIRROR_OUTAGE_CLASS: Partial<Record<NodeRuntime, PullClass>> = { containerd: 'transient', containerd2: 'permanent' };
+const MIRROR_OUTAGE_CLASS: Partial<Record<NodeRuntime, PullClass>> = { containerd: 'transient', containerd2: 'permanent', crio: 'transient' };
 
 /**
  * Cases that depend on the runtime's config: `mirror-outage` (the node's host config for
@@ -157,7 +194,11 @@ export function runtimeCases(
   const out: NodeCase[] = [];
   const mirrorClass = MIRROR_OUTAGE_CLASS[node.runtime];
   if (mirrorClass) {
-    out.push(regularCase(node, 'mirror-outage', 'mirror lacks the image, upstream registry stopped', mirrorClass, `${hosts.stoppedUpstream}/team/app:1`));
+    out.push(
+      regularCase(node, 'mirror-outage', 'mirror lacks the image, upstream registry stopped', mirrorClass, `${hosts.stoppedUpstream}/team/app:1`, {
+        reasons: refusedReasons(node.runtime),
+      }),
+    );
   }
   if (node.runtimeOptions.imagePullProgressTimeout) {
     out.push(

@@ -547,6 +547,9 @@ export async function startNode(opts: StartNodeOptions): Promise<RunningNode> {
       authentication: { anonymous: { enabled: false }, webhook: { enabled: false } },
       authorization: { mode: 'AlwaysAllow' },
       serializeImagePulls: opts.serializeImagePulls ?? true,
+      // No kubelet pull throttle (default 5/s, burst 10): with 20 cases at once on a fast runtime
+      // (CRI-O) the kubelet's own "pull QPS exceeded" replaced the runtime's message.
+      registryPullQPS: 0,
       // A test machine's disk may be fuller than a production node's: never evict for it.
       evictionHard: { 'memory.available': '1Mi', 'nodefs.available': '1%', 'imagefs.available': '1%' },
       imageGCHighThresholdPercent: 100,

@@ -31,7 +31,7 @@ function registryError(code: string, message: string): string {
   return JSON.stringify({ errors: [{ code, message, detail: null }] });
 }
 
-/** A self-signed certificate (no CA) for IP 127.0.0.1, made with the openssl CLI. */
+/** A self-signed certificate (no CA) for IPs 127.0.0.1 and 0.0.0.0 (how CRI-O reaches it), made with the openssl CLI. */
 function selfSignedCertificate(): { cert: string; key: string } {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'imagepull-sweeper-untrusted-'));
   try {
@@ -39,7 +39,7 @@ function selfSignedCertificate(): { cert: string; key: string } {
       'openssl',
       [
         'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
-        '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-days', '2',
+        '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1,IP:0.0.0.0', '-days', '2',
         '-keyout', path.join(dir, 'key.pem'), '-out', path.join(dir, 'cert.pem'),
       ],
       { stdio: ['ignore', 'ignore', 'pipe'] },
@@ -58,8 +58,13 @@ async function listen(server: http.Server): Promise<string> {
   return `127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
-/** Starts the four stand-ins; close() stops them. */
-export async function startFaultRegistries(): Promise<FaultRegistries> {
+/**
+ * Starts the stand-ins; close() stops them. `retryAfterSeconds` (default 30) is the 429s'
+ * Retry-After: CRI-O (containers/image docker_client.go) honours it, retrying a request up to 5
+ * times, so a node's serialized pulls would queue minutes behind each 429 case.
+ */
+export async function startFaultRegistries(opts: { retryAfterSeconds?: number } = {}): Promise<FaultRegistries> {
+  const retryAfter = String(opts.retryAfterSeconds ?? 30);
   const log: ReturnType<FaultRegistries['requests']> = { tooManyRequests: [], rateLimitedFetch: [], unavailable: [], tokenUnavailable: [], untrusted: [] };
   const servers: http.Server[] = [];
   const serve = async (name: keyof typeof log, handler: http.RequestListener, tls?: { cert: string; key: string }): Promise<string> => {
@@ -78,7 +83,7 @@ export async function startFaultRegistries(): Promise<FaultRegistries> {
   };
 
   const tooManyRequests = await serve('tooManyRequests', (_req, res) =>
-    json(res, 429, registryError('TOOMANYREQUESTS', 'too many requests, retry later'), { 'Retry-After': '30' }),
+    json(res, 429, registryError('TOOMANYREQUESTS', 'too many requests, retry later'), { 'Retry-After': retryAfter }),
   );
   const manifest = Buffer.from(JSON.stringify({ schemaVersion: 2, mediaType: 'application/vnd.oci.image.manifest.v1+json' }));
   const digest = `sha256:${createHash('sha256').update(manifest).digest('hex')}`;
@@ -92,7 +97,7 @@ export async function startFaultRegistries(): Promise<FaultRegistries> {
       });
       return res.end();
     }
-    json(res, 429, registryError('TOOMANYREQUESTS', 'You have reached your pull rate limit. You may increase the limit by authenticating and upgrading: https://www.docker.com/increase-rate-limit'), { 'Retry-After': '30' });
+    json(res, 429, registryError('TOOMANYREQUESTS', 'You have reached your pull rate limit. You may increase the limit by authenticating and upgrading: https://www.docker.com/increase-rate-limit'), { 'Retry-After': retryAfter });
   });
   const unavailable = await serve('unavailable', (_req, res) => json(res, 503, registryError('UNAVAILABLE', 'service unavailable')));
   let tokenHost = '';

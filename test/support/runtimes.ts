@@ -4,11 +4,12 @@
 //
 //   containerd   Debian 12's containerd 1.6 (apt, test/node/setup.sh)
 //   containerd2  containerd 2.x built from its Go module (test/runtimes/containerd2, build.sh)
-//   crio         CRI-O (no driver yet: reported as unsupported)
+//   crio         CRI-O built from its Go module (test/runtimes/crio, build.sh), Debian's conmon and runc
 //
 // The e2e runner starts one node per runtime of the run: $IMAGEPULL_SWEEPER_TEST_RUNTIMES (comma
 // separated), by default every runtime whose driver says this machine can run it.
 import { containerd16, containerd2 } from './runtime-containerd.ts';
+import { crio } from './runtime-crio.ts';
 
 export type NodeRuntime = 'containerd' | 'containerd2' | 'crio';
 export const NODE_RUNTIMES: readonly NodeRuntime[] = ['containerd', 'containerd2', 'crio'];
@@ -66,6 +67,7 @@ export interface RuntimeDriver {
 const DRIVERS: Partial<Record<NodeRuntime, RuntimeDriver>> = {
   containerd: containerd16,
   containerd2,
+  crio,
 };
 
 export function isNodeRuntime(s: string): s is NodeRuntime {
