@@ -113,6 +113,7 @@ function pagedGateway(total: number, stuckEvery: number): KubeGateway {
     createEvent: notUsed,
     readCronJob: notUsed,
     mergePatchCronJob: notUsed,
+    readServerVersion: notUsed,
   };
 }
 

@@ -10,6 +10,7 @@ import { judgePending } from './judge/pending.ts';
 import type { PodOwner } from './judge/types.ts';
 import { describeApiError, explainFailure, type ApiFailure } from './kube/errors.ts';
 import type { KubeGateway } from './kube/gateway.ts';
+import { serverVersionWarning } from './kube/server-version.ts';
 import { mapBounded } from './concurrency.ts';
 import type { JobView, StuckContainer } from './model.ts';
 import { observeStuckContainers } from './observe/pods.ts';
@@ -28,6 +29,9 @@ const CONCURRENT_READS = 8;
 const CONCURRENT_WRITES = 16;
 /** From this many stuck Jobs in one namespace on, one paged LIST is cheaper than GETs. */
 const LIST_JOBS_THRESHOLD = 10;
+const SANDBOX_CONDITION_MISSING =
+  'the kubelet of these nodes writes no PodReadyToStartContainers condition (feature gate PodReadyToStartContainersCondition off, ' +
+  'possible before Kubernetes 1.37): pulls that hang without an error are not detected on them, and the stuck time of a pull error counts from before its sandbox was up';
 
 export interface SweepOptions {
   dryRun: boolean;
@@ -93,6 +97,11 @@ export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<Swe
   } catch (error) {
     return unreachable(logger, sweepId, 'listing pods', describeApiError(error));
   }
+  // Read once the server answered: an unreachable one is reported by the list above.
+  const tooOld = await gateway.readServerVersion().then(serverVersionWarning, () => undefined);
+  if (tooOld) logger.warn(tooOld, { sweepId });
+  const blind = [...observation.nodesWithoutSandboxCondition].sort();
+  if (blind.length > 0) logger.warn(SANDBOX_CONDITION_MISSING, { sweepId, nodes: blind });
 
   const attribution = await attributeToJobs(gateway, observation.stuck, {
     concurrency: CONCURRENT_READS,

@@ -1,5 +1,6 @@
 import type { EventsV1Event, KubeConfig, V1ConfigMap, V1CronJob, V1Job, V1Namespace, V1Pod } from '@kubernetes/client-node';
 import { createKubeHttp } from './http.ts';
+import type { ServerVersion } from './server-version.ts';
 
 export interface Page<T> {
   items: T[];
@@ -44,6 +45,8 @@ export interface KubeGateway {
   readCronJob(namespace: string, name: string): Promise<V1CronJob>;
   /** JSON merge patch (RFC 7386): the run count annotations, and spec.suspend. */
   mergePatchCronJob(namespace: string, name: string, patch: object): Promise<void>;
+  /** GET /version: the API server's Kubernetes version. */
+  readServerVersion(): Promise<ServerVersion>;
 }
 
 export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
@@ -106,6 +109,7 @@ export function createGateway(kubeConfig: KubeConfig, options: { timeoutMs?: num
     async mergePatchCronJob(namespace, name, body) {
       await raw.send('PATCH', `/apis/batch/v1/namespaces/${path(namespace)}/cronjobs/${path(name)}`, { body, contentType: MERGE_PATCH, ignoreAnswer });
     },
+    readServerVersion: async () => (await raw.getJson('/version', {})) as ServerVersion,
   };
 }
 

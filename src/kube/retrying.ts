@@ -117,6 +117,7 @@ export function withRetries(plain: KubeGateway, options: Partial<RetryPolicy> = 
         const current = await gateway.readCronJob(namespace, name).catch(() => undefined);
         return current && carriesAnnotations(current, patch) ? undefined : FAILED;
       }),
+    readServerVersion: () => retry('readServerVersion', () => plain.readServerVersion()),
   };
   return gateway;
 }
