@@ -1,4 +1,5 @@
-// A real node for the e2e control plane: kubelet v1.37.2 (built with the control plane),
+// A real node for the e2e control plane: the kubelet built with the control plane (v1.37.2, or
+// v1.34.4 with IMAGEPULL_SWEEPER_K8S_VERSION=1.34),
 // containerd + runc + CNI bridge from the distribution, two local registries (one open, one
 // with htpasswd auth) and a locally built pause image. Everything is per run: temp dirs, its
 // own containerd socket, a CNI bridge and cgroup named after the node, free loopback ports.
@@ -83,6 +84,8 @@ export interface StartNodeOptions {
   readyTimeoutMs?: number;
   /** Kubelet serializeImagePulls (default true, the kubelet default). */
   serializeImagePulls?: boolean;
+  /** Kubelet featureGates (e.g. a beta gate turned off, as some managed clusters do). */
+  kubeletFeatureGates?: Record<string, boolean>;
 }
 
 const defaultLog = (line: string): void => {
@@ -562,6 +565,7 @@ export async function startNode(opts: StartNodeOptions): Promise<RunningNode> {
       nodeStatusReportFrequency: '10s',
       registerNode: true,
       logging: { format: 'text' },
+      ...(opts.kubeletFeatureGates ? { featureGates: opts.kubeletFeatureGates } : {}),
     };
     const kubeletConfigFile = path.join(runDir, 'kubelet.yaml');
     fs.writeFileSync(kubeletConfigFile, toYaml(kubeletConfig));
