@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds a local e2e control plane (etcd, kube-apiserver, kube-controller-manager) and the test
 # node's kubelet at one pinned Kubernetes version, from the Go module in that version's folder
-# (v1.37/, v1.34/), and caches the binaries outside the clone:
+# (v1.37/, v1.36/, v1.35/, v1.34/), and caches the binaries outside the clone:
 #
 #   ${IMAGEPULL_SWEEPER_CONTROLPLANE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/imagepull-sweeper/controlplane}/<version>-<hash>/
 #
@@ -12,7 +12,8 @@
 # reuses the cache (a warm run takes well under a second).
 #
 # Usage: build.sh [--version MINOR] [--print-dir | --with-kubectl]
-#   MINOR is 1.37 (default) or 1.34; $IMAGEPULL_SWEEPER_K8S_VERSION sets it too (the option wins).
+#   MINOR is 1.37 (default), 1.36, 1.35 or 1.34; $IMAGEPULL_SWEEPER_K8S_VERSION sets it too (the
+#   option wins). CI builds 1.37 and 1.34; 1.36 and 1.35 are there to be run by hand.
 #   Progress goes to stderr; the last line on stdout is the directory holding the binaries.
 #   --print-dir prints that directory without building (it may not exist yet).
 #   --with-kubectl also builds kubectl from the same module (only the scale benchmark uses it;
@@ -20,7 +21,7 @@
 set -euo pipefail
 
 # Minor -> pinned release; each has a folder v<minor>/ with go.mod and go.sum.
-declare -A PINS=([1.37]=v1.37.2 [1.34]=v1.34.4)
+declare -A PINS=([1.37]=v1.37.2 [1.36]=v1.36.3 [1.35]=v1.35.4 [1.34]=v1.34.4)
 ETCD_MINOR=1.37
 # The tag date of the pinned release is not needed for anything; keep the build reproducible.
 BUILD_DATE=1970-01-01T00:00:00Z

@@ -2,7 +2,7 @@
 // compatibility run, npm run test:e2e:compat) and what the sweeper detects about older
 // clusters: the server's version (a floor at 1.34) and a kubelet that writes no
 // PodReadyToStartContainers (the gate is beta, so switchable, before 1.37; on 1.37 it is locked
-// on and the kubelet refuses to turn it off, so that case runs on 1.34 only).
+// on and the kubelet refuses to turn it off, so that case runs on the older pins only).
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { BatchV1Api, CoreV1Api, type KubeConfig, type V1Job, type V1Pod } from '@kubernetes/client-node';
@@ -21,7 +21,9 @@ const minor = process.env[K8S_VERSION_ENV] ?? '1.37';
 const nodeSkip = nodeSkipReason();
 const TIMEOUT = { timeout: 240_000 };
 const GATE = 'PodReadyToStartContainersCondition';
-const gateSkip = minor === '1.34' ? nodeSkip : `${GATE} is GA and locked on in ${minor}; the gate-off kubelet runs in the 1.34 compatibility run`;
+// Beta (switchable) up to 1.36, GA and locked on from 1.37.
+const gateLocked = Number(minor.split('.')[1]) >= 37;
+const gateSkip = gateLocked ? `${GATE} is GA and locked on in ${minor}; the gate-off kubelet runs in the 1.34 compatibility run` : nodeSkip;
 const POLICY = policyFile('defaults: { grace: { permanent: 1s, stalled: 5s } }\n');
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
