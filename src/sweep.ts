@@ -32,6 +32,11 @@ const LIST_JOBS_THRESHOLD = 10;
 const SANDBOX_CONDITION_MISSING =
   'the kubelet of these nodes writes no PodReadyToStartContainers condition (feature gate PodReadyToStartContainersCondition off, ' +
   'possible before Kubernetes 1.37): pulls that hang without an error are not detected on them, and the stuck time of a pull error counts from before its sandbox was up';
+const SANDBOX_WAIT_WARN_MS = 30_000;
+const SANDBOX_NOT_READY =
+  'pods have waited over 30 s for their sandbox (PodReadyToStartContainers False) with containers still to be created: either the sandbox ' +
+  'does not come up, or, on a kubelet before Kubernetes 1.36 (which marks the sandbox ready only after the image pull), their pull hangs ' +
+  'without an error; the sweeper cannot tell which and does not act on them';
 
 export interface SweepOptions {
   dryRun: boolean;
@@ -134,6 +139,11 @@ export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<Swe
   }
 
   const now = clock();
+  const slowSandboxes = observation.sandboxWaits.filter((w) => now.getTime() - w.since.getTime() > SANDBOX_WAIT_WARN_MS);
+  if (slowSandboxes.length > 0) {
+    const pods = slowSandboxes.map((w) => `${w.namespace}/${w.pod}`);
+    logger.warn(SANDBOX_NOT_READY, { sweepId, pods, nodes: [...new Set(slowSandboxes.map((w) => w.node))].sort() });
+  }
   const judgeInput: JudgeInput = { stuck: observation.stuck, ownerOf, namespaceLabels: labels, policy, now };
   const judgement = judge(judgeInput);
   const pending = judgePending({ labelled, decisions: judgement.decisions, confirmWithinSeconds: policy.limits.confirmWithinSeconds, now });

@@ -9,7 +9,7 @@ import { describeApiError } from '../kube/errors.ts';
 import type { KubeGateway, PodRow } from '../kube/gateway.ts';
 import { forEachPage, listFromStart, type RestartOptions } from '../kube/paging.ts';
 import { isCandidateStatus } from './candidates.ts';
-import { lacksSandboxCondition } from './kubelet-conditions.ts';
+import { lacksSandboxCondition, sandboxNotReadySince } from './kubelet-conditions.ts';
 
 export const PENDING_PODS = 'status.phase=Pending';
 
@@ -41,6 +41,8 @@ export interface Observation {
   pages: number;
   /** Nodes of candidates whose kubelet writes no PodReadyToStartContainers (see lacksSandboxCondition). */
   nodesWithoutSandboxCondition: Set<string>;
+  /** Candidates waiting for their sandbox (see sandboxNotReadySince). */
+  sandboxWaits: { namespace: string; pod: string; node: string; since: Date }[];
 }
 
 /**
@@ -48,9 +50,11 @@ export interface Observation {
  * reduced to its candidates before the next one is asked for.
  */
 export async function observeStuckContainers(gateway: KubeGateway, options: ObserveOptions): Promise<Observation> {
-  const result: Observation = { stuck: [], podsScanned: 0, candidates: 0, pages: 0, nodesWithoutSandboxCondition: new Set() };
+  const result: Observation = { stuck: [], podsScanned: 0, candidates: 0, pages: 0, nodesWithoutSandboxCondition: new Set(), sandboxWaits: [] };
   const judged = (pod: V1Pod): StuckContainer[] => {
     if (lacksSandboxCondition(pod)) result.nodesWithoutSandboxCondition.add(pod.spec?.nodeName ?? '');
+    const since = sandboxNotReadySince(pod);
+    if (since) result.sandboxWaits.push({ namespace: pod.metadata?.namespace ?? '', pod: pod.metadata?.name ?? '', node: pod.spec?.nodeName ?? '', since });
     return findStuckContainers(pod);
   };
   const namespaces = options.namespaces.length > 0 ? [...new Set(options.namespaces)] : await allNamespaces(gateway, options, result);

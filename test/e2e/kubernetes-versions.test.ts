@@ -73,6 +73,54 @@ describe(`Kubernetes ${minor}`, () => {
     assert.deepEqual(warnings.filter((m) => /Kubernetes|PodReadyToStartContainers/.test(m)), []);
   });
 
+  describe('a pull that hangs without an error', () => {
+    let node: RunningNode | undefined;
+    let hung: Awaited<ReturnType<typeof hungServer>> | undefined;
+    before(async () => {
+      if (nodeSkip) return;
+      hung = await hungServer();
+      node = await startNode({ kubeconfigPath: env.cluster.kubeconfigPath, serializeImagePulls: false });
+      addRegistryHost(node.registryConfigDir, hung.host);
+    });
+    after(async () => {
+      await hung?.close();
+      await node?.stop();
+    });
+
+    // Kubelets before 1.36 mark the sandbox ready only once the pull ended (1.36 added a
+    // callback right after sandbox creation, kubernetes/kubernetes#134460).
+    const marksSandboxEarly = Number(minor.split('.')[1]) >= 36;
+    it(
+      marksSandboxEarly
+        ? 'the kubelet marks the sandbox ready during the pull: the sweep sees the pod as stalled, no sandbox warning'
+        : 'the kubelet never marks the sandbox ready during the pull: the sweep does not act and warns after 30 s, naming the pod',
+      { ...TIMEOUT, skip: nodeSkip },
+      async () => {
+        const ns = await env.namespace('k8s-hung');
+        await createJob(env.kc, ns, node!, 'hung', `${hung!.host}/team/app:1`);
+        const pod = await waitingPod(env.kc, ns, 'hung', ['ContainerCreating']);
+        await sleep(35_000);
+        const read = await env.kc.makeApiClient(CoreV1Api).readNamespacedPod({ namespace: ns, name: pod.metadata!.name! });
+        assert.equal(read.status?.containerStatuses?.[0]?.state?.waiting?.reason, 'ContainerCreating');
+        assert.ok(hung!.connections() > 0, 'the kubelet is pulling from the hung registry');
+        const ready = read.status?.conditions?.find((c) => c.type === 'PodReadyToStartContainers')?.status;
+        const run = await runSweep(env.kc, { namespaces: [ns], policy: POLICY, dryRun: true });
+        const warning = run.records.find((r) => r.level === 'warn' && /waited over 30 s for their sandbox/.test(String(r.message)));
+        if (marksSandboxEarly) {
+          assert.equal(ready, 'True');
+          assert.deepEqual(run.lines.map((l) => [l.job, l.class, l.outcome]), [['hung', 'stalled', 'would-fail']]);
+          assert.equal(warning, undefined);
+        } else {
+          assert.equal(ready, 'False');
+          assert.deepEqual(run.lines, []);
+          assert.ok(warning, JSON.stringify(run.records));
+          assert.deepEqual(warning.pods, [`${ns}/${pod.metadata!.name}`]);
+          assert.deepEqual(warning.nodes, [node!.name]);
+        }
+      },
+    );
+  });
+
   describe(`a kubelet with ${GATE} off`, () => {
     let node: RunningNode | undefined;
     let hung: Awaited<ReturnType<typeof hungServer>> | undefined;

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
-import { lacksSandboxCondition } from '../../src/observe/kubelet-conditions.ts';
+import { lacksSandboxCondition, sandboxNotReadySince } from '../../src/observe/kubelet-conditions.ts';
 import { REAL_NODE } from './real-node.ts';
 
 describe('lacksSandboxCondition', () => {
@@ -22,5 +22,32 @@ describe('lacksSandboxCondition', () => {
     assert.equal(lacksSandboxCondition(pod('n1', ['PodScheduled'])), false);
     assert.equal(lacksSandboxCondition(pod('n1', [])), false);
     assert.equal(lacksSandboxCondition(pod(undefined, ['Initialized'])), false);
+  });
+});
+
+describe('sandboxNotReadySince', () => {
+  const pod = (ready: string, reason: string, at = '2026-11-30T10:00:00Z'): V1Pod =>
+    ({
+      spec: { nodeName: 'n1', containers: [{ name: 'main', image: 'x' }] },
+      status: {
+        phase: 'Pending',
+        conditions: [{ type: 'PodReadyToStartContainers', status: ready, lastTransitionTime: at }],
+        containerStatuses: [{ name: 'main', image: 'x', imageID: '', ready: false, restartCount: 0, state: { waiting: { reason } } }],
+      },
+    }) as unknown as V1Pod;
+
+  it('is the time the sandbox condition went False while a container waits to be created', () => {
+    assert.equal(sandboxNotReadySince(pod('False', 'ContainerCreating'))?.toISOString(), '2026-11-30T10:00:00.000Z');
+    assert.equal(sandboxNotReadySince(pod('False', 'PodInitializing'))?.toISOString(), '2026-11-30T10:00:00.000Z');
+  });
+
+  it('is undefined once the sandbox is ready, for other waiting reasons, and for every recorded real-kubelet stalled pod', () => {
+    assert.equal(sandboxNotReadySince(pod('True', 'ContainerCreating')), undefined);
+    assert.equal(sandboxNotReadySince(pod('False', 'ErrImagePull')), undefined);
+    for (const c of REAL_NODE.stalled) {
+      for (const [state, p] of Object.entries(c.pods)) {
+        if (state === 'ContainerCreating' || state === 'PodInitializing') assert.equal(sandboxNotReadySince(p), undefined, `${c.id} ${state}`);
+      }
+    }
   });
 });
