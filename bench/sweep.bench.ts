@@ -114,6 +114,7 @@ function pagedGateway(total: number, stuckEvery: number): KubeGateway {
     readCronJob: notUsed,
     mergePatchCronJob: notUsed,
     lastServerDate: notUsed,
+    readServerVersion: notUsed,
   };
 }
 

@@ -11,6 +11,7 @@ import type { PodOwner } from './judge/types.ts';
 import { describeApiError, explainFailure, type ApiFailure } from './kube/errors.ts';
 import type { KubeGateway } from './kube/gateway.ts';
 import { serverNow } from './kube/server-clock.ts';
+import { serverVersionWarning } from './kube/server-version.ts';
 import { mapBounded } from './concurrency.ts';
 import type { JobView, StuckContainer } from './model.ts';
 import { readJobPods } from './observe/job-pods.ts';
@@ -30,6 +31,14 @@ const CONCURRENT_READS = 8;
 const CONCURRENT_WRITES = 16;
 /** From this many stuck Jobs in one namespace on, one paged LIST is cheaper than GETs. */
 const LIST_JOBS_THRESHOLD = 10;
+const SANDBOX_CONDITION_MISSING =
+  'the kubelet of these nodes writes no PodReadyToStartContainers condition (feature gate PodReadyToStartContainersCondition off, ' +
+  'possible before Kubernetes 1.37): pulls that hang without an error are not detected on them, and the stuck time of a pull error counts from before its sandbox was up';
+const SANDBOX_WAIT_WARN_MS = 30_000;
+const SANDBOX_NOT_READY =
+  'pods have waited over 30 s for their sandbox (PodReadyToStartContainers False) with containers still to be created: either the sandbox ' +
+  'does not come up, or, on a kubelet before Kubernetes 1.36 (which marks the sandbox ready only after the image pull), their pull hangs ' +
+  'without an error; the sweeper cannot tell which and does not act on them';
 
 export interface SweepOptions {
   dryRun: boolean;
@@ -100,6 +109,11 @@ export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<Swe
   } catch (error) {
     return unreachable(logger, sweepId, 'listing pods', describeApiError(error));
   }
+  // Read once the server answered: an unreachable one is reported by the list above.
+  const tooOld = await gateway.readServerVersion().then(serverVersionWarning, () => undefined);
+  if (tooOld) logger.warn(tooOld, { sweepId });
+  const blind = [...observation.nodesWithoutSandboxCondition].sort();
+  if (blind.length > 0) logger.warn(SANDBOX_CONDITION_MISSING, { sweepId, nodes: blind });
 
   const attribution = await attributeToJobs(gateway, observation.stuck, {
     concurrency: CONCURRENT_READS,
@@ -134,6 +148,11 @@ export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<Swe
   const nowMs = monotonicMs();
   const now = serverNow(gateway.lastServerDate(), nowMs - startedMs);
   if (!now) return noServerClock(logger, sweepId);
+  const slowSandboxes = observation.sandboxWaits.filter((w) => now.getTime() - w.since.getTime() > SANDBOX_WAIT_WARN_MS);
+  if (slowSandboxes.length > 0) {
+    const pods = slowSandboxes.map((w) => `${w.namespace}/${w.pod}`);
+    logger.warn(SANDBOX_NOT_READY, { sweepId, pods, nodes: [...new Set(slowSandboxes.map((w) => w.node))].sort() });
+  }
   const judgeInput: JudgeInput = { stuck: observation.stuck, ownerOf, namespaceLabels: labels, policy, now };
   const judgement = judge(judgeInput);
   const { confirmWithinSeconds, forceDeleteAfterSeconds } = policy.limits;

@@ -1,6 +1,7 @@
 import type { EventsV1Event, KubeConfig, V1ConfigMap, V1CronJob, V1Job, V1Namespace, V1Pod } from '@kubernetes/client-node';
 import { createKubeHttp } from './http.ts';
 import type { ServerDate } from './server-clock.ts';
+import type { ServerVersion } from './server-version.ts';
 
 export interface Page<T> {
   items: T[];
@@ -48,6 +49,8 @@ export interface KubeGateway {
   readCronJob(namespace: string, name: string): Promise<V1CronJob>;
   /** JSON merge patch (RFC 7386): the run count annotations, and spec.suspend. */
   mergePatchCronJob(namespace: string, name: string, patch: object): Promise<void>;
+  /** GET /version: the API server's Kubernetes version. */
+  readServerVersion(): Promise<ServerVersion>;
   /** The API server's clock: the Date header of its newest answer (2xx or its own Status), and that answer's age (docs/clock.md). */
   lastServerDate(): ServerDate | undefined;
 }
@@ -119,6 +122,7 @@ export function createGateway(kubeConfig: KubeConfig, options: { timeoutMs?: num
       await raw.send('PATCH', `/apis/batch/v1/namespaces/${path(namespace)}/cronjobs/${path(name)}`, { body, contentType: MERGE_PATCH, ignoreAnswer });
     },
     lastServerDate: () => raw.lastServerDate(),
+    readServerVersion: async () => (await raw.getJson('/version', {})) as ServerVersion,
   };
 }
 

@@ -118,6 +118,7 @@ export function withRetries(plain: KubeGateway, options: Partial<RetryPolicy> = 
         return current && carriesAnnotations(current, patch) ? undefined : FAILED;
       }),
     lastServerDate: () => plain.lastServerDate(),
+    readServerVersion: () => retry('readServerVersion', () => plain.readServerVersion()),
   };
   return gateway;
 }

@@ -9,6 +9,7 @@ import { describeApiError } from '../kube/errors.ts';
 import type { KubeGateway, PodRow } from '../kube/gateway.ts';
 import { forEachPage, listFromStart, type RestartOptions } from '../kube/paging.ts';
 import { isCandidateStatus } from './candidates.ts';
+import { lacksSandboxCondition, sandboxNotReadySince } from './kubelet-conditions.ts';
 
 export const PENDING_PODS = 'status.phase=Pending';
 
@@ -38,6 +39,10 @@ export interface Observation {
   candidates: number;
   /** Pages of rows, and of full pods where a namespace LIST replaced the candidates' GETs. */
   pages: number;
+  /** Nodes of candidates whose kubelet writes no PodReadyToStartContainers (see lacksSandboxCondition). */
+  nodesWithoutSandboxCondition: Set<string>;
+  /** Candidates waiting for their sandbox (see sandboxNotReadySince). */
+  sandboxWaits: { namespace: string; pod: string; node: string; since: Date }[];
 }
 
 /**
@@ -45,7 +50,13 @@ export interface Observation {
  * reduced to its candidates before the next one is asked for.
  */
 export async function observeStuckContainers(gateway: KubeGateway, options: ObserveOptions): Promise<Observation> {
-  const result: Observation = { stuck: [], podsScanned: 0, candidates: 0, pages: 0 };
+  const result: Observation = { stuck: [], podsScanned: 0, candidates: 0, pages: 0, nodesWithoutSandboxCondition: new Set(), sandboxWaits: [] };
+  const judged = (pod: V1Pod): StuckContainer[] => {
+    if (lacksSandboxCondition(pod)) result.nodesWithoutSandboxCondition.add(pod.spec?.nodeName ?? '');
+    const since = sandboxNotReadySince(pod);
+    if (since) result.sandboxWaits.push({ namespace: pod.metadata?.namespace ?? '', pod: pod.metadata?.name ?? '', node: pod.spec?.nodeName ?? '', since });
+    return findStuckContainers(pod);
+  };
   const namespaces = options.namespaces.length > 0 ? [...new Set(options.namespaces)] : await allNamespaces(gateway, options, result);
   const toRead: PodRow[] = [];
   const listThreshold = options.listThreshold ?? 10;
@@ -56,7 +67,7 @@ export async function observeStuckContainers(gateway: KubeGateway, options: Obse
     result.candidates += scoped.candidates.length;
     const many = scoped.candidates.length >= listThreshold && scoped.candidates.length * 4 >= scoped.podsScanned;
     if (!many) return void toRead.push(...scoped.candidates);
-    const listed = await readCandidatesByList(gateway, namespace, new Set(scoped.candidates.map((row) => row.name)), options);
+    const listed = await readCandidatesByList(gateway, namespace, new Set(scoped.candidates.map((row) => row.name)), judged, options);
     result.pages += listed.pages;
     result.stuck.push(...listed.stuck);
   });
@@ -64,7 +75,7 @@ export async function observeStuckContainers(gateway: KubeGateway, options: Obse
     try {
       const pod = await gateway.readPod(row.namespace, row.name);
       // Judged on the full read: a pod that moved on since the list is no longer Pending.
-      return pod.status?.phase === 'Pending' ? findStuckContainers(pod) : [];
+      return pod.status?.phase === 'Pending' ? judged(pod) : [];
     } catch (error) {
       if (describeApiError(error).status === 404) return []; // gone since the list
       throw error;
@@ -112,13 +123,14 @@ async function readCandidatesByList(
   gateway: KubeGateway,
   namespace: string,
   candidates: ReadonlySet<string>,
+  judged: (pod: V1Pod) => StuckContainer[],
   options: ObserveOptions,
 ): Promise<{ stuck: StuckContainer[]; pages: number }> {
   const listPage = (continueToken: string | undefined) => gateway.listPods({ namespace, fieldSelector: PENDING_PODS, limit: options.pageSize, continueToken });
   const fresh = () => ({ stuck: [] as StuckContainer[], pages: 0 });
   const onPage = (acc: { stuck: StuckContainer[]; pages: number }, pods: V1Pod[]) => {
     acc.pages += 1;
-    for (const pod of pods) if (candidates.has(pod.metadata?.name ?? '')) acc.stuck.push(...findStuckContainers(pod));
+    for (const pod of pods) if (candidates.has(pod.metadata?.name ?? '')) acc.stuck.push(...judged(pod));
   };
   return listFromStart(listPage, fresh, onPage, restartOptions(namespace, options));
 }

@@ -1,39 +1,66 @@
 #!/usr/bin/env bash
-# Builds the local e2e control plane (etcd, kube-apiserver, kube-controller-manager) and the
-# test node's kubelet from the pinned Go module in this folder and caches the binaries outside
-# the clone:
+# Builds a local e2e control plane (etcd, kube-apiserver, kube-controller-manager) and the test
+# node's kubelet at one pinned Kubernetes version, from the Go module in that version's folder
+# (v1.37/, v1.36/, v1.35/, v1.34/), and caches the binaries outside the clone:
 #
-#   ${IMAGEPULL_SWEEPER_CONTROLPLANE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/imagepull-sweeper/controlplane}/v1.37.2-<hash>/
+#   ${IMAGEPULL_SWEEPER_CONTROLPLANE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/imagepull-sweeper/controlplane}/<version>-<hash>/
 #
-# <hash> covers go.mod, go.sum, cmd/etcd/main.go, this script and the Go version, so any change
-# rebuilds and an unchanged tree reuses the cache (a warm run takes well under a second).
+# etcd is built from the newest pin's module (v1.37/cmd/etcd, etcd v3.7.0) for every version, so
+# it is compiled once and an older pin only links it again.
+# <hash> covers that version's go.mod and go.sum, the etcd module's go.mod, go.sum and
+# cmd/etcd/main.go, this script and the Go version, so any change rebuilds and an unchanged tree
+# reuses the cache (a warm run takes well under a second).
 #
-# Usage: build.sh [--print-dir | --with-kubectl]
+# Usage: build.sh [--version MINOR] [--print-dir | --with-kubectl]
+#   MINOR is 1.37 (default), 1.36, 1.35 or 1.34; $IMAGEPULL_SWEEPER_K8S_VERSION sets it too (the
+#   option wins). CI builds 1.37 and 1.34; 1.36 and 1.35 are there to be run by hand.
 #   Progress goes to stderr; the last line on stdout is the directory holding the binaries.
 #   --print-dir prints that directory without building (it may not exist yet).
 #   --with-kubectl also builds kubectl from the same module (only the scale benchmark uses it;
 #   the tests do not, so it is not built by default).
 set -euo pipefail
 
-K8S_VERSION=v1.37.2
-K8S_MAJOR=1
-K8S_MINOR=37
+# Minor -> pinned release; each has a folder v<minor>/ with go.mod and go.sum.
+declare -A PINS=([1.37]=v1.37.2 [1.36]=v1.36.3 [1.35]=v1.35.4 [1.34]=v1.34.4)
+ETCD_MINOR=1.37
 # The tag date of the pinned release is not needed for anything; keep the build reproducible.
 BUILD_DATE=1970-01-01T00:00:00Z
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "$here"
 
+minor="${IMAGEPULL_SWEEPER_K8S_VERSION:-1.37}"
+mode=""
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --version) [[ $# -ge 2 ]] || { echo "build.sh: --version needs a value (${!PINS[*]})" >&2; exit 2; }
+      minor="$2"; shift ;;
+    --version=*) minor="${1#--version=}" ;;
+    --print-dir | --with-kubectl) mode="$1" ;;
+    *) echo "build.sh: unknown option $1 (use --version MINOR, --print-dir or --with-kubectl)" >&2; exit 2 ;;
+  esac
+  shift
+done
+minor="${minor#v}"
+if [[ -z "${PINS[$minor]+x}" ]]; then
+  echo "build.sh: no pinned Kubernetes version for '$minor' (pinned: ${!PINS[*]})" >&2
+  exit 2
+fi
+K8S_VERSION="${PINS[$minor]}"
+K8S_MAJOR="${minor%%.*}"
+K8S_MINOR="${minor#*.}"
+mod="$here/v$minor"
+etcd_mod="$here/v$ETCD_MINOR"
+
 cache_root="${IMAGEPULL_SWEEPER_CONTROLPLANE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/imagepull-sweeper/controlplane}"
-hash="$( { cat go.mod go.sum cmd/etcd/main.go build.sh; go version; go env GOOS GOARCH; } | sha256sum | cut -c1-16)"
+hash="$( { cat "$mod/go.mod" "$mod/go.sum" "$etcd_mod/go.mod" "$etcd_mod/go.sum" "$etcd_mod/cmd/etcd/main.go" build.sh
+  go version; go env GOOS GOARCH; } | sha256sum | cut -c1-16)"
 out="$cache_root/$K8S_VERSION-$hash"
 components=(etcd kube-apiserver kube-controller-manager kubelet)
 
-case "${1:-}" in
+case "$mode" in
   --print-dir) echo "$out"; exit 0 ;;
   --with-kubectl) components+=(kubectl) ;;
-  "") ;;
-  *) echo "build.sh: unknown option $1 (use --print-dir or --with-kubectl)" >&2; exit 2 ;;
 esac
 
 complete() {
@@ -94,7 +121,7 @@ with_progress() {
 }
 
 log "building control plane $K8S_VERSION into $out (go $(go env GOVERSION), $(nproc) cores)"
-with_progress "go mod download" go mod download
+(cd "$mod" && with_progress "go mod download" go mod download)
 
 tmp="$out.tmp.$$"
 rm -rf "$tmp"
@@ -117,8 +144,9 @@ declare -A pkgs=(
 )
 for c in "${components[@]}"; do
   [[ -x "$tmp/$c" ]] && continue
-  log "building $c (${pkgs[$c]})"
-  CGO_ENABLED=0 with_progress "$c" go build -v -buildvcs=false -trimpath -ldflags "$ldflags" -o "$tmp/$c" "${pkgs[$c]}"
+  dir="$mod"; [[ "$c" == etcd ]] && dir="$etcd_mod"
+  log "building $c (${pkgs[$c]} in ${dir#"$here/"})"
+  (cd "$dir" && CGO_ENABLED=0 with_progress "$c" go build -v -buildvcs=false -trimpath -ldflags "$ldflags" -o "$tmp/$c" "${pkgs[$c]}")
 done
 
 "$tmp/kube-apiserver" --version >&2

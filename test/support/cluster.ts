@@ -1,6 +1,6 @@
 // A real, local Kubernetes control plane for the e2e tests: etcd, kube-apiserver and
-// kube-controller-manager v1.37.2, each its own process, built from source by
-// test/controlplane/build.sh (cached outside the clone). There is no scheduler: pods stay
+// kube-controller-manager (v1.37.2, or v1.34.4 with IMAGEPULL_SWEEPER_K8S_VERSION=1.34), each its
+// own process, built from source by test/controlplane/build.sh (cached outside the clone). There is no scheduler: pods stay
 // unscheduled unless they name a node (test/support/node.ts runs a real kubelet where it can).
 //
 //   startCluster()   start a fresh control plane (temp dirs, free loopback ports), wait until
@@ -20,7 +20,8 @@ import { fileURLToPath } from 'node:url';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { stringify as toYaml } from 'yaml';
 
-export const KUBERNETES_VERSION = 'v1.37.2';
+/** Env var choosing the pinned Kubernetes minor of the control plane and the kubelet (build.sh): 1.37 (default) or 1.34. */
+export const K8S_VERSION_ENV = 'IMAGEPULL_SWEEPER_K8S_VERSION';
 /** Env var naming the admin kubeconfig of a cluster already running for the tests. */
 export const TEST_KUBECONFIG_ENV = 'IMAGEPULL_SWEEPER_TEST_KUBECONFIG';
 
@@ -102,10 +103,12 @@ const defaultLog = (line: string): void => {
 };
 
 /**
- * Builds the control-plane binaries if the cache lacks them (progress on stderr) and returns the
- * directory holding etcd, kube-apiserver and kube-controller-manager.
+ * Builds the control-plane binaries of the chosen minor ($IMAGEPULL_SWEEPER_K8S_VERSION) if the
+ * cache lacks them (progress on stderr) and returns the directory holding etcd, kube-apiserver,
+ * kube-controller-manager and kubelet.
  */
 export async function controlPlaneBinaries(): Promise<string> {
+  // build.sh reads the minor from the inherited environment.
   const child = spawn('bash', [BUILD_SCRIPT], { stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   child.stdout.setEncoding('utf8');
@@ -120,6 +123,13 @@ export async function controlPlaneBinaries(): Promise<string> {
     if (!fs.existsSync(path.join(dir, c))) throw new Error(`${BUILD_SCRIPT} printed ${dir}, which has no ${c}`);
   }
   return dir;
+}
+
+/** The release a binaries dir holds: build.sh names it `<version>-<hash>`. */
+export function versionOfBinaries(dir: string): string {
+  const version = /^(v\d+\.\d+\.\d+)-[0-9a-f]+$/.exec(path.basename(dir))?.[1];
+  if (!version) throw new Error(`${dir} is not named <version>-<hash> (test/controlplane/build.sh)`);
+  return version;
 }
 
 /** A free TCP port on 127.0.0.1 (bound then released). */
@@ -272,6 +282,7 @@ export async function startCluster(opts: StartClusterOptions = {}): Promise<Clus
   const log = opts.log ?? defaultLog;
   const readyTimeoutMs = opts.readyTimeoutMs ?? 120_000;
   const bin = await controlPlaneBinaries();
+  const version = versionOfBinaries(bin);
 
   const runDir = fs.mkdtempSync(path.join(opts.baseDir ?? os.tmpdir(), 'imagepull-sweeper-cluster-'));
   const logDir = path.join(runDir, 'logs');
@@ -358,7 +369,7 @@ export async function startCluster(opts: StartClusterOptions = {}): Promise<Clus
 
   // Registered before anything starts, so an exit at any point kills what was started.
   const state: ClusterState = {
-    version: KUBERNETES_VERSION,
+    version,
     runDir,
     logDir,
     kubeconfigPath: path.join(runDir, 'admin.kubeconfig'),
@@ -464,7 +475,7 @@ export async function startCluster(opts: StartClusterOptions = {}): Promise<Clus
       return true;
     });
     const startupMs = Date.now() - t0;
-    log(`control plane ${KUBERNETES_VERSION} ready in ${startupMs} ms (apiserver ${apiReadyMs} ms)`);
+    log(`control plane ${version} ready in ${startupMs} ms (apiserver ${apiReadyMs} ms)`);
     fs.writeFileSync(path.join(runDir, 'state.json'), JSON.stringify(state, null, 2) + '\n');
 
     let stopped = false;

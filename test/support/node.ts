@@ -1,8 +1,9 @@
-// A real node for the e2e control plane: kubelet v1.37.2 (built with the control plane), a
-// container runtime (runtimes.ts: Debian's containerd 1.6, containerd 2.x built from its module),
-// runc + CNI bridge from the distribution, two local registries (one open, one with htpasswd
-// auth) and a locally built pause image. Everything is per run: temp dirs, its own runtime
-// socket, a CNI bridge and cgroup named after the node, free loopback ports.
+// A real node for the e2e control plane: the kubelet built with the control plane (v1.37.2, or
+// v1.34.4 with IMAGEPULL_SWEEPER_K8S_VERSION=1.34), a container runtime (runtimes.ts: Debian's
+// containerd 1.6, containerd 2.x and CRI-O built from their modules), runc + CNI bridge from the
+// distribution, two local registries (one open, one with htpasswd auth) and a locally built
+// pause image. Everything is per run: temp dirs, its own runtime socket, a CNI bridge and
+// cgroup named after the node, free loopback ports.
 //
 //   nodeSupport()        why a node cannot run here (not Linux, not root), or undefined.
 //   startNode(opts)      start one (opts.runtime, default containerd), joined to the cluster of
@@ -108,6 +109,8 @@ export interface StartNodeOptions {
   /** The container runtime (default containerd, Debian's 1.6). */
   runtime?: NodeRuntime;
   runtimeOptions?: RuntimeOptions;
+  /** Kubelet featureGates (e.g. a beta gate turned off, as some managed clusters do). */
+  kubeletFeatureGates?: Record<string, boolean>;
 }
 
 const defaultLog = (line: string): void => {
@@ -560,6 +563,7 @@ export async function startNode(opts: StartNodeOptions): Promise<RunningNode> {
       nodeStatusReportFrequency: '10s',
       registerNode: true,
       logging: { format: 'text' },
+      ...(opts.kubeletFeatureGates ? { featureGates: opts.kubeletFeatureGates } : {}),
     };
     const kubeletConfigFile = path.join(runDir, 'kubelet.yaml');
     fs.writeFileSync(kubeletConfigFile, toYaml(kubeletConfig));

@@ -1,4 +1,4 @@
-module imagepull-sweeper/controlplane
+module imagepull-sweeper/controlplane/v1.37
 
 go 1.26.0
 
