@@ -127,12 +127,12 @@ function durationOrNever(description: string, defaultValue: string) {
 }
 
 const CLASS_DESCRIPTIONS: Record<PullClass, string> = {
-  permanent: 'Image or tag not found, manifest unknown, invalid name, ErrImageNeverPull.',
+  permanent: 'Image or tag not found, manifest unknown, invalid name, ErrImageNeverPull, no image for this platform, an image the runtime refuses for good (schema 1 on containerd 2, a short name that resolves nowhere).',
   auth: 'Unauthorized, denied, insufficient_scope, no credentials.',
   transient: '429/toomanyrequests, pull QPS exceeded, 5xx, dial/DNS/TLS/timeouts.',
   unknown: 'Any other pull failure.',
   stalled:
-    'No pull error at all, but the container has waited in ContainerCreating since its pod\'s sandbox was ready (a registry that never answers).',
+    'No pull error at all, but the container has waited in ContainerCreating since its pod\'s sandbox was ready (a registry that never answers), or a pull the runtime cancelled for lack of progress (code = Canceled ... context canceled).',
 };
 
 function graceSchema(withDefaults: boolean) {
@@ -283,7 +283,7 @@ const outageSchema = z
   })
   .meta({
     description:
-      'Outage breaker, evaluated for the whole sweep and for each registry host: when it trips for a class, that class\'s Jobs are reported, not failed, that sweep.',
+      'Outage breaker, evaluated for the whole sweep and for each registry host: when it trips for a class, that class\'s Jobs are reported, not failed, that sweep. A burst of not-found on one host (minStuckPods pods across minImages repositories) holds that host\'s permanent-class Jobs the same way.',
   });
 
 const cronJobsSchema = z
