@@ -15,6 +15,8 @@ import { EVENT_REASON_INVALID_POLICY, EVENT_REASON_STUCK, REPORTING_CONTROLLER }
 import { DRY_RUN_OUTCOMES, OUTCOMES, PULL_CLASSES } from '../../src/model.ts';
 import { ANNOTATIONS, LABELS } from '../../src/policy/annotations.ts';
 import { POLICY_KEY } from '../../src/policy/configmap.ts';
+import type { AuditLine } from '../../src/report/audit.ts';
+import { AUDIT_DECISION } from '../../src/report/logger.ts';
 import { formatDuration } from '../../src/policy/duration.ts';
 import { DEFAULT_POLICY_CONFIGMAP } from '../../src/policy/load.ts';
 import { parsePolicyYaml } from '../../src/policy/parse.ts';
@@ -167,6 +169,16 @@ describe('documentation: the contract and the names the code emits', () => {
     for (const name of named) assert.ok((keys as string[]).includes(name), `the contract names ${name}, which the code does not use`);
   });
 
+  it('every imagepull-sweeper/ name the documentation uses is one the code uses', () => {
+    const pages = ['README.md', 'CONTRIBUTING.md', ...docsPages];
+    const policyConfigMap = `imagepull-sweeper/${DEFAULT_POLICY_CONFIGMAP}`; // NAMESPACE/NAME, not a key
+    for (const page of pages) {
+      for (const [name] of read(page).matchAll(/(?<![\w./-])imagepull-sweeper\/[a-z][a-z-]*/g)) {
+        if (name !== policyConfigMap) assert.ok((keys as string[]).includes(name), `${page} names ${name}`);
+      }
+    }
+  });
+
   it('every annotation, label and Event reason the code writes is documented', () => {
     for (const name of [...keys, EVENT_REASON_STUCK, EVENT_REASON_INVALID_POLICY]) assert.ok(everything.includes(name), name);
   });
@@ -214,6 +226,20 @@ describe('documentation: tables and examples that restate code', () => {
     }
     const sorted = (m: Map<string, Set<string>>) => [...m].map(([r, v]) => [r, [...v].sort()]).sort();
     assert.deepEqual(sorted(documented), sorted(granted));
+  });
+
+  it("docs/how-it-works.md's decision line has exactly the fields of an audit line", () => {
+    const fields: Record<keyof AuditLine, true> = {
+      sweepId: true, namespace: true, job: true, cronJob: true, pod: true, container: true, containerKind: true, image: true,
+      reason: true, class: true, stuckSeconds: true, graceSeconds: true, graceSource: true, graceClamped: true, rule: true,
+      action: true, outcome: true, dryRun: true, detail: true, mechanism: true, error: true, warnings: true, waitingMessage: true,
+    };
+    const example = /^```json\n([\s\S]*?)^```/m.exec(read('docs/how-it-works.md'))?.[1];
+    assert.ok(example);
+    const { message, level, timestamp, ...line } = JSON.parse(example) as Record<string, unknown>;
+    assert.equal(message, AUDIT_DECISION);
+    assert.ok(level && timestamp);
+    assert.deepEqual(Object.keys(line).sort(), Object.keys(fields).sort());
   });
 
   it("docs/how-it-works.md's metrics table names metrics the run mode serves", async () => {
