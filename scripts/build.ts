@@ -1,7 +1,7 @@
 // Builds the CLI as one tree-shaken ESM bundle: dist/src/cli/main.js, plus a chunk for each lazy
 // import (the API client, the sweep, the scheduler), so a command loads only what it uses. Start-up
-// then parses the code the sweeper uses instead of the ~1,000 modules of its dependencies (README,
-// Performance). dist/bundled-packages.json lists the packages the bundle carries, with versions and
+// then parses the code the sweeper uses instead of the ~1,000 modules of its dependencies
+// (docs/performance.md). dist/bundled-packages.json lists the packages the bundle carries, with versions and
 // licences: what the image ships (test/e2e/image.test.ts checks it).
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';

@@ -1,6 +1,6 @@
 // API requests per failed Job, by mechanism, on the real control plane (pods played by the status
 // stand-in): the sweep that fails the Jobs, and the next one that settles them. Held exact, so a
-// change in the write sequence shows up here; the figures are in the README (Reliability).
+// change in the write sequence shows up here; the figures are in docs/performance.md.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubeConfig } from '@kubernetes/client-node';

@@ -691,8 +691,8 @@ describe('describeClassification', () => {
     );
   });
 
-  it("matches the README's classification table, row by row (step and class)", () => {
-    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+  it("matches docs/how-it-works.md's classification table, row by row (step and class)", () => {
+    const readme = readFileSync(new URL('../../docs/how-it-works.md', import.meta.url), 'utf8');
     const start = readme.indexOf('### Classification (first match wins)');
     assert.ok(start >= 0);
     const table = readme.slice(start, readme.indexOf('\n#', start + 1));
