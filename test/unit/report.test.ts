@@ -3,7 +3,9 @@ import { PassThrough } from 'node:stream';
 import { describe, it } from 'node:test';
 import { ApiException } from '@kubernetes/client-node';
 import type { ActResult } from '../../src/act/act.ts';
-import { act, passedDeadlineSeconds } from '../../src/act/act.ts';
+import { act } from '../../src/act/act.ts';
+import { passedDeadlineSeconds } from '../../src/act/claim.ts';
+import { dryRunGateway } from '../../src/kube/dry-run-gateway.ts';
 import type { KubeGateway } from '../../src/kube/gateway.ts';
 import { SweepMetrics } from '../../src/schedule/metrics.ts';
 import { describeStuck, stuckJobEvent, truncate } from '../../src/act/events.ts';
@@ -127,7 +129,7 @@ describe('a dry run says "would"', () => {
     const fail = decisionFor('a');
     const report = { ...decisionFor('b'), plan: 'report' as const, action: 'report' as const };
     const skip = { ...decisionFor('c'), plan: 'skip' as const };
-    const results = await act(noWrites, [fail, report, skip], { dryRun: true, concurrency: 2, now: NOW, instance: 'h', claim: 'c', rejudge: (d) => d });
+    const results = await act(dryRunGateway(noWrites), [fail, report, skip], { concurrency: 2, now: NOW, instance: 'h', claim: 'c', rejudge: (d) => d });
     assert.deepEqual(results.map((r) => [r.outcome, r.error]), [['would-fail', undefined], ['would-report', undefined], ['skipped', undefined]]);
   });
 
