@@ -21,6 +21,8 @@ export interface ScriptedGateway {
   calls: Call[];
   /** The methods called, in order. */
   methods: () => GatewayMethod[];
+  /** How many times `method` was called. */
+  count: (method: GatewayMethod) => number;
   /** Answers listed but never asked for (a test that expected more calls). */
   unused: () => Script;
 }
@@ -29,16 +31,17 @@ const EMPTY_PAGE = { items: [], continueToken: undefined };
 
 /**
  * Without a listed answer a write resolves, a list is an empty page, and a read is a 404 (the
- * object does not exist): a test lists every object it wants to exist.
+ * object does not exist): a test lists every object it wants to exist. With `repeatLast`, a
+ * method whose answers ran out gives its last one again (a server that stays down).
  */
-export function scriptedGateway(script: Script = {}, options: { serverDate?: ServerDate } = {}): ScriptedGateway {
+export function scriptedGateway(script: Script = {}, options: { serverDate?: ServerDate; repeatLast?: boolean } = {}): ScriptedGateway {
   const queues = new Map(Object.entries(script).map(([method, answers]) => [method, [...(answers ?? [])]]));
   const calls: Call[] = [];
   const answer = async (method: GatewayMethod, args: unknown[]): Promise<unknown> => {
     calls.push({ method, args });
     const queue = queues.get(method);
     if (queue && queue.length > 0) {
-      const next = queue.shift();
+      const next = options.repeatLast && queue.length === 1 ? queue[0] : queue.shift();
       const value = typeof next === 'function' ? await (next as (...a: unknown[]) => unknown)(...args) : next;
       if (value instanceof Error) throw value;
       return value;
@@ -55,6 +58,7 @@ export function scriptedGateway(script: Script = {}, options: { serverDate?: Ser
     gateway,
     calls,
     methods: () => calls.map((c) => c.method),
+    count: (method) => calls.filter((c) => c.method === method).length,
     unused: () => Object.fromEntries([...queues].filter(([, q]) => q.length > 0)) as Script,
   };
 }
