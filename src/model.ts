@@ -30,15 +30,8 @@ export type Action = (typeof ACTIONS)[number];
 export const PLANS = ['fail', 'report', 'retry', 'skip', 'defer', 'error'] as const;
 export type Plan = (typeof PLANS)[number];
 
-export const OUTCOMES = ['failed', 'reported', 'retried', 'skipped', 'deferred', 'error'] as const;
-/** What a dry run says instead of the outcomes that would have written something. */
-export const DRY_RUN_OUTCOMES = ['would-fail', 'would-report', 'would-retry', 'skipped', 'deferred', 'error'] as const;
-export type Outcome = (typeof OUTCOMES)[number] | (typeof DRY_RUN_OUTCOMES)[number];
-
-/** The outcomes one mode (live or dry run) can produce. */
-export function outcomesFor(dryRun: boolean): readonly Outcome[] {
-  return dryRun ? DRY_RUN_OUTCOMES : OUTCOMES;
-}
+// The outcome words, live and dry run, are one table: outcomes.ts.
+export { DRY_RUN_OUTCOMES, OUTCOMES, outcomesFor, type Outcome } from './outcomes.ts';
 
 /** Waiting reasons that mean "this container is stuck on its image". */
 export const STUCK_REASONS = [
@@ -117,7 +110,7 @@ export interface JobView {
   suspended: boolean;
   /** True when the Job has a Failed or FailureTarget condition. */
   failed: boolean;
-  /** FailureTarget but not yet Failed: the Job controller waits for its pods to end (SPEC step 4). */
+  /** FailureTarget but not yet Failed: the Job controller waits for its pods to end (docs/contract.md "How a Job is failed", step 4). */
   failing?: boolean;
   /** spec.podFailurePolicy.rules, in order. */
   podFailureRules: PodFailureRule[];

@@ -1,33 +1,33 @@
 import { randomUUID } from 'node:crypto';
 import type winston from 'winston';
-import { act, settleFinished, type ActResult } from './act/act.ts';
+import { act, type ActResult } from './act/act.ts';
 import { actOnCronJobs, type CronJobResult } from './act/cronjob.ts';
-import { invalidPolicyEvent } from './act/events.ts';
+import { settledAsDryRun } from './act/dry-run.ts';
+import { writeInvalidPolicyEvent } from './act/invalid-policy.ts';
+import { settleFinished } from './act/settle.ts';
 import { attributeToJobs } from './attribute/attribute.ts';
-import { toJobView } from './attribute/job-view.ts';
 import { judge, rejudgeJob, type JudgeInput } from './judge/judge.ts';
 import { dueForForceDelete, judgePending } from './judge/pending.ts';
 import type { PodOwner } from './judge/types.ts';
+import { dryRunGateway } from './kube/dry-run-gateway.ts';
 import { describeApiError, explainFailure, type ApiFailure } from './kube/errors.ts';
 import type { KubeGateway } from './kube/gateway.ts';
 import { serverNow } from './kube/server-clock.ts';
 import { serverVersionWarning } from './kube/server-version.ts';
-import { mapBounded } from './concurrency.ts';
-import type { JobView, StuckContainer } from './model.ts';
+import type { JobView } from './model.ts';
 import { readJobPods } from './observe/job-pods.ts';
+import { readNamespaceLabels } from './observe/namespace-labels.ts';
+import { listPendingJobs } from './observe/pending-jobs.ts';
 import { observeStuckContainers } from './observe/pods.ts';
-import { listFromStart } from './kube/paging.ts';
 import { LABELS } from './policy/annotations.ts';
 import { SYSTEM_NAMESPACES } from './policy/defaults.ts';
 import { loadPolicy, type LoadedPolicy, type PolicyLocation } from './policy/load.ts';
 import { formatProblem } from './policy/problems.ts';
-import { policyNeedsNamespaceLabels } from './policy/resolve.ts';
-import type { Policy } from './policy/types.ts';
 import { auditLine, cronJobAuditLine, summarize, type SweepSummary } from './report/audit.ts';
 import { logCronJob, logDecision, logSummary } from './report/logger.ts';
 
 const CONCURRENT_READS = 8;
-// Measured (bench: 300 Jobs, patch + Event each): 4 in flight 20-29 s, 8: 18 s, 16: 17 s, 32: 17 s.
+/** Writes in flight at once; more gain nothing measurable (npm run bench). */
 const CONCURRENT_WRITES = 16;
 /** From this many stuck Jobs in one namespace on, one paged LIST is cheaper than GETs. */
 const LIST_JOBS_THRESHOLD = 10;
@@ -41,6 +41,7 @@ const SANDBOX_NOT_READY =
   'without an error; the sweeper cannot tell which and does not act on them';
 
 export interface SweepOptions {
+  /** Writes are recorded, not sent (kube/dry-run-gateway.ts), and audited as `would-`. */
   dryRun: boolean;
   /** Empty: every namespace. */
   namespaces: string[];
@@ -80,7 +81,8 @@ export interface SweepResult {
 }
 
 /** One sweep: observe → classify → attribute → judge → act → report. */
-export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<SweepResult> {
+export async function sweep(liveDeps: SweepDeps, options: SweepOptions): Promise<SweepResult> {
+  const deps = options.dryRun ? { ...liveDeps, gateway: dryRunGateway(liveDeps.gateway) } : liveDeps;
   const { gateway, monotonicMs, logger } = deps;
   // The claim id is unique to this sweep; its first 8 characters are the sweepId of the audit.
   const claim = randomUUID();
@@ -122,7 +124,7 @@ export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<Swe
   });
   for (const e of attribution.errors) logger.error('could not read Job', { sweepId, namespace: e.namespace, job: e.job, error: e.message });
 
-  const { labels, unreadable } = await readNamespaceLabels(gateway, policy, observation.stuck);
+  const { labels, unreadable } = await readNamespaceLabels(gateway, policy, observation.stuck, CONCURRENT_READS);
   for (const [namespace, message] of unreadable) logger.error('could not read Namespace labels', { sweepId, namespace, error: message });
   const containerByPod = new Map(observation.stuck.map((c) => [c.podUid, c]));
   const ownerOf = (podUid: string): PodOwner => {
@@ -160,7 +162,6 @@ export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<Swe
   const podsByJob = await readJobPods(gateway, due, CONCURRENT_READS);
   const pending = judgePending({ labelled, decisions: judgement.decisions, confirmWithinSeconds, forceDeleteAfterSeconds, podsByJob, now });
   const actOptions = {
-    dryRun: options.dryRun,
     concurrency: CONCURRENT_WRITES,
     now,
     instance: options.instance,
@@ -171,7 +172,9 @@ export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<Swe
     onResult: (result: ActResult) => logDecision(logger, auditLine(sweepId, result, options.dryRun)),
   };
   const results = await act(gateway, pending.decisions, actOptions);
-  for (const settled of await settleFinished(gateway, pending.finished, actOptions)) {
+  const reporter = { instance: options.instance, now };
+  const settledJobs = await settleFinished(gateway, pending.finished, { concurrency: CONCURRENT_WRITES, reporter, signal: options.signal });
+  for (const settled of settledAsDryRun(gateway, settledJobs)) {
     const fields = { sweepId, namespace: settled.job.namespace, job: settled.job.name };
     if (settled.error) {
       otherErrors += 1;
@@ -184,7 +187,7 @@ export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<Swe
   const { suspendAfter } = policy.cronJobs;
   const cronJobs = options.signal?.aborted
     ? []
-    : await actOnCronJobs(gateway, results, { dryRun: options.dryRun, suspendAfter, concurrency: CONCURRENT_WRITES, now, instance: options.instance });
+    : await actOnCronJobs(gateway, results, { suspendAfter, concurrency: CONCURRENT_WRITES, now, instance: options.instance });
   for (const c of cronJobs) logCronJob(logger, cronJobAuditLine(sweepId, c, suspendAfter, options.dryRun));
   const summary = summarize({
     sweepId,
@@ -229,21 +232,16 @@ async function policyFailure(
   for (const problem of problems) logger.error(`invalid policy: ${problem}`, { sweepId });
   logger.error(`policy ${loaded.description} is invalid; nothing was changed`, { sweepId, problems: problems.length });
   const result: SweepResult = { status: 'invalid-policy', summary: undefined, results: [], ...(loaded.missing ? { policyMissing: 'named' as const } : {}) };
-  if (options.policy.kind !== 'configmap' || options.dryRun) return result;
+  if (options.policy.kind !== 'configmap') return result;
   const now = serverNow(deps.gateway.lastServerDate(), deps.monotonicMs() - startedMs);
   if (!now) {
     logger.error(`the InvalidPolicy Event is not written: ${NO_DATE}`, { sweepId });
     return result;
   }
   const { namespace, name } = options.policy;
-  const event = invalidPolicyEvent({ namespace, name, uid: loaded.configMapUid }, problems, { instance: options.instance, now });
-  try {
-    await deps.gateway.createEvent(namespace, event);
-  } catch (error) {
-    const failure = describeApiError(error);
-    if (failure.status === 409) logger.info('the InvalidPolicy Event for these problems was already emitted', { sweepId, event: event.metadata?.name });
-    else logger.error('could not write the InvalidPolicy Event', { sweepId, error: failure.message });
-  }
+  const written = await writeInvalidPolicyEvent(deps.gateway, { namespace, name, uid: loaded.configMapUid }, problems, { instance: options.instance, now });
+  if (!written.written) logger.error('could not write the InvalidPolicy Event', { sweepId, error: written.error });
+  else if (written.already) logger.info('the InvalidPolicy Event for these problems was already emitted', { sweepId, event: written.name });
   return result;
 }
 
@@ -258,43 +256,4 @@ function noServerClock(logger: winston.Logger, sweepId: string): SweepResult {
 function unreachable(logger: winston.Logger, sweepId: string, what: string, failure: ApiFailure): SweepResult {
   logger.error(`${what}: ${explainFailure(failure)}; nothing was changed`, { sweepId });
   return { status: 'unreachable', summary: undefined, results: [] };
-}
-
-/** Jobs the sweeper claimed and has not yet seen finish, found by their label on the server. */
-async function listPendingJobs(
-  gateway: KubeGateway,
-  namespaces: readonly string[],
-  onRestart: (namespace: string | undefined, restart: number) => void,
-): Promise<JobView[]> {
-  const scopes: (string | undefined)[] = namespaces.length > 0 ? [...new Set(namespaces)] : [undefined];
-  const jobs: JobView[] = [];
-  for (const namespace of scopes) {
-    const listPage = (continueToken: string | undefined) =>
-      gateway.listJobs({ namespace, labelSelector: `${LABELS.pending}=true`, limit: 500, continueToken });
-    const views = await listFromStart(listPage, (): JobView[] => [], (acc, page) => acc.push(...page.map(toJobView)), {
-      onRestart: (restart) => onRestart(namespace, restart),
-    });
-    jobs.push(...views);
-  }
-  return jobs;
-}
-
-async function readNamespaceLabels(
-  gateway: KubeGateway,
-  policy: Policy,
-  stuck: readonly StuckContainer[],
-): Promise<{ labels: Map<string, Record<string, string>>; unreadable: Map<string, string> }> {
-  const labels = new Map<string, Record<string, string>>();
-  const unreadable = new Map<string, string>();
-  if (!policyNeedsNamespaceLabels(policy)) return { labels, unreadable };
-  const namespaces = [...new Set(stuck.map((c) => c.namespace))];
-  await mapBounded(namespaces, CONCURRENT_READS, async (name) => {
-    try {
-      const ns = await gateway.readNamespace(name);
-      labels.set(name, { ...(ns.metadata?.labels ?? {}) });
-    } catch (error) {
-      unreadable.set(name, describeApiError(error).message);
-    }
-  });
-  return { labels, unreadable };
 }

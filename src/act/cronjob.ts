@@ -5,12 +5,14 @@ import { mapBounded } from '../concurrency.ts';
 import { judgeCronJob, type CronJobFailure, type CronJobVerdict } from '../judge/cronjob.ts';
 import { describeApiError } from '../kube/errors.ts';
 import type { KubeGateway } from '../kube/gateway.ts';
+import { failureText, tryWrite } from '../kube/write-outcome.ts';
+import { CRONJOB_OUTCOME_OF_VERDICT as OUTCOME, liveOutcome, type CronJobOutcome } from '../outcomes.ts';
 import type { ActResult } from './act.ts';
-import { rfc3339Seconds } from './act.ts';
+import { rfc3339Seconds } from './claim.ts';
+import { cronJobAsDryRun } from './dry-run.ts';
 import { suspendedCronJobEvent } from './events.ts';
 
-export const CRONJOB_OUTCOMES = ['suspended', 'counted', 'skipped', 'error', 'would-suspend', 'would-count'] as const;
-export type CronJobOutcome = (typeof CRONJOB_OUTCOMES)[number];
+export { CRONJOB_OUTCOMES, type CronJobOutcome } from '../outcomes.ts';
 
 export interface CronJobResult {
   namespace: string;
@@ -26,7 +28,6 @@ export interface CronJobResult {
 }
 
 export interface CronJobActOptions {
-  dryRun: boolean;
   suspendAfter: number;
   concurrency: number;
   now: Date;
@@ -37,16 +38,15 @@ export interface CronJobActOptions {
 /** The CronJobs behind this sweep's failed Jobs (would-fail in a dry run): count, and suspend. */
 export async function actOnCronJobs(gateway: KubeGateway, results: readonly ActResult[], options: CronJobActOptions): Promise<CronJobResult[]> {
   if (options.suspendAfter <= 0) return [];
-  const failedOutcome = options.dryRun ? 'would-fail' : 'failed';
   const groups = new Map<string, { namespace: string; cronJob: string; uid: string | undefined; failures: CronJobFailure[] }>();
   for (const { decision: d, outcome } of results) {
-    if (outcome !== failedOutcome || !d.cronJob || !d.job) continue;
+    if (liveOutcome(outcome) !== 'failed' || !d.cronJob || !d.job) continue;
     const key = `${d.namespace}/${d.cronJob}`;
     const group = groups.get(key) ?? { namespace: d.namespace, cronJob: d.cronJob, uid: d.jobView?.cronJobUid, failures: [] };
     group.failures.push({ job: d.job, image: d.image, stuckSince: d.stuckSince });
     groups.set(key, group);
   }
-  return mapBounded([...groups.values()], options.concurrency, (g) => actOnCronJob(gateway, g, options));
+  return mapBounded([...groups.values()], options.concurrency, async (g) => cronJobAsDryRun(gateway, await actOnCronJob(gateway, g, options)));
 }
 
 async function actOnCronJob(
@@ -66,41 +66,36 @@ async function actOnCronJob(
   });
   const at = rfc3339Seconds(options.now);
   const maxConflicts = options.maxConflicts ?? 3;
+  const skipped = (detail: string): CronJobResult => ({ ...base, image: undefined, failedInARow: undefined, jobs: [], outcome: OUTCOME.skip.live, detail });
   for (let conflicts = 0; ; conflicts += 1) {
-    let verdict: CronJobVerdict;
-    let uid: string;
+    let view;
     try {
-      const view = toCronJobView(await gateway.readCronJob(g.namespace, g.cronJob));
-      if (g.uid !== undefined && view.uid !== g.uid) {
-        return { ...base, image: undefined, failedInARow: undefined, jobs: [], outcome: 'skipped', detail: 'CronJob was replaced (uid differs)' };
-      }
-      uid = view.uid;
-      verdict = judgeCronJob(view, g.failures, { suspendAfter: options.suspendAfter, at });
-      if (verdict.kind === 'skip') return result(verdict, 'skipped');
-      if (options.dryRun) return result(verdict, verdict.kind === 'suspend' ? 'would-suspend' : 'would-count');
-      const patch = {
-        metadata: { resourceVersion: view.resourceVersion, annotations: verdict.annotations },
-        ...(verdict.kind === 'suspend' ? { spec: { suspend: true } } : {}),
-      };
-      await gateway.mergePatchCronJob(g.namespace, g.cronJob, patch);
+      view = toCronJobView(await gateway.readCronJob(g.namespace, g.cronJob));
     } catch (error) {
       const failure = describeApiError(error);
-      if (failure.status === 404) {
-        return { ...base, image: undefined, failedInARow: undefined, jobs: [], outcome: 'skipped', detail: 'CronJob no longer exists' };
-      }
-      if (failure.status === 409 && conflicts < maxConflicts) continue;
-      return { ...base, image: undefined, failedInARow: undefined, jobs: g.failures.map((f) => f.job), outcome: 'error', detail: 'could not record or suspend', error: `${failure.reason}: ${failure.message}` };
+      if (failure.status === 404) return skipped('CronJob no longer exists');
+      return { ...base, image: undefined, failedInARow: undefined, jobs: g.failures.map((f) => f.job), outcome: 'error', detail: 'could not record or suspend', error: failureText(failure) };
     }
-    if (verdict.kind === 'count') return result(verdict, 'counted');
-    const event = suspendedCronJobEvent({ namespace: g.namespace, name: g.cronJob, uid }, verdict.streak.jobs.at(-1), verdict.message, {
+    if (g.uid !== undefined && view.uid !== g.uid) return skipped('CronJob was replaced (uid differs)');
+    const verdict = judgeCronJob(view, g.failures, { suspendAfter: options.suspendAfter, at });
+    if (verdict.kind === 'skip') return result(verdict, OUTCOME.skip.live);
+    const patch = {
+      metadata: { resourceVersion: view.resourceVersion, annotations: verdict.annotations },
+      ...(verdict.kind === 'suspend' ? { spec: { suspend: true } } : {}),
+    };
+    const patched = await tryWrite('update', () => gateway.mergePatchCronJob(g.namespace, g.cronJob, patch));
+    if (!patched.landed) {
+      if (patched.why === 'gone') return skipped('CronJob no longer exists');
+      if (patched.why === 'conflict' && conflicts < maxConflicts) continue;
+      return { ...base, image: undefined, failedInARow: undefined, jobs: g.failures.map((f) => f.job), outcome: 'error', detail: 'could not record or suspend', error: failureText(patched.failure) };
+    }
+    if (verdict.kind === 'count') return result(verdict, OUTCOME.count.live);
+    const event = suspendedCronJobEvent({ namespace: g.namespace, name: g.cronJob, uid: view.uid }, verdict.streak.jobs.at(-1), verdict.message, {
       instance: options.instance,
       now: options.now,
     });
-    try {
-      await gateway.createEvent(g.namespace, event);
-      return result(verdict, 'suspended');
-    } catch (error) {
-      return result(verdict, 'suspended', `CronJob suspended, but its Event was not written: ${describeApiError(error).message}`);
-    }
+    const written = await tryWrite('create', () => gateway.createEvent(g.namespace, event));
+    if (written.landed) return result(verdict, OUTCOME.suspend.live);
+    return result(verdict, OUTCOME.suspend.live, `CronJob suspended, but its Event was not written: ${written.failure.message}`);
   }
 }

@@ -3,8 +3,7 @@ import { V1MicroTime, type EventsV1Event } from '@kubernetes/client-node';
 import type { Decision } from '../judge/types.ts';
 import type { JobView } from '../model.ts';
 import { ANNOTATIONS } from '../policy/annotations.ts';
-import { formatDuration } from '../policy/duration.ts';
-import { describeGraceSource } from '../policy/resolve.ts';
+import { formatClaimMessage } from '../judge/claim-message.ts';
 
 export const REPORTING_CONTROLLER = 'imagepull-sweeper';
 export const EVENT_REASON_STUCK = 'ImagePullStuck';
@@ -17,16 +16,8 @@ export interface Reporter {
   now: Date;
 }
 
-/** The text of the `imagepull-sweeper/message` annotation and of the Event note. */
-export function describeStuck(d: Decision): string {
-  const from = d.graceSource ? ` from ${describeGraceSource(d.graceSource)}` : '';
-  const grace = d.graceSeconds === undefined ? '' : `, grace ${formatDuration(d.graceSeconds)}${from}`;
-  const pods = d.stuckPods > 1 ? ` (${d.stuckPods} pods stuck)` : '';
-  return (
-    `${d.containerKind} container ${d.container} of pod ${d.pod}${pods} waited ${formatDuration(d.stuckSeconds)} ` +
-    `on image ${d.image} (class ${d.pullClass}, rule ${d.rule}${grace}): ${d.reason}: ${d.message}`
-  );
-}
+/** The claim message, which is also the Event note (its format and parse: judge/claim-message.ts). */
+export { formatClaimMessage as describeStuck } from '../judge/claim-message.ts';
 
 export function stuckJobEvent(d: Decision, action: 'FailJob' | 'Report', reporter: Reporter): EventsV1Event {
   const job = d.jobView!;
@@ -34,7 +25,7 @@ export function stuckJobEvent(d: Decision, action: 'FailJob' | 'Report', reporte
   return warningEvent(reporter, {
     reason: EVENT_REASON_STUCK,
     action,
-    note: `${verb}: ${describeStuck(d)}`,
+    note: `${verb}: ${formatClaimMessage(d)}`,
     regarding: { apiVersion: 'batch/v1', kind: 'Job', name: job.name, namespace: job.namespace, uid: job.uid },
     related: { apiVersion: 'v1', kind: 'Pod', name: d.pod, namespace: d.namespace, uid: d.podUid },
   });
@@ -63,7 +54,8 @@ export function failedJobEvent(
 }
 
 /**
- * The Event of a pod force-deleted under SPEC step 4 (action FailJob: it completes the failure),
+ * The Event of a pod force-deleted (docs/contract.md "How a Job is failed", step 4; action
+ * FailJob: it completes the failure),
  * named by Job and pod uid, so a repeat is a 409.
  */
 export function forceDeletedPodEvent(

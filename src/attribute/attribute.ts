@@ -16,7 +16,6 @@ export interface AttributeOptions {
 
 export interface Attribution {
   ownerOf: (podUid: string) => PodOwner;
-  jobsFetched: number;
   /** Lookups that failed for reasons other than the Job being gone. */
   errors: { namespace: string; job: string; message: string }[];
 }
@@ -97,7 +96,6 @@ export async function attributeToJobs(
   }
   return {
     ownerOf: (podUid) => byPod.get(podUid) ?? { kind: 'not-a-job', owner: undefined },
-    jobsFetched: found.size,
     errors,
   };
 }

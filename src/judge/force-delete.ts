@@ -1,4 +1,4 @@
-// SPEC "How a Job is failed", step 4, pure: which pods of a Job the sweeper failed are deleted
+// docs/contract.md "How a Job is failed", step 4, pure: which pods of a Job the sweeper failed are deleted
 // with grace period 0 — those still terminating none of whose containers has ever run — and why
 // each other terminating pod is left to the kubelet.
 import type { V1ContainerStatus, V1Pod } from '@kubernetes/client-node';

@@ -6,6 +6,7 @@ import type { EffectivePolicy, GraceSeconds, Policy } from '../policy/types.ts';
 import { chooseMechanism } from './mechanism.ts';
 import { assessOutage, describeTrip, tripFor } from './outage.ts';
 import type { Decision, Judgement, OutageAssessment, PodOwner } from './types.ts';
+import { standDown } from './stand-down.ts';
 
 /** The Job controller's own name in spec.managedBy; any other value means another controller owns the Job. */
 export const BUILTIN_JOB_CONTROLLER = 'kubernetes.io/job-controller';
@@ -258,7 +259,7 @@ export function rejudgeJob(
 ): Decision {
   const previousUid = previous.jobView?.uid;
   if (previousUid !== fresh.uid) {
-    return { ...previous, plan: 'skip', mechanism: undefined, failJobCondition: undefined, detail: `Job ${fresh.name} was replaced (uid differs)` };
+    return standDown(previous, 'skip', `Job ${fresh.name} was replaced (uid differs)`);
   }
   const seen = freshPod ? input.stuck.filter((c) => c.podUid !== freshPod.podUid).concat(freshPod.stuck) : input.stuck;
   const stuck = seen.filter((c) => {
@@ -268,5 +269,5 @@ export function rejudgeJob(
   });
   const outage = input.outage ?? assessOutage(input.stuck, input.policy.limits.outage);
   const judgement = judge({ ...input, stuck, outage, ownerOf: () => ({ kind: 'job', job: fresh }) });
-  return judgement.decisions[0] ?? { ...previous, plan: 'skip', mechanism: undefined, failJobCondition: undefined, detail: 'no longer stuck' };
+  return judgement.decisions[0] ?? standDown(previous, 'skip', 'no longer stuck');
 }

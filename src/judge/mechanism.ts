@@ -1,4 +1,4 @@
-// Which way a Job is failed (SPEC "How a Job is failed"). Pure.
+// Which way a Job is failed (docs/contract.md "How a Job is failed"). Pure.
 //
 // The podFailurePolicy path adds a condition to the stuck pod and deletes it. The kubelet then
 // leaves the pod `Failed` with every container terminated (exit code 137, ContainerStatusUnknown),

@@ -1,10 +1,11 @@
-// The SPEC's confirmation rule, pure: a Job the sweeper failed (it carries `failed-at`) that has
+// The confirmation rule (docs/contract.md "How a Job is failed"), pure: a Job the sweeper failed (it carries `failed-at`) that has
 // not finished is looked at on every sweep, failed again once `confirmWithin` has passed, and its
 // never-started pods still terminating `forceDeleteAfter` after `failed-at` are force-deleted.
 import type { V1Pod } from '@kubernetes/client-node';
-import { isStuckReason, PULL_CLASSES, type JobView, type PullClass } from '../model.ts';
+import { isStuckReason, type JobView } from '../model.ts';
 import { ANNOTATIONS } from '../policy/annotations.ts';
 import { formatDuration } from '../policy/duration.ts';
+import { parseClaimMessage } from './claim-message.ts';
 import { planForceDeletes, type ForceDeleteTarget } from './force-delete.ts';
 import { secondsBetween } from './judge.ts';
 import type { Decision } from './types.ts';
@@ -124,30 +125,27 @@ function forceDeleteFor(job: JobView, age: number, input: PendingInput): { force
   return { forceDelete: plan.targets, notes: plan.spared.map((s) => s.why) };
 }
 
-const MESSAGE = /^(init|sidecar|regular) container (\S+) of pod (\S+)(?: \(\d+ pods stuck\))? waited \S+ on image (\S+) \(class (\w+), rule ([^,)]+)/;
-
 /** A pending Job with no stuck pod left: its line says what the claim recorded. */
 function fromAnnotations(job: JobView, stuckSince: Date, now: Date): Decision {
   const message = job.annotations[ANNOTATIONS.message] ?? '';
-  const m = MESSAGE.exec(message);
+  const claimed = parseClaimMessage(message);
   const reason = job.annotations[ANNOTATIONS.reason];
-  const pullClass = m && (PULL_CLASSES as readonly string[]).includes(m[5]!) ? (m[5] as PullClass) : 'unknown';
   return {
     namespace: job.namespace,
     job: job.name,
     cronJob: job.cronJob,
-    pod: m?.[3] ?? '',
+    pod: claimed?.pod ?? '',
     podUid: '',
     podResourceVersion: '',
-    container: m?.[2] ?? '',
-    containerKind: (m?.[1] as Decision['containerKind'] | undefined) ?? 'regular',
-    image: m?.[4] ?? '',
+    container: claimed?.container ?? '',
+    containerKind: claimed?.containerKind ?? 'regular',
+    image: claimed?.image ?? '',
     reason: isStuckReason(reason) ? reason : 'ImagePullBackOff',
     message,
-    pullClass,
+    pullClass: claimed?.pullClass ?? 'unknown',
     stuckSince,
     stuckSeconds: Math.max(0, Math.floor(secondsBetween(stuckSince, now))),
-    rule: m?.[6] ?? '',
+    rule: claimed?.rule ?? '',
     action: 'fail',
     graceSeconds: undefined,
     graceSource: undefined,

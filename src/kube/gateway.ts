@@ -41,7 +41,8 @@ export interface KubeGateway {
   patchPodStatus(namespace: string, name: string, patch: object): Promise<V1Pod>;
   /**
    * Deletes only that pod (uid) as it was seen (resourceVersion, when given); `gracePeriodSeconds: 0`
-   * removes it without waiting for the kubelet (SPEC step 4: never-started pods only).
+   * removes it without waiting for the kubelet (docs/contract.md "How a Job is failed", step 4:
+   * never-started pods only).
    */
   deletePod(namespace: string, name: string, uid: string, resourceVersion?: string, options?: DeletePodOptions): Promise<void>;
   createEvent(namespace: string, event: EventsV1Event): Promise<void>;

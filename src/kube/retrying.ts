@@ -3,6 +3,7 @@
 import type { V1CronJob, V1Job } from '@kubernetes/client-node';
 import { describeApiError, isRetryable, type ApiFailure } from './errors.ts';
 import type { KubeGateway } from './gateway.ts';
+import { judgeWriteError } from './write-outcome.ts';
 
 export interface RetryNotice {
   /** The gateway method and its target, e.g. `readJob ci/build-7`. */
@@ -95,7 +96,7 @@ export function withRetries(plain: KubeGateway, options: Partial<RetryPolicy> = 
       retry(`patchPodStatus ${namespace}/${name}`, () => plain.patchPodStatus(namespace, name, patch)),
     mergePatchJob: (namespace, name, patch) =>
       retry(`mergePatchJob ${namespace}/${name}`, () => plain.mergePatchJob(namespace, name, patch), async (error, retried) => {
-        if (!retried || !isConditional(patch) || describeApiError(error).status !== 409) return FAILED;
+        if (!retried || !isConditional(patch) || !conflicted(error)) return FAILED;
         const current = await gateway.readJob(namespace, name).catch(() => undefined);
         return current && carriesAnnotations(current, patch) ? undefined : FAILED;
       }),
@@ -104,16 +105,16 @@ export function withRetries(plain: KubeGateway, options: Partial<RetryPolicy> = 
       retry(`jsonPatchJob ${namespace}/${name}`, () => plain.jsonPatchJob(namespace, name, operations)),
     deletePod: (namespace, name, uid, resourceVersion, options) =>
       retry(`deletePod ${namespace}/${name}`, () => plain.deletePod(namespace, name, uid, resourceVersion, options), async (error) =>
-        describeApiError(error).status === 404 ? undefined : FAILED,
+        judgeWriteError('delete', error).landed ? undefined : FAILED,
       ),
     createEvent: (namespace, event) =>
       retry(`createEvent ${namespace}/${event.metadata?.name ?? ''}`, () => plain.createEvent(namespace, event), async (error, retried) =>
-        retried && describeApiError(error).status === 409 ? undefined : FAILED,
+        retried && judgeWriteError('create', error).landed ? undefined : FAILED,
       ),
     readCronJob: (namespace, name) => retry(`readCronJob ${namespace}/${name}`, () => plain.readCronJob(namespace, name)),
     mergePatchCronJob: (namespace, name, patch) =>
       retry(`mergePatchCronJob ${namespace}/${name}`, () => plain.mergePatchCronJob(namespace, name, patch), async (error, retried) => {
-        if (!retried || !isConditional(patch) || describeApiError(error).status !== 409) return FAILED;
+        if (!retried || !isConditional(patch) || !conflicted(error)) return FAILED;
         const current = await gateway.readCronJob(namespace, name).catch(() => undefined);
         return current && carriesAnnotations(current, patch) ? undefined : FAILED;
       }),
@@ -121,6 +122,11 @@ export function withRetries(plain: KubeGateway, options: Partial<RetryPolicy> = 
     readServerVersion: () => retry('readServerVersion', () => plain.readServerVersion()),
   };
   return gateway;
+}
+
+function conflicted(error: unknown): boolean {
+  const outcome = judgeWriteError('update', error);
+  return !outcome.landed && outcome.why === 'conflict';
 }
 
 interface AnnotationPatch {

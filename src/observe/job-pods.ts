@@ -1,4 +1,4 @@
-// The pods of the pending Jobs due for SPEC step 4 (force-delete), read in full: their deletion
+// The pods of the pending Jobs due for force-delete (docs/contract.md "How a Job is failed", step 4), read in full: their deletion
 // metadata and every container status. One paged list per Job, by its controller-uid label.
 import type { V1Pod } from '@kubernetes/client-node';
 import { mapBounded } from '../concurrency.ts';

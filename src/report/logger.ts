@@ -1,6 +1,7 @@
 import type { Writable } from 'node:stream';
 import winston from 'winston';
 import { describeTrip } from '../judge/outage.ts';
+import { outcomeWord } from '../outcomes.ts';
 import { formatDuration } from '../policy/duration.ts';
 import type { AuditLine, CronJobAuditLine, SweepSummary } from './audit.ts';
 
@@ -42,25 +43,6 @@ export function logSummary(logger: winston.Logger, summary: SweepSummary): void 
   logger.log(summary.exitCode === 0 ? 'info' : 'warn', AUDIT_SUMMARY, summary);
 }
 
-/** The word that heads a text decision line; a dry run says "would" on every line but errors. */
-const OUTCOME_WORDS: Record<string, [live: string, dryRun: string]> = {
-  failed: ['FAILED', 'WOULD FAIL'],
-  reported: ['REPORTED', 'WOULD REPORT'],
-  retried: ['RETRIED', 'WOULD RETRY'],
-  'would-fail': ['WOULD FAIL', 'WOULD FAIL'],
-  'would-report': ['WOULD REPORT', 'WOULD REPORT'],
-  'would-retry': ['WOULD RETRY', 'WOULD RETRY'],
-  skipped: ['skipped', 'would skip'],
-  deferred: ['DEFERRED', 'WOULD DEFER'],
-  error: ['ERROR', 'ERROR'],
-};
-
-/** The outcome as the text summary counts it ("2 would fail", "1 would skip"). */
-function outcomeWords(outcome: string, dryRun: boolean): string {
-  const word = OUTCOME_WORDS[outcome]?.[dryRun ? 1 : 0] ?? outcome;
-  return word.toLowerCase();
-}
-
 function renderText(info: winston.Logform.TransformableInfo): string {
   const fields = info as unknown as Record<string, unknown>;
   if (info.message === AUDIT_DECISION) return renderDecision(fields as unknown as AuditLine);
@@ -73,7 +55,7 @@ function renderText(info: winston.Logform.TransformableInfo): string {
 }
 
 function renderDecision(l: AuditLine): string {
-  const word = (OUTCOME_WORDS[l.outcome] ?? [l.outcome, l.outcome])[l.dryRun ? 1 : 0];
+  const word = outcomeWord(l.outcome, l.dryRun);
   const target = l.job ? `job/${l.job}${l.cronJob ? ` (cronjob/${l.cronJob})` : ''}` : `pod/${l.pod}`;
   const grace = l.graceSeconds === null ? '' : `/${formatDuration(l.graceSeconds)}`;
   const source = l.graceSource === null ? '' : ` grace=${l.graceSource}${l.graceClamped ? '(clamped)' : ''}`;
@@ -87,17 +69,8 @@ function renderDecision(l: AuditLine): string {
   return lines.join('\n');
 }
 
-const CRONJOB_WORDS: Record<string, string> = {
-  suspended: 'SUSPENDED',
-  'would-suspend': 'WOULD SUSPEND',
-  counted: 'counted',
-  'would-count': 'would count',
-  skipped: 'skipped',
-  error: 'ERROR',
-};
-
 function renderCronJob(l: CronJobAuditLine): string {
-  const word = l.outcome === 'skipped' && l.dryRun ? 'would skip' : (CRONJOB_WORDS[l.outcome] ?? l.outcome);
+  const word = outcomeWord(l.outcome, l.dryRun);
   const run = l.failedInARow === null ? '' : `  ${l.failedInARow}/${l.suspendAfter} failed in a row on ${l.image ?? '?'}`;
   const lines = [`${word.padEnd(12)} ${l.namespace}/cronjob/${l.cronJob}${run}`, `             ${l.detail}${l.jobs.length > 0 ? ` (Jobs: ${l.jobs.join(', ')})` : ''}`];
   if (l.error) lines.push(`             error: ${l.error}`);
@@ -107,7 +80,7 @@ function renderCronJob(l: CronJobAuditLine): string {
 function renderSummary(s: SweepSummary): string {
   const counts = Object.entries(s.outcomes)
     .filter(([, n]) => n > 0)
-    .map(([o, n]) => `${n} ${outcomeWords(o, s.dryRun)}`)
+    .map(([o, n]) => `${n} ${outcomeWord(o, s.dryRun).toLowerCase()}`)
     .join(', ');
   const namespaces = s.namespaces.length > 0 ? s.namespaces.join(',') : 'all namespaces';
   return [

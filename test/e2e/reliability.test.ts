@@ -283,7 +283,6 @@ describe('crash safety', () => {
     const attribution = await attributeToJobs(gateway, observation.stuck, { concurrency: 2, listThreshold: 10 });
     const input: JudgeInput = { stuck: observation.stuck, ownerOf: attribution.ownerOf, namespaceLabels: new Map(), policy: parsed(POLICY_YAML), now: new Date() };
     const results = await act(gateway, judge(input).decisions, {
-      dryRun: false,
       concurrency: 2,
       now: input.now,
       instance: 'e2e',
@@ -337,7 +336,6 @@ describe('pod preconditions', () => {
 
     let podRejudged = 0;
     const results = await act(gateway, decisions, {
-      dryRun: false,
       concurrency: 2,
       now: input.now,
       instance: 'e2e',

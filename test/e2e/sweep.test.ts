@@ -414,7 +414,6 @@ describe('sweep under real API failures and races', () => {
 
     let rejudged = 0;
     const results = await act(gateway, plan.decisions, {
-      dryRun: false,
       concurrency: 2,
       now: input.now,
       instance: 'e2e',

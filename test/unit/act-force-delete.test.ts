@@ -1,4 +1,4 @@
-// The force-delete writes (act/force-delete.ts, and the retry that carries them) against a small
+// The force-delete writes (act/force-delete.ts, and the retry that carries them) against the
 // scripted gateway: which calls are made, with what, and what each answer leads to. What the real
 // API server answers is proven in test/e2e/node-force-delete.test.ts and test/e2e/guard.test.ts.
 import assert from 'node:assert/strict';
@@ -8,29 +8,10 @@ import { act, type ActOptions } from '../../src/act/act.ts';
 import { forceDeletePods } from '../../src/act/force-delete.ts';
 import { judgePending } from '../../src/judge/pending.ts';
 import type { Decision } from '../../src/judge/types.ts';
-import { ApiStatusError } from '../../src/kube/errors.ts';
-import type { KubeGateway } from '../../src/kube/gateway.ts';
+import { dryRunGateway } from '../../src/kube/dry-run-gateway.ts';
+import { apiError, scriptedGateway } from '../support/scripted-gateway.ts';
 import { job, NOW, secondsAgo } from './judge-fixtures.ts';
 import { REAL_NODE } from './real-node.ts';
-
-type Call = { method: string; args: unknown[] };
-
-/** Records every call; each method answers from its script in turn (an Error rejects), else resolves. */
-function scripted(script: Partial<Record<keyof KubeGateway, unknown[]>> = {}): { gateway: KubeGateway; calls: Call[] } {
-  const calls: Call[] = [];
-  const gateway = new Proxy({} as KubeGateway, {
-    get: (_, method: string) => async (...args: unknown[]) => {
-      calls.push({ method, args });
-      const answer = script[method as keyof KubeGateway]?.shift();
-      if (answer instanceof Error) throw answer;
-      return answer ?? (method === 'listPods' ? { items: [], continueToken: undefined } : undefined);
-    },
-  });
-  return { gateway, calls };
-}
-
-const apiError = (code: number, reason: string, message: string) =>
-  new ApiStatusError(code, `HTTP ${code}`, JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', code, reason, message }), {});
 
 const CLAIM_MESSAGE = 'regular container main of pod hung-abcde waited 5s on image 127.0.0.1:1/team/app:1 (class stalled, rule defaults, grace 5s): ContainerCreating: ';
 
@@ -61,8 +42,7 @@ function pendingDecision(failedAgo: number, givenUp = true): Decision {
   return p.decisions[0]!;
 }
 
-const options = (dryRun = false): ActOptions => ({
-  dryRun,
+const options = (): ActOptions => ({
   concurrency: 2,
   now: NOW,
   instance: 'unit',
@@ -73,7 +53,7 @@ const options = (dryRun = false): ActOptions => ({
 describe('forceDeletePods', () => {
   it('deletes each planned pod with grace period 0 and its uid, then writes its Event', async () => {
     const d = pendingDecision(70);
-    const { gateway, calls } = scripted();
+    const { gateway, calls } = scriptedGateway();
     const r = await forceDeletePods(gateway, d, { instance: 'unit', now: NOW });
     assert.deepEqual(r, { done: ['force-deleted pod hung-abcde (terminating 1m8s, no container ever started)'], error: undefined });
     assert.deepEqual(calls[0], { method: 'deletePod', args: ['ci-a', 'hung-abcde', 'uid-pod-1', 'rv-judged', { gracePeriodSeconds: 0 }] });
@@ -88,8 +68,8 @@ describe('forceDeletePods', () => {
   });
 
   it('names the Event by Job and pod, so a repeat is the same Event (409 counts as written)', async () => {
-    const a = scripted();
-    const b = scripted({ createEvent: [apiError(409, 'AlreadyExists', 'exists')] });
+    const a = scriptedGateway();
+    const b = scriptedGateway({ createEvent: [apiError(409, 'AlreadyExists', 'exists')] });
     await forceDeletePods(a.gateway, pendingDecision(70), { instance: 'unit', now: NOW });
     const r = await forceDeletePods(b.gateway, pendingDecision(90), { instance: 'other', now: new Date(NOW.getTime() + 20_000) });
     assert.equal((a.calls[1]!.args[1] as EventsV1Event).metadata?.name, (b.calls[1]!.args[1] as EventsV1Event).metadata?.name);
@@ -97,20 +77,20 @@ describe('forceDeletePods', () => {
   });
 
   it('a pod already gone (404) is done; one changed since it was read (409: uid or resourceVersion) is left; no Event for either', async () => {
-    const gone = scripted({ deletePod: [apiError(404, 'NotFound', 'pods "hung-abcde" not found')] });
+    const gone = scriptedGateway({ deletePod: [apiError(404, 'NotFound', 'pods "hung-abcde" not found')] });
     assert.deepEqual(await forceDeletePods(gone.gateway, pendingDecision(70), { instance: 'unit', now: NOW }), { done: ['pod hung-abcde already gone'], error: undefined });
-    const other = scripted({ deletePod: [apiError(409, 'Conflict', 'Precondition failed: UID in precondition: uid-pod-1, UID in object meta: uid-new')] });
+    const other = scriptedGateway({ deletePod: [apiError(409, 'Conflict', 'Precondition failed: UID in precondition: uid-pod-1, UID in object meta: uid-new')] });
     const r = await forceDeletePods(other.gateway, pendingDecision(70), { instance: 'unit', now: NOW });
     assert.deepEqual(r, { done: ['pod hung-abcde changed since it was read (another pod, or a new status), left for the next sweep'], error: undefined });
     assert.deepEqual([...gone.calls, ...other.calls].map((c) => c.method), ['deletePod', 'deletePod']);
   });
 
   it('reports a refused delete (e.g. the guard) or a lost Event as an error', async () => {
-    const refused = scripted({ deletePod: [apiError(403, 'Forbidden', 'imagepull-sweeper guard: pods: ...')] });
+    const refused = scriptedGateway({ deletePod: [apiError(403, 'Forbidden', 'imagepull-sweeper guard: pods: ...')] });
     const r = await forceDeletePods(refused.gateway, pendingDecision(70), { instance: 'unit', now: NOW });
     assert.deepEqual(r.done, []);
     assert.match(r.error ?? '', /^could not force-delete pod hung-abcde: Forbidden: imagepull-sweeper guard/);
-    const noEvent = scripted({ createEvent: [apiError(500, 'InternalError', 'etcd down')] });
+    const noEvent = scriptedGateway({ createEvent: [apiError(500, 'InternalError', 'etcd down')] });
     const e = await forceDeletePods(noEvent.gateway, pendingDecision(70), { instance: 'unit', now: NOW });
     assert.equal(e.done.length, 1);
     assert.match(e.error ?? '', /^pod hung-abcde force-deleted, but its Event was not written: etcd down/);
@@ -119,7 +99,7 @@ describe('forceDeletePods', () => {
 
 describe('act: a pending Job with a pod to force-delete', () => {
   it('before confirmWithin: only the force-delete and its Event, audited retried', async () => {
-    const { gateway, calls } = scripted();
+    const { gateway, calls } = scriptedGateway();
     const [r] = await act(gateway, [pendingDecision(70)], options());
     assert.equal(r!.outcome, 'retried');
     assert.equal(r!.error, undefined);
@@ -128,7 +108,7 @@ describe('act: a pending Job with a pod to force-delete', () => {
   });
 
   it('after confirmWithin: the force-delete, then the deadline again and the FailJob Event', async () => {
-    const { gateway, calls } = scripted();
+    const { gateway, calls } = scriptedGateway();
     const [r] = await act(gateway, [pendingDecision(400)], options());
     assert.equal(r!.outcome, 'retried');
     assert.deepEqual(calls.map((c) => c.method), ['deletePod', 'createEvent', 'listPods', 'mergePatchJob', 'createEvent']);
@@ -136,7 +116,7 @@ describe('act: a pending Job with a pod to force-delete', () => {
   });
 
   it('a Job the controller has not given up on: the force-delete, its Event, then the deadline', async () => {
-    const { gateway, calls } = scripted();
+    const { gateway, calls } = scriptedGateway();
     const [r] = await act(gateway, [pendingDecision(70, false)], options());
     assert.equal(r!.outcome, 'retried');
     assert.deepEqual(calls.map((c) => c.method), ['deletePod', 'createEvent', 'listPods', 'mergePatchJob', 'createEvent']);
@@ -144,15 +124,15 @@ describe('act: a pending Job with a pod to force-delete', () => {
   });
 
   it('a dry run writes nothing and says would', async () => {
-    const { gateway, calls } = scripted();
-    const [r] = await act(gateway, [pendingDecision(70)], options(true));
+    const { gateway, calls } = scriptedGateway();
+    const [r] = await act(dryRunGateway(gateway), [pendingDecision(70)], options());
     assert.equal(r!.outcome, 'would-retry');
     assert.deepEqual(calls, []);
     assert.match(r!.decision.detail, /; would force-delete pod hung-abcde \(terminating 1m8s, no container ever started\)$/);
   });
 
   it('a failed delete makes the line an error-carrying retry (exit 1), and nothing else is skipped', async () => {
-    const { gateway } = scripted({ deletePod: [apiError(503, 'ServiceUnavailable', 'later')] });
+    const { gateway } = scriptedGateway({ deletePod: [apiError(503, 'ServiceUnavailable', 'later')] });
     const [r] = await act(gateway, [pendingDecision(70)], options());
     assert.equal(r!.outcome, 'retried');
     assert.match(r!.error ?? '', /could not force-delete pod hung-abcde: ServiceUnavailable: later/);

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
-import { describePodsFound } from '../../src/act/act.ts';
+import { describePodsFound } from '../../src/act/retry-job.ts';
 import { judge } from '../../src/judge/judge.ts';
 import { judgePending } from '../../src/judge/pending.ts';
 import type { JobView } from '../../src/model.ts';

@@ -3,8 +3,10 @@ import { PassThrough } from 'node:stream';
 import { describe, it } from 'node:test';
 import { ApiException } from '@kubernetes/client-node';
 import type { ActResult } from '../../src/act/act.ts';
-import { act, passedDeadlineSeconds } from '../../src/act/act.ts';
-import type { KubeGateway } from '../../src/kube/gateway.ts';
+import { act } from '../../src/act/act.ts';
+import { passedDeadlineSeconds } from '../../src/act/claim.ts';
+import { dryRunGateway } from '../../src/kube/dry-run-gateway.ts';
+import { scriptedGateway } from '../support/scripted-gateway.ts';
 import { SweepMetrics } from '../../src/schedule/metrics.ts';
 import { describeStuck, stuckJobEvent, truncate } from '../../src/act/events.ts';
 import { judge } from '../../src/judge/judge.ts';
@@ -102,9 +104,6 @@ describe('summary', () => {
 });
 
 describe('a dry run says "would"', () => {
-  const noWrites = new Proxy({} as KubeGateway, {
-    get: (_t, name) => () => Promise.reject(new Error(`a dry run called ${String(name)}`)),
-  });
   const base = {
     sweepId: 's',
     dryRun: true,
@@ -127,7 +126,9 @@ describe('a dry run says "would"', () => {
     const fail = decisionFor('a');
     const report = { ...decisionFor('b'), plan: 'report' as const, action: 'report' as const };
     const skip = { ...decisionFor('c'), plan: 'skip' as const };
-    const results = await act(noWrites, [fail, report, skip], { dryRun: true, concurrency: 2, now: NOW, instance: 'h', claim: 'c', rejudge: (d) => d });
+    const { gateway, calls } = scriptedGateway();
+    const results = await act(dryRunGateway(gateway), [fail, report, skip], { concurrency: 2, now: NOW, instance: 'h', claim: 'c', rejudge: (d) => d });
+    assert.deepEqual(calls, [], 'nothing sent');
     assert.deepEqual(results.map((r) => [r.outcome, r.error]), [['would-fail', undefined], ['would-report', undefined], ['skipped', undefined]]);
   });
 

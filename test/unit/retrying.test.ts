@@ -6,24 +6,13 @@ import { ApiException, type EventsV1Event, type V1Job } from '@kubernetes/client
 import { mapBounded } from '../../src/concurrency.ts';
 import type { KubeGateway } from '../../src/kube/gateway.ts';
 import { withRetries, type RetryNotice } from '../../src/kube/retrying.ts';
+import { scriptedGateway, type Script } from '../support/scripted-gateway.ts';
 
 const dropped = () => Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
 const status = (code: number, headers: Record<string, string> = {}) => new ApiException(code, 'x', '', headers);
 
-/** A plain gateway whose methods answer from `script` (an Error is thrown), counting calls. */
-function scripted(script: Partial<Record<keyof KubeGateway, unknown[]>>) {
-  const calls: Partial<Record<keyof KubeGateway, number>> = {};
-  const gateway = new Proxy({} as KubeGateway, {
-    get: (_t, name: keyof KubeGateway) => async () => {
-      const n = (calls[name] = (calls[name] ?? 0) + 1);
-      const answers = script[name] ?? [];
-      const answer = answers[Math.min(n, answers.length) - 1];
-      if (answer instanceof Error) throw answer;
-      return answer;
-    },
-  });
-  return { gateway, calls };
-}
+/** A plain gateway answering from `script`; a method whose answers ran out repeats its last. */
+const scripted = (script: Script) => scriptedGateway(script, { repeatLast: true });
 
 function retrying(plain: KubeGateway, notices: RetryNotice[] = [], sleeps: number[] = []): KubeGateway {
   return withRetries(plain, {
@@ -57,10 +46,10 @@ describe('the retrying gateway', () => {
   it('gives up after the attempts, and never repeats a 4xx', async () => {
     const down = scripted({ readNamespace: [status(503)] });
     await assert.rejects(retrying(down.gateway).readNamespace('ns'));
-    assert.equal(down.calls.readNamespace, 4);
+    assert.equal(down.count('readNamespace'), 4);
     const conflict = scripted({ mergePatchJob: [status(409)] });
     await assert.rejects(retrying(conflict.gateway).mergePatchJob('ns', 'j', { metadata: { annotations: { a: '1' } } }));
-    assert.equal(conflict.calls.mergePatchJob, 1);
+    assert.equal(conflict.count('mergePatchJob'), 1);
   });
 
   it('counts a claim that conflicts after a retry as done when the Job carries its annotations', async () => {
@@ -71,14 +60,14 @@ describe('the retrying gateway', () => {
     await assert.rejects(retrying(lost.gateway).mergePatchJob('ns', 'j', claim), (e: unknown) => e instanceof ApiException && e.code === 409);
     const firstTry = scripted({ mergePatchJob: [status(409)], readJob: [job({ 'imagepull-sweeper/failed-at': 'T' })] });
     await assert.rejects(retrying(firstTry.gateway).mergePatchJob('ns', 'j', claim));
-    assert.equal(firstTry.calls.readJob, undefined, 'a conflict on the first attempt is a race lost, not checked');
+    assert.equal(firstTry.count('readJob'), 0, 'a conflict on the first attempt is a race lost, not checked');
   });
 
   it('reads a conflicting claim back with retries: a dropped read does not turn a landed claim into a conflict', async () => {
     const claim = { metadata: { resourceVersion: '7', annotations: { 'imagepull-sweeper/claim': 'c1' } } };
     const flaky = scripted({ mergePatchJob: [dropped(), status(409)], readJob: [dropped(), status(503), job({ 'imagepull-sweeper/claim': 'c1' })] });
     await retrying(flaky.gateway).mergePatchJob('ns', 'j', claim);
-    assert.equal(flaky.calls.readJob, 3);
+    assert.equal(flaky.count('readJob'), 3);
   });
 
   it('counts an Event create answered 409 after a retry as done, not on the first attempt', async () => {

@@ -1,0 +1,72 @@
+// The podFailurePolicy path's pod steps: add the FailJob condition to the stuck pod, then delete
+// it, both conditional on the pod as it was seen (uid and resourceVersion).
+import type { V1Pod } from '@kubernetes/client-node';
+import { findStuckContainers } from '../classify/index.ts';
+import { formatClaimMessage } from '../judge/claim-message.ts';
+import type { Decision } from '../judge/types.ts';
+import { describeApiError, type ApiFailure } from '../kube/errors.ts';
+import type { KubeGateway } from '../kube/gateway.ts';
+import { tryWrite } from '../kube/write-outcome.ts';
+import type { StuckContainer } from '../model.ts';
+import { truncate } from './events.ts';
+
+/** How the pod steps ended: done, the pod changed since it was judged (its stuck containers now), or a write failed. */
+export type PodSteps = { kind: 'done' } | { kind: 'changed'; stuck: StuckContainer[] } | { kind: 'failed'; failure: ApiFailure };
+
+const DELETE_ATTEMPTS = 3;
+
+export async function failPod(gateway: KubeGateway, d: Decision, now: Date): Promise<PodSteps> {
+  const condition = {
+    type: d.failJobCondition!,
+    status: 'True',
+    reason: d.reason,
+    message: truncate(formatClaimMessage(d), 32_768),
+    lastTransitionTime: now.toISOString(),
+    lastProbeTime: null,
+  };
+  const stuckNow = (pod: V1Pod): StuckContainer[] =>
+    pod.metadata?.uid === d.podUid ? findStuckContainers(pod).filter((c) => c.controller?.uid === d.jobView!.uid) : [];
+  const marked = (pod: V1Pod) => (pod.status?.conditions ?? []).some((c) => c.type === condition.type && c.status === 'True');
+  let current: V1Pod | 'gone' | undefined;
+  const readBack = async () => {
+    current = await readPod(gateway, d.namespace, d.pod);
+    return current !== 'gone' && current !== undefined && current.metadata?.uid === d.podUid && marked(current);
+  };
+
+  const patch = { metadata: { resourceVersion: d.podResourceVersion }, status: { conditions: [condition] } };
+  const mark = await tryWrite('update', () => gateway.patchPodStatus(d.namespace, d.pod, patch), readBack, { confirmConflicts: true });
+  let resourceVersion = d.podResourceVersion;
+  if (mark.landed) {
+    // Read back when its answer was lost: delete the pod as it is now.
+    const pod = mark.value ?? (current !== 'gone' ? current : undefined);
+    resourceVersion = pod?.metadata?.resourceVersion ?? resourceVersion;
+  } else {
+    const seen = current as V1Pod | 'gone' | undefined;
+    if (mark.why === 'gone' || seen === 'gone' || (seen && seen.metadata?.uid !== d.podUid)) return { kind: 'changed', stuck: [] };
+    if (seen && mark.why === 'conflict') return { kind: 'changed', stuck: stuckNow(seen) };
+    return { kind: 'failed', failure: mark.failure };
+  }
+
+  for (let attempt = 1; ; attempt += 1) {
+    current = undefined;
+    const gone = async () => {
+      current = await readPod(gateway, d.namespace, d.pod);
+      return current === 'gone' || current === undefined ? current === 'gone' : current.metadata?.uid !== d.podUid || !!current.metadata?.deletionTimestamp;
+    };
+    const deleted = await tryWrite('delete', () => gateway.deletePod(d.namespace, d.pod, d.podUid, resourceVersion), gone, { confirmConflicts: true });
+    if (deleted.landed) return { kind: 'done' };
+    const seen = current as V1Pod | 'gone' | undefined;
+    if (seen === undefined || seen === 'gone' || deleted.why !== 'conflict' || attempt >= DELETE_ATTEMPTS) return { kind: 'failed', failure: deleted.failure };
+    // The kubelet wrote the pod in between: delete it as it is now, if it is still stuck.
+    if (!marked(seen) || stuckNow(seen).length === 0) return { kind: 'changed', stuck: stuckNow(seen) };
+    resourceVersion = seen.metadata?.resourceVersion ?? resourceVersion;
+  }
+}
+
+async function readPod(gateway: KubeGateway, namespace: string, name: string): Promise<V1Pod | 'gone' | undefined> {
+  try {
+    return await gateway.readPod(namespace, name);
+  } catch (error) {
+    return describeApiError(error).status === 404 ? 'gone' : undefined;
+  }
+}

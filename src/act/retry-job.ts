@@ -1,0 +1,61 @@
+// A pending Job (docs/contract.md "How a Job is failed", steps 3 and 4): its never-started pods
+// force-deleted, and, once confirmWithin has passed (mechanism set), failed again by its deadline
+// (idempotent) with its Event if missing.
+import type { V1Pod } from '@kubernetes/client-node';
+import type { Decision } from '../judge/types.ts';
+import { describeApiError } from '../kube/errors.ts';
+import type { KubeGateway } from '../kube/gateway.ts';
+import { tryWrite } from '../kube/write-outcome.ts';
+import { formatDuration } from '../policy/duration.ts';
+import { passedDeadlineSeconds } from './claim.ts';
+import { failedJobEvent, type Reporter } from './events.ts';
+import { forceDeletePods } from './force-delete.ts';
+import { notLanded, type WriteResult } from './write-result.ts';
+
+export async function retryJob(gateway: KubeGateway, d: Decision, reporter: Reporter): Promise<WriteResult> {
+  const job = d.jobView!;
+  const forced = await forceDeletePods(gateway, d, reporter);
+  const details = [d.detail, ...forced.done];
+  const errors = forced.error ? [forced.error] : [];
+  if (d.mechanism === 'activeDeadlineSeconds') {
+    const found = await gateway
+      .listPods({ namespace: job.namespace, labelSelector: `batch.kubernetes.io/controller-uid=${job.uid}`, limit: 100 })
+      .then((page) => describePodsFound(page.items, reporter.now))
+      .catch((error: unknown) => `its pods could not be listed (${describeApiError(error).message})`);
+    const deadline = { spec: { activeDeadlineSeconds: passedDeadlineSeconds(job, reporter.now) } };
+    const patched = await tryWrite('update', () => gateway.mergePatchJob(job.namespace, job.name, deadline));
+    if (!patched.landed) return notLanded(patched);
+    const event = failedJobEvent(job, reporter);
+    const written = await tryWrite('create', () => gateway.createEvent(job.namespace, event));
+    if (!written.landed) errors.push(`Job failed, but its Event was not written: ${written.failure.message}`);
+    details.push(`found ${found}`);
+  }
+  return { kind: 'done', detail: details.join('; '), error: errors.length > 0 ? errors.join('; ') : undefined };
+}
+
+/** What a retry found of the Job's pods, e.g. `2 pod(s) terminating for 3m on node(s) n1`. Pure. */
+export function describePodsFound(pods: readonly V1Pod[], now: Date): string {
+  if (pods.length === 0) return 'no pods left';
+  const parts: string[] = [];
+  const terminating = pods.filter((p) => p.metadata?.deletionTimestamp);
+  if (terminating.length > 0) {
+    const since = terminating.map((p) => new Date(p.metadata!.deletionTimestamp!).getTime() - (p.metadata?.deletionGracePeriodSeconds ?? 0) * 1000);
+    const longest = Math.max(0, Math.floor((now.getTime() - Math.min(...since)) / 1000));
+    const nodes = [...new Set(terminating.map((p) => p.spec?.nodeName).filter(Boolean))];
+    parts.push(`${terminating.length} pod(s) terminating for ${formatDuration(longest)}${nodes.length ? ` on node(s) ${nodes.join(', ')}` : ''}`);
+  }
+  const byPhase = new Map<string, Set<string>>();
+  for (const p of pods.filter((p) => !p.metadata?.deletionTimestamp)) {
+    const phase = p.status?.phase ?? 'Unknown';
+    const reasons = byPhase.get(phase) ?? new Set<string>();
+    for (const s of [...(p.status?.initContainerStatuses ?? []), ...(p.status?.containerStatuses ?? [])]) {
+      if (s.state?.waiting?.reason) reasons.add(s.state.waiting.reason);
+    }
+    byPhase.set(phase, reasons);
+  }
+  for (const [phase, reasons] of byPhase) {
+    const n = pods.filter((p) => !p.metadata?.deletionTimestamp && (p.status?.phase ?? 'Unknown') === phase).length;
+    parts.push(`${n} pod(s) ${phase}${reasons.size ? ` (${[...reasons].join(', ')})` : ''}`);
+  }
+  return parts.join('; ');
+}

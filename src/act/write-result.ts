@@ -1,0 +1,29 @@
+import { failureText, type WriteOutcome } from '../kube/write-outcome.ts';
+import type { StuckContainer } from '../model.ts';
+
+/** The pod a precondition failed on, as it is now (no stuck containers: gone or recovered). */
+export interface FreshPod {
+  podUid: string;
+  stuck: StuckContainer[];
+}
+
+/**
+ * How one Job's write sequence ended:
+ * - `done`: as planned; `error` says what part failed without undoing it (e.g. its Event);
+ * - `gone`: the Job (or its pod) no longer exists;
+ * - `changed`: a precondition failed: the Job is read and judged again; `error` is audited when
+ *   it keeps changing;
+ * - `failed`: a write failed; nothing more is tried this sweep.
+ */
+export type WriteResult =
+  | { kind: 'done'; detail?: string; error: string | undefined }
+  | { kind: 'gone' }
+  | { kind: 'changed'; error: string; freshPod?: FreshPod }
+  | { kind: 'failed'; error: string };
+
+/** A write that did not land, as the end of a Job's write sequence. */
+export function notLanded(outcome: Extract<WriteOutcome<unknown>, { landed: false }>): WriteResult {
+  if (outcome.why === 'gone') return { kind: 'gone' };
+  if (outcome.why === 'conflict') return { kind: 'changed', error: failureText(outcome.failure) };
+  return { kind: 'failed', error: failureText(outcome.failure) };
+}

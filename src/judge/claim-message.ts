@@ -1,0 +1,37 @@
+// The claim message: the text of the `imagepull-sweeper/message` annotation (and of the Event
+// notes), written when a Job is claimed and read back by a later sweep that finds the Job pending
+// with no stuck pod left. Its format and its parse live here together.
+import { PULL_CLASSES, type ContainerKind, type PullClass } from '../model.ts';
+import { formatDuration } from '../policy/duration.ts';
+import { describeGraceSource } from '../policy/resolve.ts';
+import type { Decision } from './types.ts';
+
+export function formatClaimMessage(d: Decision): string {
+  const from = d.graceSource ? ` from ${describeGraceSource(d.graceSource)}` : '';
+  const grace = d.graceSeconds === undefined ? '' : `, grace ${formatDuration(d.graceSeconds)}${from}`;
+  const pods = d.stuckPods > 1 ? ` (${d.stuckPods} pods stuck)` : '';
+  return (
+    `${d.containerKind} container ${d.container} of pod ${d.pod}${pods} waited ${formatDuration(d.stuckSeconds)} ` +
+    `on image ${d.image} (class ${d.pullClass}, rule ${d.rule}${grace}): ${d.reason}: ${d.message}`
+  );
+}
+
+/** What a claim message says of the stuck container; undefined when it is not one. */
+export interface ClaimMessage {
+  containerKind: ContainerKind;
+  container: string;
+  pod: string;
+  image: string;
+  /** `unknown` when the class named is not one (an older or edited message). */
+  pullClass: PullClass;
+  rule: string;
+}
+
+const MESSAGE = /^(init|sidecar|regular) container (\S+) of pod (\S+)(?: \(\d+ pods stuck\))? waited \S+ on image (\S+) \(class (\w+), rule ([^,)]+)/;
+
+export function parseClaimMessage(text: string): ClaimMessage | undefined {
+  const m = MESSAGE.exec(text);
+  if (!m) return undefined;
+  const pullClass = (PULL_CLASSES as readonly string[]).includes(m[5]!) ? (m[5] as PullClass) : 'unknown';
+  return { containerKind: m[1] as ContainerKind, container: m[2]!, pod: m[3]!, image: m[4]!, pullClass, rule: m[6]! };
+}

@@ -1,0 +1,54 @@
+// Did this write land? The one place a write's answer is judged, for every write the sweeper makes.
+import { describeApiError, type ApiFailure } from './errors.ts';
+
+/**
+ * - `create`: an object with a fixed name (Events). 409 AlreadyExists means it exists: written by
+ *   this call's earlier attempt or by another sweep writing the same object.
+ * - `delete`: 404 means the object is gone, which is what the delete wanted.
+ * - `update`: patches. 404: the object is gone; 409: a precondition failed (it changed).
+ */
+export type WriteKind = 'create' | 'delete' | 'update';
+
+export type WriteOutcome<T = void> =
+  /** `already`: the answer said the object was already as wanted (409 on a create, 404 on a delete). */
+  | { landed: true; value: T | undefined; already: boolean; failure: undefined }
+  | { landed: false; why: 'conflict' | 'gone' | 'failed'; failure: ApiFailure };
+
+const LANDED = { landed: true, value: undefined, already: false, failure: undefined } as const;
+const ALREADY = { ...LANDED, already: true } as const;
+
+/** What an error answer says about a write (pure). */
+export function judgeWriteError(kind: WriteKind, error: unknown): WriteOutcome<never> {
+  const failure = describeApiError(error);
+  if (kind === 'create' && failure.status === 409) return ALREADY;
+  if (kind === 'delete' && failure.status === 404) return ALREADY;
+  if (failure.status === 404) return { landed: false, why: 'gone', failure };
+  if (failure.status === 409) return { landed: false, why: 'conflict', failure };
+  return { landed: false, why: 'failed', failure };
+}
+
+/**
+ * Sends the write and judges its answer. When it failed (its answer may have been lost), `confirm`
+ * reads the object back and says whether the write had landed; with `confirmConflicts` a 409 is
+ * read back too (a retry after a lost answer conflicts with the write's own first attempt).
+ */
+export async function tryWrite<T>(
+  kind: WriteKind,
+  write: () => Promise<T>,
+  confirm?: () => Promise<boolean>,
+  options: { confirmConflicts?: boolean } = {},
+): Promise<WriteOutcome<T>> {
+  try {
+    return { ...LANDED, value: await write() };
+  } catch (error) {
+    const outcome = judgeWriteError(kind, error);
+    if (outcome.landed || !confirm) return outcome;
+    if (outcome.why === 'gone' || (outcome.why === 'conflict' && !options.confirmConflicts)) return outcome;
+    return (await confirm().catch(() => false)) ? LANDED : outcome;
+  }
+}
+
+/** `Reason: message` of a failed write, for audit lines. */
+export function failureText(failure: ApiFailure): string {
+  return `${failure.reason}: ${failure.message}`;
+}

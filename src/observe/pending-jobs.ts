@@ -1,0 +1,25 @@
+// The Jobs the sweeper claimed and has not yet seen finish, found by their label on the server.
+import { toJobView } from '../attribute/job-view.ts';
+import type { KubeGateway } from '../kube/gateway.ts';
+import { listFromStart } from '../kube/paging.ts';
+import type { JobView } from '../model.ts';
+import { LABELS } from '../policy/annotations.ts';
+
+/** Empty `namespaces`: every namespace, in one list. */
+export async function listPendingJobs(
+  gateway: KubeGateway,
+  namespaces: readonly string[],
+  onRestart: (namespace: string | undefined, restart: number) => void,
+): Promise<JobView[]> {
+  const scopes: (string | undefined)[] = namespaces.length > 0 ? [...new Set(namespaces)] : [undefined];
+  const jobs: JobView[] = [];
+  for (const namespace of scopes) {
+    const listPage = (continueToken: string | undefined) =>
+      gateway.listJobs({ namespace, labelSelector: `${LABELS.pending}=true`, limit: 500, continueToken });
+    const views = await listFromStart(listPage, (): JobView[] => [], (acc, page) => acc.push(...page.map(toJobView)), {
+      onRestart: (restart) => onRestart(namespace, restart),
+    });
+    jobs.push(...views);
+  }
+  return jobs;
+}

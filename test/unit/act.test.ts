@@ -1,0 +1,277 @@
+// The write path (src/act/) against the scripted gateway: every branch of failing, reporting and
+// settling a Job, one second per run. The same paths against the real API server, with real
+// conflicts and lost answers, are test/e2e/sweep.test.ts, reliability.test.ts and faults.test.ts.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { EventsV1Event, V1Job, V1Pod } from '@kubernetes/client-node';
+import { act, type ActOptions } from '../../src/act/act.ts';
+import { settleFinished } from '../../src/act/settle.ts';
+import { judge } from '../../src/judge/judge.ts';
+import type { Decision } from '../../src/judge/types.ts';
+import { dryRunGateway, recordedWrites } from '../../src/kube/dry-run-gateway.ts';
+import type { JobView } from '../../src/model.ts';
+import { ANNOTATIONS, LABELS } from '../../src/policy/annotations.ts';
+import { parsePolicyYaml } from '../../src/policy/parse.ts';
+import { apiError, lostAnswer, scriptedGateway } from '../support/scripted-gateway.ts';
+import { job, NOW, ownersFor, secondsAgo, stuckIn } from './judge-fixtures.ts';
+
+const PFP = { podFailureRules: [{ action: 'FailJob', onPodConditions: [{ type: 'ImagePullStuck', status: 'True' }] }] };
+
+function decisionFor(name: string, over: Partial<JobView> = {}): Decision {
+  const j = job(name, over);
+  const stuck = [stuckIn(j, { pod: `${name}-pod`, stuckSince: secondsAgo(600) })];
+  const parsed = parsePolicyYaml('{}');
+  assert.ok(parsed.ok);
+  const d = judge({ stuck, ownerOf: ownersFor(stuck, [j]), namespaceLabels: new Map(), policy: parsed.policy, now: NOW }).decisions[0]!;
+  assert.equal(d.plan, 'fail');
+  return d;
+}
+
+const options = (over: Partial<ActOptions> = {}): ActOptions => ({
+  concurrency: 1,
+  now: NOW,
+  instance: 'unit',
+  claim: 'claim-1',
+  rejudge: () => assert.fail('no rejudge expected'),
+  ...over,
+});
+
+/** The Job as a read returns it, carrying the given annotations. */
+const jobObject = (d: Decision, annotations: Record<string, string> = {}): V1Job => ({
+  metadata: { name: d.job, namespace: d.namespace, uid: d.jobView!.uid, resourceVersion: '101', annotations },
+  spec: { template: { spec: { containers: [{ name: 'main' }] } } },
+});
+
+/** The stuck pod as a read returns it: `marked` with the FailJob condition, or recovered (Running). */
+const podObject = (d: Decision, state: 'marked' | 'recovered', resourceVersion = '8'): V1Pod => ({
+  metadata: { name: d.pod, namespace: d.namespace, uid: d.podUid, resourceVersion },
+  status: {
+    phase: state === 'recovered' ? 'Running' : 'Pending',
+    conditions: state === 'marked' ? [{ type: 'ImagePullStuck', status: 'True' }] : [],
+  },
+});
+
+describe('failing a Job by its deadline', () => {
+  it('claims and fails it in one conditional patch, then writes its Event', async () => {
+    const d = decisionFor('a');
+    const { gateway, calls, methods } = scriptedGateway();
+    const [r] = await act(gateway, [d], options());
+    assert.deepEqual([r!.outcome, r!.error], ['failed', undefined]);
+    assert.deepEqual(methods(), ['mergePatchJob', 'createEvent']);
+    const patch = calls[0]!.args[2] as { metadata: { resourceVersion: string; annotations: Record<string, string>; labels: Record<string, string> }; spec: object };
+    assert.equal(patch.metadata.resourceVersion, '100');
+    assert.equal(patch.metadata.annotations[ANNOTATIONS.claim], 'claim-1');
+    assert.equal(patch.metadata.labels[LABELS.pending], 'true');
+    assert.deepEqual(patch.spec, { activeDeadlineSeconds: 3600 });
+    assert.equal((calls[1]!.args[1] as EventsV1Event).action, 'FailJob');
+  });
+
+  it('on a claim conflict reads the Job again and acts on the new judgement', async () => {
+    const d = decisionFor('a');
+    const { gateway, calls, methods } = scriptedGateway({ mergePatchJob: [apiError(409, 'Conflict', 'the object has been modified')], readJob: [jobObject(d)] });
+    const rejudged: JobView[] = [];
+    const [r] = await act(gateway, [d], options({ rejudge: (prev, fresh) => (rejudged.push(fresh), { ...prev, jobView: fresh }) }));
+    assert.equal(r!.outcome, 'failed');
+    assert.deepEqual(methods(), ['mergePatchJob', 'readJob', 'mergePatchJob', 'createEvent']);
+    assert.equal(rejudged[0]!.resourceVersion, '101');
+    assert.equal((calls[2]!.args[2] as { metadata: { resourceVersion: string } }).metadata.resourceVersion, '101');
+  });
+
+  it('a conflict whose re-read finds the Job gone is a skip', async () => {
+    const { gateway, methods } = scriptedGateway({ mergePatchJob: [apiError(409, 'Conflict', 'modified')] });
+    const [r] = await act(gateway, [decisionFor('a')], options());
+    assert.deepEqual([r!.outcome, r!.decision.detail], ['skipped', 'Job no longer exists']);
+    assert.deepEqual(methods(), ['mergePatchJob', 'readJob']);
+  });
+
+  it('gives up after maxConflicts re-reads, as an error', async () => {
+    const d = decisionFor('a');
+    const conflict = apiError(409, 'Conflict', 'modified');
+    const { gateway, methods } = scriptedGateway({ mergePatchJob: [conflict, conflict], readJob: [jobObject(d)] });
+    const [r] = await act(gateway, [d], options({ maxConflicts: 1, rejudge: (prev) => prev }));
+    assert.deepEqual([r!.outcome, r!.error], ['error', 'Conflict: modified']);
+    assert.deepEqual(methods(), ['mergePatchJob', 'readJob', 'mergePatchJob']);
+  });
+
+  it('a claim whose answer was lost, read back carrying this claim, counts as written', async () => {
+    const d = decisionFor('a');
+    const { gateway, methods } = scriptedGateway({ mergePatchJob: [lostAnswer()], readJob: [jobObject(d, { [ANNOTATIONS.claim]: 'claim-1' })] });
+    const [r] = await act(gateway, [d], options());
+    assert.deepEqual([r!.outcome, r!.error], ['failed', undefined]);
+    assert.deepEqual(methods(), ['mergePatchJob', 'readJob', 'createEvent']);
+  });
+
+  it('a claim whose answer was lost, read back without it, is an error and nothing more is written', async () => {
+    const d = decisionFor('a');
+    const { gateway, methods } = scriptedGateway({ mergePatchJob: [lostAnswer()], readJob: [jobObject(d)] });
+    const [r] = await act(gateway, [d], options());
+    assert.deepEqual([r!.outcome, r!.error], ['error', 'ECONNRESET: socket hang up']);
+    assert.deepEqual(methods(), ['mergePatchJob', 'readJob']);
+  });
+
+  it('a Job gone at the claim (404) is stood down: no mechanism, no pod condition', async () => {
+    const d = decisionFor('a', PFP);
+    assert.equal(d.failJobCondition, 'ImagePullStuck');
+    const { gateway } = scriptedGateway({ mergePatchJob: [apiError(404, 'NotFound', 'jobs "a" not found')] });
+    const [r] = await act(gateway, [d], options());
+    assert.deepEqual([r!.outcome, r!.decision.plan, r!.decision.detail], ['skipped', 'skip', 'Job or pod no longer exists']);
+    assert.equal(r!.decision.mechanism, undefined);
+    assert.equal(r!.decision.failJobCondition, undefined);
+  });
+
+  it('a lost Event is the decision error; the Job stays failed', async () => {
+    const { gateway } = scriptedGateway({ createEvent: [apiError(500, 'InternalError', 'etcd down')] });
+    const [r] = await act(gateway, [decisionFor('a')], options());
+    assert.deepEqual([r!.outcome, r!.error], ['failed', 'Job failed, but its Event was not written: etcd down']);
+  });
+});
+
+describe('failing a Job by its pod failure policy', () => {
+  it('claims, marks the pod, deletes it with its uid and resourceVersion, then the Event', async () => {
+    const d = decisionFor('p', PFP);
+    const { gateway, calls, methods } = scriptedGateway({ patchPodStatus: [{ metadata: { resourceVersion: '9' } }] });
+    const [r] = await act(gateway, [d], options());
+    assert.deepEqual([r!.outcome, r!.error], ['failed', undefined]);
+    assert.deepEqual(methods(), ['mergePatchJob', 'patchPodStatus', 'deletePod', 'createEvent']);
+    assert.equal((calls[0]!.args[2] as { spec?: object }).spec, undefined, 'no deadline on this path');
+    const status = calls[1]!.args[2] as { metadata: { resourceVersion: string }; status: { conditions: { type: string; status: string }[] } };
+    assert.equal(status.metadata.resourceVersion, d.podResourceVersion);
+    assert.deepEqual([status.status.conditions[0]!.type, status.status.conditions[0]!.status], ['ImagePullStuck', 'True']);
+    assert.deepEqual(calls[2]!.args, [d.namespace, d.pod, d.podUid, '9']);
+  });
+
+  it('a pod changed since it was seen (409) releases the claim and judges the Job again with the pod as it is now', async () => {
+    const d = decisionFor('p', PFP);
+    const { gateway, calls, methods } = scriptedGateway({
+      patchPodStatus: [apiError(409, 'Conflict', 'the object has been modified')],
+      readPod: [podObject(d, 'recovered')],
+      readJob: [jobObject(d)],
+    });
+    let freshPod: unknown;
+    const rejudge: ActOptions['rejudge'] = (prev, _fresh, pod) => ((freshPod = pod), { ...prev, plan: 'skip', mechanism: undefined, failJobCondition: undefined, detail: 'no longer stuck' });
+    const [r] = await act(gateway, [d], options({ rejudge }));
+    assert.deepEqual(methods(), ['mergePatchJob', 'patchPodStatus', 'readPod', 'jsonPatchJob', 'readJob']);
+    const release = calls[3]!.args[2] as { op: string; path: string; value?: string }[];
+    assert.deepEqual(release[0], { op: 'test', path: '/metadata/annotations/imagepull-sweeper~1claim', value: 'claim-1' });
+    assert.deepEqual(freshPod, { podUid: d.podUid, stuck: [] });
+    assert.deepEqual([r!.outcome, r!.decision.detail], ['skipped', 'no longer stuck']);
+  });
+
+  it('a pod status patch whose answer was lost, read back marked, goes on to delete the pod as it is now', async () => {
+    const d = decisionFor('p', PFP);
+    const { gateway, calls, methods } = scriptedGateway({ patchPodStatus: [lostAnswer()], readPod: [podObject(d, 'marked', '12')] });
+    const [r] = await act(gateway, [d], options());
+    assert.equal(r!.outcome, 'failed');
+    assert.deepEqual(methods(), ['mergePatchJob', 'patchPodStatus', 'readPod', 'deletePod', 'createEvent']);
+    assert.equal(calls[3]!.args[3], '12');
+  });
+
+  it('a delete refused (the guard) releases the claim: an error saying so', async () => {
+    const d = decisionFor('p', PFP);
+    const { gateway, methods } = scriptedGateway({ deletePod: [apiError(403, 'Forbidden', 'guard')], readPod: [podObject(d, 'marked')] });
+    const [r] = await act(gateway, [d], options());
+    assert.deepEqual([r!.outcome, r!.error], ['error', 'Forbidden: guard; claim released']);
+    assert.deepEqual(methods(), ['mergePatchJob', 'patchPodStatus', 'deletePod', 'readPod', 'jsonPatchJob']);
+  });
+
+  it('a release that fails too leaves the claim for the confirmation rule', async () => {
+    const d = decisionFor('p', PFP);
+    const { gateway } = scriptedGateway({
+      deletePod: [apiError(403, 'Forbidden', 'guard')],
+      readPod: [podObject(d, 'marked')],
+      jsonPatchJob: [apiError(503, 'ServiceUnavailable', 'later')],
+      readJob: [jobObject(d, { [ANNOTATIONS.claim]: 'claim-1' })],
+    });
+    const [r] = await act(gateway, [d], options());
+    assert.deepEqual([r!.outcome, r!.error], ['error', 'Forbidden: guard; claim kept, completed after confirmWithin']);
+  });
+
+  it('a delete that conflicts with a kubelet write is sent again for the pod as it is now, while it is still stuck', async () => {
+    const d = decisionFor('p', PFP);
+    const stillStuck: V1Pod = {
+      ...podObject(d, 'marked', '15'),
+      metadata: { ...podObject(d, 'marked', '15').metadata, ownerReferences: [{ apiVersion: 'batch/v1', kind: 'Job', name: 'p', uid: d.jobView!.uid, controller: true }] },
+      spec: { containers: [{ name: 'main', image: d.image }] },
+      status: {
+        phase: 'Pending',
+        startTime: secondsAgo(600),
+        conditions: [{ type: 'ImagePullStuck', status: 'True' }, { type: 'PodReadyToStartContainers', status: 'True', lastTransitionTime: secondsAgo(600) }],
+        containerStatuses: [{ name: 'main', image: d.image, imageID: '', ready: false, restartCount: 0, state: { waiting: { reason: 'ImagePullBackOff', message: 'not found' } } }],
+      },
+    };
+    const { gateway, calls, methods } = scriptedGateway({ deletePod: [apiError(409, 'Conflict', 'modified')], readPod: [stillStuck] });
+    const [r] = await act(gateway, [d], options());
+    assert.equal(r!.outcome, 'failed');
+    assert.deepEqual(methods(), ['mergePatchJob', 'patchPodStatus', 'deletePod', 'readPod', 'deletePod', 'createEvent']);
+    assert.equal(calls[4]!.args[3], '15');
+  });
+});
+
+describe('reporting a Job', () => {
+  it('writes the Report Event, then marks the Job reported; a Job already reported is left alone', async () => {
+    const d = { ...decisionFor('r'), plan: 'report' as const, action: 'report' as const };
+    const { gateway, calls, methods } = scriptedGateway();
+    const [r] = await act(gateway, [d, { ...d, jobView: { ...d.jobView!, annotations: { [ANNOTATIONS.reportedAt]: 'x' } } }], options());
+    assert.equal(r!.outcome, 'reported');
+    assert.deepEqual(methods(), ['createEvent', 'mergePatchJob']);
+    assert.equal((calls[0]!.args[1] as EventsV1Event).action, 'Report');
+  });
+});
+
+describe('a stop (SIGTERM) between writes', () => {
+  it('lets the Job in flight finish and starts no other: the rest are deferred, stood down', async () => {
+    const stop = new AbortController();
+    const { gateway, methods } = scriptedGateway();
+    const decisions = [decisionFor('first'), decisionFor('second', PFP)];
+    const results = await act(gateway, decisions, options({ signal: stop.signal, onResult: () => stop.abort() }));
+    assert.deepEqual(results.map((r) => r.outcome), ['failed', 'deferred']);
+    assert.deepEqual(methods(), ['mergePatchJob', 'createEvent']);
+    assert.match(results[1]!.decision.detail, /^sweep stopped before acting, waits for the next sweep \(was: /);
+    assert.equal(results[1]!.decision.failJobCondition, undefined);
+  });
+});
+
+describe('settling finished Jobs (Event backfill)', () => {
+  const failedJob = job('done', { failed: true, finished: true, annotations: { [ANNOTATIONS.failedAt]: '2026-11-29T11:00:00Z', [ANNOTATIONS.claim]: 'c0' } });
+  const settle = (gateway: Parameters<typeof settleFinished>[0], signal?: AbortSignal) =>
+    settleFinished(gateway, [failedJob], { concurrency: 1, reporter: { instance: 'unit', now: NOW }, signal });
+
+  it('writes the FailJob Event the claiming sweep could not, then drops the pending label', async () => {
+    const { gateway, calls, methods } = scriptedGateway();
+    const [s] = await settle(gateway);
+    assert.deepEqual([s!.eventWritten, s!.error], [true, undefined]);
+    assert.deepEqual(methods(), ['createEvent', 'mergePatchJob']);
+    assert.deepEqual(calls[1]!.args[2], { metadata: { labels: { [LABELS.pending]: null } } });
+  });
+
+  it('an Event already there (409) was written by the claiming sweep', async () => {
+    const { gateway } = scriptedGateway({ createEvent: [apiError(409, 'AlreadyExists', 'exists')] });
+    const [s] = await settle(gateway);
+    assert.deepEqual([s!.eventWritten, s!.error], [false, undefined]);
+  });
+
+  it('an Event that cannot be written keeps the label, so the next sweep tries again', async () => {
+    const { gateway, methods } = scriptedGateway({ createEvent: [apiError(500, 'InternalError', 'etcd down')] });
+    const [s] = await settle(gateway);
+    assert.deepEqual([s!.eventWritten, s!.error], [false, 'its Event could not be written: etcd down']);
+    assert.deepEqual(methods(), ['createEvent']);
+  });
+
+  it('writes nothing once stopped', async () => {
+    const { gateway, calls } = scriptedGateway();
+    await settle(gateway, AbortSignal.abort());
+    assert.deepEqual(calls, []);
+  });
+});
+
+describe('a dry run: the gateway records the writes', () => {
+  it('walks the same write path, sends nothing, and says would-fail', async () => {
+    const { gateway, calls } = scriptedGateway();
+    const dry = dryRunGateway(gateway);
+    const [r] = await act(dry, [decisionFor('p', PFP)], options());
+    assert.deepEqual([r!.outcome, r!.error], ['would-fail', undefined]);
+    assert.deepEqual(calls, []);
+    assert.deepEqual(recordedWrites(dry)!.map((w) => w.method), ['mergePatchJob', 'patchPodStatus', 'deletePod', 'createEvent']);
+    assert.equal(recordedWrites(gateway), undefined);
+  });
+});

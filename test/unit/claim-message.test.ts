@@ -1,0 +1,49 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { formatClaimMessage, parseClaimMessage } from '../../src/judge/claim-message.ts';
+import { judge } from '../../src/judge/judge.ts';
+import type { Decision } from '../../src/judge/types.ts';
+import { parsePolicyYaml } from '../../src/policy/parse.ts';
+import { job, NOW, ownersFor, secondsAgo, stuckIn } from './judge-fixtures.ts';
+
+function decision(over: Partial<Decision> = {}): Decision {
+  const j = job('build');
+  const stuck = [stuckIn(j, { pod: 'build-x7', stuckSince: secondsAgo(600) })];
+  const parsed = parsePolicyYaml('{}');
+  assert.ok(parsed.ok);
+  return { ...judge({ stuck, ownerOf: ownersFor(stuck, [j]), namespaceLabels: new Map(), policy: parsed.policy, now: NOW }).decisions[0]!, ...over };
+}
+
+describe('the claim message', () => {
+  it('reads back what it was written from', () => {
+    for (const d of [
+      decision(),
+      decision({ containerKind: 'init', container: 'fetch', stuckPods: 3, pullClass: 'stalled', rule: 'ci-batch' }),
+      decision({ containerKind: 'sidecar', image: 'registry.example:5000/team/app@sha256:abc', graceSeconds: undefined, graceSource: undefined }),
+    ]) {
+      const text = formatClaimMessage(d);
+      assert.deepEqual(parseClaimMessage(text), {
+        containerKind: d.containerKind,
+        container: d.container,
+        pod: d.pod,
+        image: d.image,
+        pullClass: d.pullClass,
+        rule: d.rule,
+      }, text);
+    }
+  });
+
+  it('says what an operator reads in the annotation', () => {
+    assert.equal(
+      formatClaimMessage(decision()),
+      'regular container main of pod build-x7 waited 10m on image registry.example/app:missing (class permanent, rule defaults, grace 2m from defaults): ' +
+        'ImagePullBackOff: Back-off pulling image "registry.example/app:missing": ErrImagePull: not found',
+    );
+  });
+
+  it('a message it did not write parses to nothing; an unknown class reads as unknown', () => {
+    assert.equal(parseClaimMessage('edited by hand'), undefined);
+    const text = formatClaimMessage(decision()).replace('class permanent', 'class sideways');
+    assert.equal(parseClaimMessage(text)?.pullClass, 'unknown');
+  });
+});

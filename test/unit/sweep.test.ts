@@ -1,0 +1,144 @@
+// sweep() end to end against the scripted gateway: the stages in order, what is written, what a
+// dry run and a stop change. The same against the real API server: test/e2e/sweep.test.ts.
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
+import { describe, it } from 'node:test';
+import type { EventsV1Event, V1Job, V1Pod } from '@kubernetes/client-node';
+import { ANNOTATIONS, LABELS } from '../../src/policy/annotations.ts';
+import { createLogger } from '../../src/report/logger.ts';
+import { sweep, type SweepOptions } from '../../src/sweep.ts';
+import { scriptedGateway, type Script } from '../support/scripted-gateway.ts';
+import { NOW, secondsAgo } from './judge-fixtures.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'sweep-unit-'));
+const POLICY = join(dir, 'policy.yaml');
+writeFileSync(POLICY, '{}\n');
+
+const JOB_UID = 'uid-job-a';
+const jobObject: V1Job = {
+  metadata: { name: 'a', namespace: 'ci', uid: JOB_UID, resourceVersion: '100' },
+  spec: { template: { spec: { containers: [{ name: 'main', image: 'registry.example/app:missing' }] } } },
+  status: { startTime: secondsAgo(3600) },
+};
+
+const stuckPod: V1Pod = {
+  metadata: {
+    name: 'a-pod',
+    namespace: 'ci',
+    uid: 'uid-a-pod',
+    resourceVersion: '7',
+    ownerReferences: [{ apiVersion: 'batch/v1', kind: 'Job', name: 'a', uid: JOB_UID, controller: true }],
+  },
+  spec: { nodeName: 'n1', containers: [{ name: 'main', image: 'registry.example/app:missing' }] },
+  status: {
+    phase: 'Pending',
+    startTime: secondsAgo(3600),
+    conditions: [
+      { type: 'PodReadyToStartContainers', status: 'True', lastTransitionTime: secondsAgo(3600) },
+      { type: 'Initialized', status: 'True', lastTransitionTime: secondsAgo(3600) },
+    ],
+    containerStatuses: [
+      {
+        name: 'main',
+        image: 'registry.example/app:missing',
+        imageID: '',
+        ready: false,
+        restartCount: 0,
+        state: { waiting: { reason: 'ImagePullBackOff', message: 'Back-off pulling image "registry.example/app:missing": not found' } },
+      },
+    ],
+  },
+};
+
+/** The cluster of one stuck pod of Job ci/a, plus `more`. */
+const oneStuckJob = (more: Script = {}): Script => ({
+  listPodRows: [{ items: [{ namespace: 'ci', name: 'a-pod', status: 'ImagePullBackOff' }], continueToken: undefined }],
+  readPod: [stuckPod],
+  readServerVersion: [{ major: '1', minor: '36', gitVersion: 'v1.36.0' }],
+  readJob: [jobObject],
+  ...more,
+});
+
+const WRITES = new Set(['mergePatchJob', 'jsonPatchJob', 'patchPodStatus', 'deletePod', 'createEvent', 'mergePatchCronJob']);
+
+async function run(script: Script, over: Partial<SweepOptions> = {}, serverClock = true) {
+  const scripted = scriptedGateway(script, serverClock ? { serverDate: { date: NOW, ageMs: 0 } } : {});
+  const stream = new PassThrough();
+  const chunks: string[] = [];
+  stream.on('data', (c: Buffer) => chunks.push(c.toString()));
+  const logger = createLogger({ format: 'text', stream });
+  const result = await sweep(
+    { gateway: scripted.gateway, monotonicMs: () => 0, logger },
+    { dryRun: false, namespaces: ['ci'], policy: { kind: 'file', path: POLICY }, instance: 'unit', ...over },
+  );
+  return { ...scripted, result, writes: () => scripted.methods().filter((m) => WRITES.has(m)), text: () => chunks.join('') };
+}
+
+describe('sweep()', () => {
+  it('observes, attributes, judges and fails the stuck Job, in that order', async () => {
+    const { result, methods } = await run(oneStuckJob());
+    assert.equal(result.status, 'done');
+    assert.deepEqual(result.results.map((r) => [r.decision.job, r.outcome]), [['a', 'failed']]);
+    assert.deepEqual(methods(), ['listPodRows', 'readPod', 'readServerVersion', 'readJob', 'listJobs', 'mergePatchJob', 'createEvent']);
+    assert.equal(result.summary?.exitCode, 0);
+  });
+
+  it('a dry run reads the same, sends no write, and says would-fail', async () => {
+    const { result, writes, text } = await run(oneStuckJob(), { dryRun: true });
+    assert.deepEqual(result.results.map((r) => r.outcome), ['would-fail']);
+    assert.deepEqual(writes(), []);
+    assert.match(text(), /^WOULD FAIL +ci\/job\/a /m);
+    assert.match(text(), /Dry run [0-9a-f]{8}: 1 decision\(s\) \(1 would fail\)/);
+  });
+
+  it('stopped (SIGTERM) before acting: every Job deferred, nothing written', async () => {
+    const { result, writes, text } = await run(oneStuckJob(), { signal: AbortSignal.abort() });
+    assert.deepEqual(result.results.map((r) => r.outcome), ['deferred']);
+    assert.deepEqual(writes(), []);
+    assert.match(text(), /sweep stopped by a signal/);
+  });
+
+  it('without the API server clock nothing is judged or written', async () => {
+    const { result, writes } = await run(oneStuckJob(), {}, false);
+    assert.equal(result.status, 'no-server-clock');
+    assert.deepEqual(writes(), []);
+  });
+
+  it('backfills the FailJob Event of a Job an earlier sweep failed, then drops its pending label', async () => {
+    const finished: V1Job = {
+      metadata: {
+        name: 'old',
+        namespace: 'ci',
+        uid: 'uid-old',
+        resourceVersion: '50',
+        labels: { [LABELS.pending]: 'true' },
+        annotations: { [ANNOTATIONS.failedAt]: '2026-11-29T11:00:00Z', [ANNOTATIONS.claim]: 'c0', [ANNOTATIONS.message]: 'm' },
+      },
+      spec: { template: { spec: { containers: [{ name: 'main' }] } } },
+      status: { conditions: [{ type: 'Failed', status: 'True' }] },
+    };
+    const pending = { listJobs: [{ items: [finished], continueToken: undefined }], listPodRows: [{ items: [], continueToken: undefined }] };
+    const live = await run(pending);
+    assert.deepEqual(live.writes(), ['createEvent', 'mergePatchJob']);
+    assert.equal((live.calls.find((c) => c.method === 'createEvent')!.args[1] as EventsV1Event).regarding?.name, 'old');
+    assert.match(live.text(), /wrote the missing FailJob Event of a Job failed by an earlier sweep/);
+    const dry = await run(pending, { dryRun: true });
+    assert.deepEqual(dry.writes(), []);
+    assert.doesNotMatch(dry.text(), /FailJob Event/);
+  });
+
+  it('an invalid policy ConfigMap gets its InvalidPolicy Event; a dry run records it and sends nothing', async () => {
+    const policy = { kind: 'configmap' as const, namespace: 'ops', name: 'sweeper-policy' };
+    const invalid = { readConfigMap: [{ metadata: { uid: 'cm-1' }, data: { 'policy.yaml': 'limits: nonsense\n' } }] };
+    const live = await run(invalid, { policy });
+    assert.equal(live.result.status, 'invalid-policy');
+    assert.deepEqual(live.writes(), ['createEvent']);
+    assert.equal((live.calls[1]!.args[1] as EventsV1Event).reason, 'InvalidPolicy');
+    const dry = await run(invalid, { policy, dryRun: true });
+    assert.equal(dry.result.status, 'invalid-policy');
+    assert.deepEqual(dry.writes(), []);
+  });
+});
