@@ -24,6 +24,7 @@ import { formatProblem } from './policy/problems.ts';
 import { policyNeedsNamespaceLabels } from './policy/resolve.ts';
 import type { Policy } from './policy/types.ts';
 import { auditLine, cronJobAuditLine, summarize, type SweepSummary } from './report/audit.ts';
+import { capacityByJob, withCapacity } from './report/capacity.ts';
 import { logCronJob, logDecision, logSummary } from './report/logger.ts';
 
 const CONCURRENT_READS = 8;
@@ -144,7 +145,6 @@ export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<Swe
     otherErrors += 1;
     logger.error(`could not list the Jobs labelled ${LABELS.pending}; they are checked on the next sweep`, { sweepId, error: describeApiError(error).message });
   }
-
   const nowMs = monotonicMs();
   const now = serverNow(gateway.lastServerDate(), nowMs - startedMs);
   if (!now) return noServerClock(logger, sweepId);
@@ -167,10 +167,10 @@ export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<Swe
     claim,
     signal: options.signal,
     rejudge: (decision: Parameters<typeof rejudgeJob>[1], fresh: JobView, freshPod?: Parameters<typeof rejudgeJob>[3]) =>
-      rejudgeJob({ ...judgeInput, outage: judgement.outage }, decision, fresh, freshPod),
+      ({ ...rejudgeJob({ ...judgeInput, outage: judgement.outage }, decision, fresh, freshPod), capacity: decision.capacity }),
     onResult: (result: ActResult) => logDecision(logger, auditLine(sweepId, result, options.dryRun)),
   };
-  const results = await act(gateway, pending.decisions, actOptions);
+  const results = await act(gateway, withCapacity(pending.decisions, capacityByJob(observation.stuck, observation.podCapacity, now)), actOptions);
   for (const settled of await settleFinished(gateway, pending.finished, actOptions)) {
     const fields = { sweepId, namespace: settled.job.namespace, job: settled.job.name };
     if (settled.error) {

@@ -195,3 +195,14 @@ export function describeCapacity(c: StuckCapacity | undefined): string | undefin
   const held = formatDuration(Math.floor(c.heldSeconds));
   return `${requests} held ${held}${c.pods > 1 ? ` in total by ${c.pods} pods` : ''}`;
 }
+
+/** Each Job's decision with what its stuck pods hold. */
+export function withCapacity<T extends { jobView?: { uid: string } | undefined; capacity?: StuckCapacity }>(
+  decisions: readonly T[],
+  byJob: ReadonlyMap<string, StuckCapacity>,
+): T[] {
+  return decisions.map((d) => {
+    const capacity = d.jobView ? byJob.get(d.jobView.uid) : undefined;
+    return capacity ? { ...d, capacity } : d;
+  });
+}
