@@ -1,0 +1,36 @@
+// The alert rules (charts/imagepull-sweeper/files/alerts.yaml) checked and unit-tested by the real
+// promtool (Debian's prometheus package, installed by test/node/setup.sh with the node's packages):
+// `promtool check rules`, then `promtool test rules test/prometheus/alerts.test.yaml`, whose cases
+// make every alert fire on the series it is meant for and stay silent on a healthy sweeper's.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { describe, it } from 'node:test';
+import { promisify } from 'node:util';
+import { nodeSkipReason } from '../support/node.ts';
+
+const run = promisify(execFile);
+const ALERTS = 'charts/imagepull-sweeper/files/alerts.yaml';
+const RULE_TESTS = 'test/prometheus/alerts.test.yaml';
+// Without a node, setup.sh did not run: promtool may be missing, reported as skipped with the reason.
+const skip = nodeSkipReason();
+
+async function promtool(...args: string[]): Promise<string> {
+  try {
+    const { stdout, stderr } = await run('promtool', args, { timeout: 60_000 });
+    return stdout + stderr;
+  } catch (error) {
+    const e = error as { code?: string | number; stdout?: string; stderr?: string };
+    if (e.code === 'ENOENT') assert.fail('promtool is missing: run test/node/setup.sh');
+    assert.fail(`promtool ${args.join(' ')} failed (${e.code}):\n${e.stdout ?? ''}${e.stderr ?? ''}`);
+  }
+}
+
+describe('alert rules, by promtool', { skip }, () => {
+  it('are valid rule groups', async () => {
+    assert.match(await promtool('check', 'rules', ALERTS), /SUCCESS: 6 rules found/);
+  });
+
+  it('fire on the series each is meant for, and not on a healthy sweeper', async () => {
+    assert.match(await promtool('test', 'rules', RULE_TESTS), /SUCCESS/);
+  });
+});
