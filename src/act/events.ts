@@ -5,6 +5,7 @@ import type { JobView } from '../model.ts';
 import { ANNOTATIONS } from '../policy/annotations.ts';
 import { formatDuration } from '../policy/duration.ts';
 import { describeGraceSource } from '../policy/resolve.ts';
+import { describeCapacity } from '../report/capacity.ts';
 
 export const REPORTING_CONTROLLER = 'imagepull-sweeper';
 export const EVENT_REASON_STUCK = 'ImagePullStuck';
@@ -22,9 +23,12 @@ export function describeStuck(d: Decision): string {
   const from = d.graceSource ? ` from ${describeGraceSource(d.graceSource)}` : '';
   const grace = d.graceSeconds === undefined ? '' : `, grace ${formatDuration(d.graceSeconds)}${from}`;
   const pods = d.stuckPods > 1 ? ` (${d.stuckPods} pods stuck)` : '';
+  // Before the registry's message, so the Event's size limit never cuts it.
+  const held = describeCapacity(d.capacity);
+  const capacity = held ? `; ${d.plan === 'fail' ? 'frees' : 'holds'} ${held}` : '';
   return (
     `${d.containerKind} container ${d.container} of pod ${d.pod}${pods} waited ${formatDuration(d.stuckSeconds)} ` +
-    `on image ${d.image} (class ${d.pullClass}, rule ${d.rule}${grace}): ${d.reason}: ${d.message}`
+    `on image ${d.image} (class ${d.pullClass}, rule ${d.rule}${grace}${capacity}): ${d.reason}: ${d.message}`
   );
 }
 

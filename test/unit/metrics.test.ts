@@ -5,7 +5,10 @@ import { judge } from '../../src/judge/judge.ts';
 import type { Decision, OutageAssessment } from '../../src/judge/types.ts';
 import type { Outcome } from '../../src/model.ts';
 import { parsePolicyYaml } from '../../src/policy/parse.ts';
-import { summarize } from '../../src/report/audit.ts';
+import { PassThrough } from 'node:stream';
+import { describeStuck, stuckJobEvent } from '../../src/act/events.ts';
+import { auditLine, summarize } from '../../src/report/audit.ts';
+import { createLogger, logDecision, logSummary } from '../../src/report/logger.ts';
 import type { StuckCapacity } from '../../src/report/capacity.ts';
 import { SweepMetrics, isWithinGrace } from '../../src/schedule/metrics.ts';
 import type { SweepResult } from '../../src/sweep.ts';
@@ -122,5 +125,47 @@ describe('SweepMetrics: what an operator alerts on', () => {
     assert.equal(await sample(m, 'imagepull_sweeper_sweeps_total', { result: 'crashed' }), 1);
     assert.equal(await sample(m, 'imagepull_sweeper_policy_invalid'), 0);
     assert.equal(await sample(m, 'imagepull_sweeper_last_successful_sweep_timestamp_seconds'), t1.getTime() / 1000);
+  });
+});
+
+describe('the capacity freed, in the Event, the audit line and the summary', () => {
+  const failing = { ...decision('gpu', 900), capacity: GPU_POD };
+
+  it('the Event and message name what failing the Job frees, before the registry message', () => {
+    assert.equal(failing.plan, 'fail');
+    const text = describeStuck(failing);
+    assert.match(text, /; frees 4 nvidia\.com\/gpu, 2 cpu, 1Gi memory held 10m in total by 2 pods\): ImagePullBackOff: /);
+    const huge = { ...failing, message: 'x'.repeat(5000) };
+    const note = stuckJobEvent(huge, 'FailJob', { instance: 'i', now: NOW }).note ?? '';
+    assert.ok(Buffer.byteLength(note) <= 1024, `${Buffer.byteLength(note)} bytes`);
+    assert.match(note, /frees 4 nvidia\.com\/gpu/);
+    assert.match(describeStuck({ ...failing, plan: 'report' }), /; holds 4 nvidia\.com\/gpu/);
+    assert.doesNotMatch(describeStuck(decision('plain', 900)), /frees|holds/);
+  });
+
+  it('the audit line carries it for a failed (or would-fail) Job only', () => {
+    assert.deepEqual(auditLine('s', result(failing, 'failed'), false).freed, GPU_POD);
+    assert.deepEqual(auditLine('s', result(failing, 'would-fail'), true).freed, GPU_POD);
+    assert.equal(auditLine('s', result(failing, 'reported'), false).freed, null);
+    assert.equal(auditLine('s', result(decision('plain', 900), 'failed'), false).freed, null);
+  });
+
+  it('the summary adds up the failed Jobs, in JSON and in text', () => {
+    const other = { ...decision('cpu', 900), capacity: { pods: 1, requests: { cpu: 0.5 }, resourceSeconds: { cpu: 300 }, heldSeconds: 600 } };
+    const results = [result(failing, 'failed'), result(other, 'failed'), result({ ...decision('r', 900), capacity: GPU_POD }, 'reported')];
+    const summary = sweepResult(results).summary!;
+    assert.deepEqual(summary.freed, {
+      pods: 3,
+      requests: { cpu: 2.5, memory: 2 ** 30, 'nvidia.com/gpu': 4 },
+      resourceSeconds: { cpu: 1500, memory: 600 * 2 ** 30, 'nvidia.com/gpu': 2400 },
+      heldSeconds: 1200,
+    });
+    const stream = new PassThrough();
+    const logger = createLogger({ format: 'text', stream });
+    logDecision(logger, auditLine('s', results[0]!, false));
+    logSummary(logger, summary);
+    const text = String(stream.read());
+    assert.match(text, /\n\s+freed 4 nvidia\.com\/gpu, 2 cpu, 1Gi memory held 10m in total by 2 pods\n/);
+    assert.match(text, /^Freed 4 nvidia\.com\/gpu, 2\.5 cpu, 1Gi memory held 20m in total by 3 pods\.$/m);
   });
 });
