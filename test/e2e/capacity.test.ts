@@ -2,14 +2,18 @@
 // cpu, memory and an extended resource (by its limit, defaulted to the request by the API server)
 // beside a sidecar, stuck on its image; the sweep names what failing it frees in the audit line,
 // the summary (JSON, and text in the CronJob mode's `sweep`), the Job's message and the Event.
+// Then on the real node, which is made to advertise the extended resource (as an operator
+// advertises one, by patching the Node's status): a real failed pull, the same freed requests.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { BatchV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { BatchV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
 import type { StuckCapacity } from '../../src/report/capacity.ts';
 import { ensureBuilt, runCli } from '../support/cli.ts';
 import { jobManifest } from '../support/fixtures.ts';
 import { useTestCluster } from '../support/hooks.ts';
-import { setImagePullStuck, waitForJobPods } from '../support/kubelet.ts';
+import { setImagePullStuck, waitFor, waitForJobPods } from '../support/kubelet.ts';
+import { nodeSkipReason, testNode } from '../support/node.ts';
+import { nodePodSpec, observeReasons } from '../support/node-cases.ts';
 import { MISSING_IMAGE, NOT_FOUND_MESSAGE, policyFile, readJob, runSweep, sweeperEvents, trueCondition, waitForJobFailed } from '../support/sweeper.ts';
 
 const TIMEOUT = { timeout: 180_000 };
@@ -78,5 +82,44 @@ describe('the capacity a failed Job frees', () => {
     const events = await sweeperEvents(kc, ns);
     assert.equal(events.length, 1);
     assert.match(events[0]!.note!, new RegExp(`^Failing Job: .*frees ${FREED.source}`));
+  });
+});
+
+describe('the capacity a failed Job frees, on the real node', () => {
+  const skip = nodeSkipReason();
+  it('a real failed pull of a pod requesting an extended resource', { timeout: 240_000, skip }, async () => {
+    const node = await testNode(env.cluster.kubeconfigPath);
+    const core = kc.makeApiClient(CoreV1Api);
+    const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+    const advertise = (count: string | null) =>
+      core.patchNodeStatus({ name: node.name, body: { status: { capacity: { 'example.com/widget': count }, allocatable: { 'example.com/widget': count } } } }, merge);
+    await advertise('3');
+    try {
+      await waitFor(async () => (await core.readNode({ name: node.name })).status?.allocatable?.['example.com/widget'] === '3', 30_000, 'the node advertises example.com/widget');
+      const ns = await env.namespace('capacity-node');
+      const image = `${node.registry}/team/missing:1`;
+      const job = jobManifest('infer', image);
+      job.spec!.template.spec = nodePodSpec(node, [
+        { name: 'main', image, resources: { requests: { cpu: '100m', memory: '32Mi', 'example.com/widget': '2' }, limits: { 'example.com/widget': '2' } } },
+      ]);
+      await kc.makeApiClient(BatchV1Api).createNamespacedJob({ namespace: ns, body: job });
+      const [pod] = await waitForJobPods(core, ns, 'infer');
+      await observeReasons(kc, ns, pod!.metadata!.name!, { container: 'main', containerKind: 'regular', reasons: ['ErrImagePull', 'ImagePullBackOff'] });
+      await new Promise((r) => setTimeout(r, 2_000)); // past the 1 s grace
+
+      const run = await runSweep(kc, { namespaces: [ns], policy: policyFile('defaults: { grace: { permanent: 1s } }\n') });
+      assert.equal(run.exitCode, 0);
+      assert.equal(run.lines[0]!.outcome, 'failed');
+      const freed = run.lines[0]!.freed as StuckCapacity;
+      assert.deepEqual(freed.requests, { cpu: 0.1, memory: 32 * MI, 'example.com/widget': 2 });
+      assert.equal(freed.pods, 1);
+      assert.ok(freed.heldSeconds > 0);
+      assert.deepEqual(run.summary!.freed, freed);
+      await waitForJobFailed(kc, ns, 'infer');
+      const [event] = await sweeperEvents(kc, ns);
+      assert.match(event!.note!, /; frees 2 example\.com\/widget, 100m cpu, 32Mi memory held (\d+m)?(\d+s)?\): /);
+    } finally {
+      await advertise(null);
+    }
   });
 });
