@@ -150,7 +150,7 @@ describe('the capacity freed, in the Event, the audit line and the summary', () 
     assert.equal(auditLine('s', result(decision('plain', 900), 'failed'), false).freed, null);
   });
 
-  it('the summary adds up the failed Jobs, in JSON and in text', () => {
+  it('the summary adds up the failed Jobs, in JSON and in text', async () => {
     const other = { ...decision('cpu', 900), capacity: { pods: 1, requests: { cpu: 0.5 }, resourceSeconds: { cpu: 300 }, heldSeconds: 600 } };
     const results = [result(failing, 'failed'), result(other, 'failed'), result({ ...decision('r', 900), capacity: GPU_POD }, 'reported')];
     const summary = sweepResult(results).summary!;
@@ -161,10 +161,17 @@ describe('the capacity freed, in the Event, the audit line and the summary', () 
       heldSeconds: 1200,
     });
     const stream = new PassThrough();
+    const chunks: string[] = [];
+    stream.on('data', (c: Buffer) => chunks.push(c.toString()));
     const logger = createLogger({ format: 'text', stream });
     logDecision(logger, auditLine('s', results[0]!, false));
     logSummary(logger, summary);
-    const text = String(stream.read());
+    await new Promise((resolve) => {
+      logger.once('finish', resolve);
+      logger.end();
+    });
+    await new Promise((resolve) => setImmediate(resolve));
+    const text = chunks.join('');
     assert.match(text, /\n\s+freed 4 nvidia\.com\/gpu, 2 cpu, 1Gi memory held 10m in total by 2 pods\n/);
     assert.match(text, /^Freed 4 nvidia\.com\/gpu, 2\.5 cpu, 1Gi memory held 20m in total by 3 pods\.$/m);
   });
