@@ -24,6 +24,7 @@ import { SYSTEM_NAMESPACES } from './policy/defaults.ts';
 import { loadPolicy, type LoadedPolicy, type PolicyLocation } from './policy/load.ts';
 import { formatProblem } from './policy/problems.ts';
 import { auditLine, cronJobAuditLine, summarize, type SweepSummary } from './report/audit.ts';
+import { capacityByJob, withCapacity } from './judge/capacity.ts';
 import { logCronJob, logDecision, logSummary } from './report/logger.ts';
 
 const CONCURRENT_READS = 8;
@@ -146,7 +147,6 @@ export async function sweep(liveDeps: SweepDeps, options: SweepOptions): Promise
     otherErrors += 1;
     logger.error(`could not list the Jobs labelled ${LABELS.pending}; they are checked on the next sweep`, { sweepId, error: describeApiError(error).message });
   }
-
   const nowMs = monotonicMs();
   const now = serverNow(gateway.lastServerDate(), nowMs - startedMs);
   if (!now) return noServerClock(logger, sweepId);
@@ -168,10 +168,11 @@ export async function sweep(liveDeps: SweepDeps, options: SweepOptions): Promise
     claim,
     signal: options.signal,
     rejudge: (decision: Parameters<typeof rejudgeJob>[1], fresh: JobView, freshPod?: Parameters<typeof rejudgeJob>[3]) =>
-      rejudgeJob({ ...judgeInput, outage: judgement.outage }, decision, fresh, freshPod),
+      ({ ...rejudgeJob({ ...judgeInput, outage: judgement.outage }, decision, fresh, freshPod), capacity: decision.capacity }),
     onResult: (result: ActResult) => logDecision(logger, auditLine(sweepId, result, options.dryRun)),
   };
-  const results = await act(gateway, pending.decisions, actOptions);
+  const decisions = withCapacity(pending.decisions, capacityByJob(observation.stuck, observation.podCapacity, now));
+  const results = await act(gateway, decisions, actOptions);
   const reporter = { instance: options.instance, now };
   const settledJobs = await settleFinished(gateway, pending.finished, { concurrency: CONCURRENT_WRITES, reporter, signal: options.signal });
   for (const settled of settledAsDryRun(gateway, settledJobs)) {

@@ -4,15 +4,19 @@
 import { PULL_CLASSES, type ContainerKind, type PullClass } from '../model.ts';
 import { formatDuration } from '../policy/duration.ts';
 import { describeGraceSource } from '../policy/resolve.ts';
+import { describeCapacity } from './capacity.ts';
 import type { Decision } from './types.ts';
 
 export function formatClaimMessage(d: Decision): string {
   const from = d.graceSource ? ` from ${describeGraceSource(d.graceSource)}` : '';
   const grace = d.graceSeconds === undefined ? '' : `, grace ${formatDuration(d.graceSeconds)}${from}`;
   const pods = d.stuckPods > 1 ? ` (${d.stuckPods} pods stuck)` : '';
+  // Before the registry's message, so the Event's size limit never cuts it.
+  const held = describeCapacity(d.capacity);
+  const capacity = held ? `; ${d.plan === 'fail' ? 'frees' : 'holds'} ${held}` : '';
   return (
     `${d.containerKind} container ${d.container} of pod ${d.pod}${pods} waited ${formatDuration(d.stuckSeconds)} ` +
-    `on image ${d.image} (class ${d.pullClass}, rule ${d.rule}${grace}): ${d.reason}: ${d.message}`
+    `on image ${d.image} (class ${d.pullClass}, rule ${d.rule}${grace}${capacity}): ${d.reason}: ${d.message}`
   );
 }
 
@@ -27,7 +31,7 @@ export interface ClaimMessage {
   rule: string;
 }
 
-const MESSAGE = /^(init|sidecar|regular) container (\S+) of pod (\S+)(?: \(\d+ pods stuck\))? waited \S+ on image (\S+) \(class (\w+), rule ([^,)]+)/;
+const MESSAGE = /^(init|sidecar|regular) container (\S+) of pod (\S+)(?: \(\d+ pods stuck\))? waited \S+ on image (\S+) \(class (\w+), rule ([^,;)]+)/;
 
 export function parseClaimMessage(text: string): ClaimMessage | undefined {
   const m = MESSAGE.exec(text);

@@ -1,5 +1,6 @@
 import type { Action, JobView, OwnerRef, Plan, StuckContainer } from '../model.ts';
 import type { GraceSource } from '../policy/types.ts';
+import type { StuckCapacity } from './capacity.ts';
 import type { ForceDeleteTarget } from './force-delete.ts';
 
 /** What the attribute stage found behind a stuck pod. */
@@ -40,6 +41,8 @@ export interface Decision
   stuckPods: number;
   /** A pending Job's never-started pods to delete with grace period 0 (plan `retry`). */
   forceDelete?: readonly ForceDeleteTarget[];
+  /** What the Job's stuck pods request and how long they held it (judge/capacity.ts). */
+  capacity?: StuckCapacity;
 }
 
 /** The breaker's figures for one scope: the whole sweep, or one registry host. */

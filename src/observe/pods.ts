@@ -8,6 +8,7 @@ import { mapBounded } from '../concurrency.ts';
 import { describeApiError } from '../kube/errors.ts';
 import type { KubeGateway, PodRow } from '../kube/gateway.ts';
 import { forEachPage, listFromStart, type RestartOptions } from '../kube/paging.ts';
+import { podCapacity, type PodCapacity } from './pod-requests.ts';
 import { isCandidateStatus } from './candidates.ts';
 import { lacksSandboxCondition, sandboxNotReadySince } from './kubelet-conditions.ts';
 
@@ -43,6 +44,8 @@ export interface Observation {
   nodesWithoutSandboxCondition: Set<string>;
   /** Candidates waiting for their sandbox (see sandboxNotReadySince). */
   sandboxWaits: { namespace: string; pod: string; node: string; since: Date }[];
+  /** The requests each pod with a stuck container holds, by pod uid. */
+  podCapacity: Map<string, PodCapacity>;
 }
 
 /**
@@ -50,12 +53,14 @@ export interface Observation {
  * reduced to its candidates before the next one is asked for.
  */
 export async function observeStuckContainers(gateway: KubeGateway, options: ObserveOptions): Promise<Observation> {
-  const result: Observation = { stuck: [], podsScanned: 0, candidates: 0, pages: 0, nodesWithoutSandboxCondition: new Set(), sandboxWaits: [] };
+  const result: Observation = { stuck: [], podsScanned: 0, candidates: 0, pages: 0, nodesWithoutSandboxCondition: new Set(), sandboxWaits: [], podCapacity: new Map() };
   const judged = (pod: V1Pod): StuckContainer[] => {
     if (lacksSandboxCondition(pod)) result.nodesWithoutSandboxCondition.add(pod.spec?.nodeName ?? '');
     const since = sandboxNotReadySince(pod);
     if (since) result.sandboxWaits.push({ namespace: pod.metadata?.namespace ?? '', pod: pod.metadata?.name ?? '', node: pod.spec?.nodeName ?? '', since });
-    return findStuckContainers(pod);
+    const stuck = findStuckContainers(pod);
+    if (stuck.length > 0) result.podCapacity.set(stuck[0]!.podUid, podCapacity(pod));
+    return stuck;
   };
   const namespaces = options.namespaces.length > 0 ? [...new Set(options.namespaces)] : await allNamespaces(gateway, options, result);
   const toRead: PodRow[] = [];

@@ -2,6 +2,7 @@ import type { ActResult } from '../act/act.ts';
 import type { CronJobOutcome, CronJobResult } from '../act/cronjob.ts';
 import { truncate } from '../act/events.ts';
 import type { OutageAssessment } from '../judge/types.ts';
+import { sumCapacity, type StuckCapacity } from '../judge/capacity.ts';
 import type { GraceSourceKind } from '../policy/types.ts';
 import { PULL_CLASSES, outcomesFor, type Outcome, type PullClass } from '../model.ts';
 
@@ -32,7 +33,11 @@ export interface AuditLine {
   error: string | null;
   warnings: string[];
   waitingMessage: string;
+  /** What the Job's stuck pods requested and how long they held it, when it was (or would be) failed. */
+  freed: StuckCapacity | null;
 }
+
+const FREEING: ReadonlySet<Outcome> = new Set(['failed', 'would-fail']);
 
 /** The kubelet's message is the registry's text: cut it so one decision stays one readable line. */
 export const WAITING_MESSAGE_LIMIT = 2048;
@@ -63,6 +68,7 @@ export function auditLine(sweepId: string, result: ActResult, dryRun: boolean): 
     error: result.error ?? null,
     warnings: d.warnings,
     waitingMessage: truncate(d.message, WAITING_MESSAGE_LIMIT),
+    freed: FREEING.has(result.outcome) ? (d.capacity ?? null) : null,
   };
 }
 
@@ -121,6 +127,8 @@ export interface SweepSummary {
   cronJobs: Partial<Record<CronJobOutcome, number>>;
   outage: OutageAssessment;
   exitCode: number;
+  /** The stuck pods of the Jobs failed (in a dry run: that would be failed), added up. */
+  freed: StuckCapacity;
 }
 
 export interface SummaryInput {
@@ -179,5 +187,6 @@ export function summarize(input: SummaryInput): SweepSummary {
     cronJobs,
     outage: input.outage,
     exitCode: actionErrors > 0 ? 1 : 0,
+    freed: sumCapacity(input.results.filter((r) => FREEING.has(r.outcome)).flatMap((r) => (r.decision.capacity ? [r.decision.capacity] : []))),
   };
 }

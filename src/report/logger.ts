@@ -4,6 +4,7 @@ import { describeTrip } from '../judge/outage.ts';
 import { outcomeWord } from '../outcomes.ts';
 import { formatDuration } from '../policy/duration.ts';
 import type { AuditLine, CronJobAuditLine, SweepSummary } from './audit.ts';
+import { describeCapacity } from '../judge/capacity.ts';
 
 export type OutputFormat = 'text' | 'json';
 
@@ -64,6 +65,8 @@ function renderDecision(l: AuditLine): string {
       `${l.reason} ${l.class} stuck ${formatDuration(l.stuckSeconds)}${grace}  rule=${l.rule}${source} action=${l.action}`,
     `             ${l.detail}`,
   ];
+  const freed = describeCapacity(l.freed ?? undefined);
+  if (freed) lines.push(`             ${l.dryRun ? 'would free' : 'freed'} ${freed}`);
   if (l.error) lines.push(`             error: ${l.error}`);
   for (const w of l.warnings) lines.push(`             warning: ${w}`);
   return lines.join('\n');
@@ -89,10 +92,17 @@ function renderSummary(s: SweepSummary): string {
     ...(s.deferred > 0 ? [`${s.deferred} Job(s) deferred to the next sweep by limits or a stop.`] : []),
     ...(s.cronJobs?.suspended ? [`${s.cronJobs.suspended} CronJob(s) suspended.`] : []),
     ...(s.cronJobs?.['would-suspend'] ? [`${s.cronJobs['would-suspend']} CronJob(s) would be suspended.`] : []),
+    ...freedLine(s),
     ...(s.awaitingFailed > 0 ? [`${s.awaitingFailed} Job(s) failed by the sweeper, not yet Failed by the Job controller.`] : []),
     ...(s.outage.tripped
       ? s.outage.trips.map((t) => `Outage breaker tripped for ${describeTrip(t)}: those Jobs are reported, not failed.`)
       : []),
     ...(s.actionErrors > 0 ? [`${s.actionErrors} action(s) failed; see the error lines above.`] : []),
   ].join('\n');
+}
+
+/** "Freed 4 nvidia.com/gpu, 8 cpu held 3h12m in total by 2 pods." */
+function freedLine(s: SweepSummary): string[] {
+  const freed = describeCapacity(s.freed);
+  return freed ? [`${s.dryRun ? 'Would free' : 'Freed'} ${freed}${s.freed.pods > 1 ? '' : ' in total'}.`] : [];
 }

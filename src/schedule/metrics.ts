@@ -1,5 +1,8 @@
 import { createServer, type Server } from 'node:http';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { ActResult } from '../act/act.ts';
+import { registryHost } from '../classify/reference.ts';
+import type { Decision } from '../judge/types.ts';
 import { outcomesFor } from '../model.ts';
 import type { SweepResult, SweepStatus } from '../sweep.ts';
 import { UsageError } from '../cli/errors.ts';
@@ -11,6 +14,9 @@ const RESULT_LABEL: Record<SweepStatus, string> = {
   unreachable: 'unreachable',
   'no-server-clock': 'no_server_clock',
 };
+
+/** Bounds of the stuck-time histogram, in seconds: one minute to one day. */
+const STUCK_BUCKETS = [60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 43200, 86400];
 
 export class SweepMetrics {
   readonly registry = new Registry();
@@ -26,15 +32,31 @@ export class SweepMetrics {
     labelNames: ['outcome'],
     registers: [this.registry],
   });
+  private readonly details = new Counter({
+    name: 'imagepull_sweeper_decision_details_total',
+    help: 'Decisions taken, by outcome, pull class, namespace and registry host of the image (decisions_total split further).',
+    labelNames: ['outcome', 'class', 'namespace', 'registry'],
+    registers: [this.registry],
+  });
   private readonly policyMissing = new Counter({
     name: 'imagepull_sweeper_policy_missing_total',
     help: 'Sweeps that found no policy ConfigMap: configmap="default" ran on the built-in defaults, configmap="named" (--policy-configmap) did nothing.',
     labelNames: ['configmap'],
     registers: [this.registry],
   });
+  private readonly policyInvalid = new Gauge({
+    name: 'imagepull_sweeper_policy_invalid',
+    help: '1 when the last sweep found the policy invalid (and changed nothing), else 0.',
+    registers: [this.registry],
+  });
   private readonly lastSweep = new Gauge({
     name: 'imagepull_sweeper_last_sweep_timestamp_seconds',
     help: 'Unix time the last sweep finished.',
+    registers: [this.registry],
+  });
+  private readonly lastSuccess = new Gauge({
+    name: 'imagepull_sweeper_last_successful_sweep_timestamp_seconds',
+    help: 'Unix time the last sweep that judged the cluster finished (result ok or actions_failed); 0 before the first.',
     registers: [this.registry],
   });
   private readonly duration = new Histogram({
@@ -43,22 +65,114 @@ export class SweepMetrics {
     buckets: [0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300],
     registers: [this.registry],
   });
+  private readonly trips = new Counter({
+    name: 'imagepull_sweeper_breaker_trips_total',
+    help: 'Outage breaker trips, by scope (sweep or registry), registry host ("" for the sweep) and class (transient, auth, permanent).',
+    labelNames: ['scope', 'host', 'class'],
+    registers: [this.registry],
+  });
+  private readonly tripped = new Gauge({
+    name: 'imagepull_sweeper_breaker_tripped',
+    help: '1 for each scope, host and class the outage breaker tripped in the last sweep that judged the cluster.',
+    labelNames: ['scope', 'host', 'class'],
+    registers: [this.registry],
+  });
+  private readonly stuckFailed = new Histogram({
+    name: 'imagepull_sweeper_failed_stuck_seconds',
+    help: 'How long the container that got its Job failed had been stuck, by pull class.',
+    labelNames: ['class'],
+    buckets: STUCK_BUCKETS,
+    registers: [this.registry],
+  });
+  private readonly withinGrace = new Gauge({
+    name: 'imagepull_sweeper_stuck_pods_within_grace',
+    help: 'Stuck pods of Jobs still within their grace in the last sweep that judged the cluster, by namespace and pull class.',
+    labelNames: ['namespace', 'class'],
+    registers: [this.registry],
+  });
+  private readonly graceRequests = new Gauge({
+    name: 'imagepull_sweeper_stuck_requests_within_grace',
+    help: 'Resources requested by those pods (cores, bytes, units), by namespace and resource.',
+    labelNames: ['namespace', 'resource'],
+    registers: [this.registry],
+  });
+  private readonly freedPods = new Counter({
+    name: 'imagepull_sweeper_freed_pods_total',
+    help: 'Stuck pods of the Jobs the sweeper failed, by namespace.',
+    labelNames: ['namespace'],
+    registers: [this.registry],
+  });
+  private readonly freedRequests = new Counter({
+    name: 'imagepull_sweeper_freed_requests_total',
+    help: 'Resources requested by the stuck pods of the Jobs the sweeper failed (cores, bytes, units), by namespace and resource.',
+    labelNames: ['namespace', 'resource'],
+    registers: [this.registry],
+  });
+  private readonly freedSeconds = new Counter({
+    name: 'imagepull_sweeper_freed_resource_seconds_total',
+    help: 'Request × seconds held (since scheduled) by the stuck pods of the Jobs the sweeper failed, by namespace and resource.',
+    labelNames: ['namespace', 'resource'],
+    registers: [this.registry],
+  });
 
   /** `dryRun`: the outcome labels start at zero as `would-*` (what `run --dry-run` produces). */
   constructor(options: { dryRun?: boolean } = {}) {
     for (const result of [...Object.values(RESULT_LABEL), 'crashed']) this.sweeps.inc({ result }, 0);
     for (const outcome of outcomesFor(options.dryRun === true)) this.jobs.inc({ outcome }, 0);
     for (const configmap of ['default', 'named']) this.policyMissing.inc({ configmap }, 0);
+    for (const c of ['transient', 'auth']) this.trips.inc({ scope: 'sweep', host: '', class: c }, 0);
+    this.policyInvalid.set(0);
     collectDefaultMetrics({ register: this.registry, prefix: 'imagepull_sweeper_' });
   }
 
   record(result: SweepResult | undefined, seconds: number, finishedAt: Date): void {
     this.sweeps.inc({ result: result ? RESULT_LABEL[result.status] : 'crashed' });
-    for (const r of result?.results ?? []) this.jobs.inc({ outcome: r.outcome });
+    for (const r of result?.results ?? []) this.recordDecision(r);
     if (result?.policyMissing) this.policyMissing.inc({ configmap: result.policyMissing });
+    this.policyInvalid.set(result?.status === 'invalid-policy' ? 1 : 0);
     this.duration.observe(seconds);
     this.lastSweep.set(finishedAt.getTime() / 1000);
+    if (result?.status === 'done' || result?.status === 'actions-failed') {
+      this.lastSuccess.set(finishedAt.getTime() / 1000);
+      this.recordState(result);
+    }
   }
+
+  private recordDecision(r: ActResult): void {
+    const d = r.decision;
+    const namespace = d.namespace;
+    this.jobs.inc({ outcome: r.outcome });
+    this.details.inc({ outcome: r.outcome, class: d.pullClass, namespace, registry: registryHost(d.image) });
+    if (r.outcome !== 'failed') return;
+    this.stuckFailed.observe({ class: d.pullClass }, d.stuckSeconds);
+    const freed = d.capacity;
+    if (!freed) return;
+    this.freedPods.inc({ namespace }, freed.pods);
+    for (const [resource, v] of Object.entries(freed.requests)) this.freedRequests.inc({ namespace, resource }, v);
+    for (const [resource, v] of Object.entries(freed.resourceSeconds)) this.freedSeconds.inc({ namespace, resource }, v);
+  }
+
+  /** The gauges describe the last sweep that judged the cluster. */
+  private recordState(result: SweepResult): void {
+    this.tripped.reset();
+    for (const t of result.summary?.outage.trips ?? []) {
+      const labels = { scope: t.host === undefined ? 'sweep' : 'registry', host: t.host ?? '', class: t.pullClass };
+      this.tripped.set(labels, 1);
+      this.trips.inc(labels);
+    }
+    this.withinGrace.reset();
+    this.graceRequests.reset();
+    for (const { decision: d } of result.results) {
+      if (!isWithinGrace(d)) continue;
+      this.withinGrace.inc({ namespace: d.namespace, class: d.pullClass }, d.stuckPods);
+      for (const [resource, v] of Object.entries(d.capacity?.requests ?? {})) this.graceRequests.inc({ namespace: d.namespace, resource }, v);
+    }
+  }
+}
+
+/** A Job left alone this sweep only because its grace has not passed yet. */
+export function isWithinGrace(d: Decision): boolean {
+  return d.plan === 'skip' && d.jobView !== undefined && d.graceSeconds !== undefined && d.stuckSeconds < d.graceSeconds;
 }
 
 export function parseListenAddress(text: string): { host: string; port: number } {

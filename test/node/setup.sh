@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the real test node needs (Debian/Ubuntu, root): containerd, runc, conmon
 # (CRI-O's monitor), the CNI plugins, the distribution registry, skopeo, umoci, htpasswd, and
-# faketime (the sweeper on a skewed clock, test/e2e/node-clock.test.ts). Idempotent: when
+# faketime (the sweeper on a skewed clock, test/e2e/node-clock.test.ts), and Prometheus with
+# promtool (the alert rules' tests and test/e2e/prometheus.test.ts). Idempotent: when
 # everything is there it only checks and exits (well under a second). Services the packages ship
 # are not left running: the tests start their own instances on loopback.
 #
@@ -23,6 +24,8 @@ declare -A need=(
   [ip]=iproute2
   [iptables]=iptables
   [faketime]=faketime
+  [prometheus]=prometheus
+  [promtool]=prometheus
 )
 
 have() { if [[ "$1" == /* ]]; then [[ -x "$1" ]]; else command -v "$1" >/dev/null 2>&1; fi; }
@@ -58,6 +61,10 @@ apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 if printf '%s\n' "${missing[@]}" | grep -qx docker-registry && command -v systemctl >/dev/null \
   && [[ -d /run/systemd/system ]]; then
   systemctl disable --now docker-registry >&2 2>/dev/null || true
+fi
+if printf '%s\n' "${missing[@]}" | grep -qx prometheus && command -v systemctl >/dev/null \
+  && [[ -d /run/systemd/system ]]; then
+  systemctl disable --now prometheus prometheus-node-exporter >&2 2>/dev/null || true
 fi
 for cmd in "${!need[@]}"; do
   have "$cmd" || { echo "node setup: $cmd still missing after install" >&2; exit 1; }

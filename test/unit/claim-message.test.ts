@@ -20,6 +20,8 @@ describe('the claim message', () => {
       decision(),
       decision({ containerKind: 'init', container: 'fetch', stuckPods: 3, pullClass: 'stalled', rule: 'ci-batch' }),
       decision({ containerKind: 'sidecar', image: 'registry.example:5000/team/app@sha256:abc', graceSeconds: undefined, graceSource: undefined }),
+      decision({ capacity: { pods: 2, requests: { 'nvidia.com/gpu': 4, cpu: 8 }, resourceSeconds: { 'nvidia.com/gpu': 46080 }, heldSeconds: 11520 } }),
+      decision({ graceSeconds: undefined, graceSource: undefined, capacity: { pods: 1, requests: { cpu: 0.5 }, resourceSeconds: { cpu: 30 }, heldSeconds: 60 } }),
     ]) {
       const text = formatClaimMessage(d);
       assert.deepEqual(parseClaimMessage(text), {

@@ -233,6 +233,7 @@ describe('documentation: tables and examples that restate code', () => {
       sweepId: true, namespace: true, job: true, cronJob: true, pod: true, container: true, containerKind: true, image: true,
       reason: true, class: true, stuckSeconds: true, graceSeconds: true, graceSource: true, graceClamped: true, rule: true,
       action: true, outcome: true, dryRun: true, detail: true, mechanism: true, error: true, warnings: true, waitingMessage: true,
+      freed: true,
     };
     const example = /^```json\n([\s\S]*?)^```/m.exec(read('docs/how-it-works.md'))?.[1];
     assert.ok(example);

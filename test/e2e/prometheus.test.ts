@@ -1,0 +1,158 @@
+// A real Prometheus (Debian's package, installed by test/node/setup.sh) scrapes `run --listen` on
+// loopback every second while it sweeps on the real control plane, with the chart's alert rules
+// loaded: its queries return the counts the sweeps audited (sweeps, decisions by outcome and by
+// namespace/registry, the requests freed and their resource-seconds, the pods within grace), and
+// once the policy turns invalid the ImagePullSweeperInvalidPolicy alert fires.
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { AuditLine } from '../../src/report/audit.ts';
+import { REPO, ensureBuilt, jsonLines, startCli } from '../support/cli.ts';
+import { freePort } from '../support/cluster.ts';
+import { useTestCluster } from '../support/hooks.ts';
+import { waitFor } from '../support/kubelet.ts';
+import { nodeSkipReason } from '../support/node.ts';
+import { createStuckJob } from '../support/sweeper.ts';
+
+const PROMETHEUS = '/usr/bin/prometheus';
+// Without a node, setup.sh did not run: a missing Prometheus is then skipped with the reason.
+const skip = existsSync(PROMETHEUS) ? undefined : nodeSkipReason();
+const TIMEOUT = { timeout: 240_000, skip };
+const dir = mkdtempSync(join(tmpdir(), 'ips-prometheus-'));
+let kc: KubeConfig;
+let kubeconfig: string;
+const env = useTestCluster((hooks) => {
+  ensureBuilt();
+  kc = hooks.kc;
+  kubeconfig = hooks.cluster.kubeconfigPath;
+});
+
+interface Sample {
+  metric: Record<string, string>;
+  value: [number, string];
+}
+
+async function startPrometheus(target: string): Promise<{ url: string; child: ChildProcess; output: () => string }> {
+  assert.ok(existsSync(PROMETHEUS), `${PROMETHEUS} is missing: run test/node/setup.sh`);
+  const port = await freePort();
+  const config = join(dir, 'prometheus.yml');
+  writeFileSync(
+    config,
+    [
+      'global: { scrape_interval: 1s, evaluation_interval: 1s }',
+      `rule_files: [${JSON.stringify(join(REPO, 'charts/imagepull-sweeper/files/alerts.yaml'))}]`,
+      'scrape_configs:',
+      `  - { job_name: sweeper, static_configs: [{ targets: [${JSON.stringify(target)}] }] }`,
+      '',
+    ].join('\n'),
+  );
+  const child = spawn(PROMETHEUS, [`--config.file=${config}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
+  child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
+  const url = `http://127.0.0.1:${port}`;
+  await waitFor(async () => (await fetch(`${url}/-/ready`).catch(() => undefined))?.ok, 60_000, `Prometheus ready:\n${out}`, 200);
+  return { url, child, output: () => out };
+}
+
+async function query(url: string, promql: string): Promise<Sample[]> {
+  const res = await fetch(`${url}/api/v1/query?query=${encodeURIComponent(promql)}`);
+  const body = (await res.json()) as { status: string; data: { result: Sample[] }; error?: string };
+  assert.equal(body.status, 'success', `${promql}: ${body.error}`);
+  return body.data.result;
+}
+
+/** label value -> sample value */
+const byLabel = (samples: Sample[], label: string): Record<string, number> =>
+  Object.fromEntries(samples.map((s) => [s.metric[label] ?? '', Number(s.value[1])]));
+
+function counted<T>(items: T[], key: (t: T) => string): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const i of items) out[key(i)] = (out[key(i)] ?? 0) + 1;
+  return out;
+}
+
+describe('Prometheus scrapes run', () => {
+  it('and its queries return the counts the sweeps audited; the invalid-policy alert fires', TIMEOUT, async () => {
+    const ns = await env.namespace('prom');
+    const resources = { requests: { cpu: '250m', memory: '64Mi' }, limits: { 'example.com/widget': '1' } };
+    const withRequests = { template: { spec: { restartPolicy: 'Never', containers: [{ name: 'main', image: 'registry.invalid/team/app:does-not-exist', command: ['true'], resources }] } } };
+    for (const name of ['old-a', 'old-b']) await createStuckJob(kc, ns, name, { stuckFor: 7200, spec: withRequests });
+    await createStuckJob(kc, ns, 'fresh', { stuckFor: 60, spec: withRequests });
+    const policy = join(dir, 'policy.yaml');
+    writeFileSync(policy, 'defaults: { grace: { permanent: 30m } }\n');
+
+    const port = await freePort();
+    const run = startCli(['run', '--schedule', '*/2 * * * * *', '--namespace', ns, '--policy-file', policy, '--kubeconfig', kubeconfig, '--listen', `127.0.0.1:${port}`, '--output', 'json']);
+    const prometheus = await startPrometheus(`127.0.0.1:${port}`);
+    try {
+      const audited = () => {
+        const records = jsonLines(run.output());
+        const decisions = records.filter((r) => r.message === 'decision') as unknown as AuditLine[];
+        return { sweeps: records.filter((r) => r.message === 'summary').length, decisions };
+      };
+      await waitFor(() => audited().decisions.filter((d) => d.outcome === 'failed').length === 2, 60_000, 'both old Jobs failed');
+
+      // Compared between two reads of the audit that agree, so no sweep finished in between.
+      const { before, prom } = await waitFor(
+        async () => {
+          const before = audited();
+          const prom = {
+            sweeps: byLabel(await query(prometheus.url, 'sum(imagepull_sweeper_sweeps_total{job="sweeper"})'), ''),
+            outcomes: byLabel(await query(prometheus.url, 'sum by (outcome) (imagepull_sweeper_decisions_total{job="sweeper"}) > 0'), 'outcome'),
+          };
+          const after = audited();
+          const agree = after.sweeps === before.sweeps && after.decisions.length === before.decisions.length && prom.sweeps[''] === before.sweeps;
+          return agree && { before, prom };
+        },
+        60_000,
+        'Prometheus caught up with the audit between two sweeps',
+        250,
+      );
+      assert.deepEqual(prom.outcomes, counted(before.decisions, (d) => d.outcome));
+      assert.equal(prom.outcomes.failed, 2);
+      assert.ok(prom.outcomes.skipped! >= 1, 'the fresh Job is skipped, within grace');
+
+      const failedHere = await query(prometheus.url, `sum by (registry, class) (imagepull_sweeper_decision_details_total{namespace="${ns}",outcome="failed"})`);
+      assert.deepEqual(failedHere.map((s) => [s.metric.registry, s.metric.class, Number(s.value[1])]), [['registry.invalid', 'permanent', 2]]);
+
+      const freedLines = before.decisions.filter((d) => d.outcome === 'failed').map((d) => d.freed!);
+      const freed = byLabel(await query(prometheus.url, `sum by (resource) (imagepull_sweeper_freed_requests_total{namespace="${ns}"})`), 'resource');
+      assert.deepEqual(freed, { cpu: 0.5, memory: 128 * 2 ** 20, 'example.com/widget': 2 });
+      const seconds = byLabel(await query(prometheus.url, `sum by (resource) (imagepull_sweeper_freed_resource_seconds_total{namespace="${ns}"})`), 'resource');
+      const auditedSeconds = freedLines.reduce((sum, f) => sum + f.resourceSeconds['example.com/widget']!, 0);
+      assert.ok(Math.abs(seconds['example.com/widget']! - auditedSeconds) < 1e-6, `${seconds['example.com/widget']} vs ${auditedSeconds}`);
+      assert.ok(auditedSeconds >= 2 * 7200);
+      assert.deepEqual(byLabel(await query(prometheus.url, `imagepull_sweeper_stuck_pods_within_grace{namespace="${ns}"}`), 'class'), { permanent: 1 });
+      const widgetsWaiting = await query(prometheus.url, `imagepull_sweeper_stuck_requests_within_grace{namespace="${ns}",resource="example.com/widget"}`);
+      assert.equal(Number(widgetsWaiting[0]?.value[1]), 1);
+
+      // The chart's rules run on these series: an invalid policy fires its alert.
+      writeFileSync(policy, 'limits: { maxJobsPerSweep: lots }\n');
+      const firing = await waitFor(
+        async () => {
+          const res = (await (await fetch(`${prometheus.url}/api/v1/alerts`)).json()) as { data: { alerts: { labels: Record<string, string>; state: string }[] } };
+          return res.data.alerts.find((a) => a.labels.alertname === 'ImagePullSweeperInvalidPolicy' && a.state === 'firing');
+        },
+        60_000,
+        'ImagePullSweeperInvalidPolicy firing',
+        250,
+      );
+      assert.equal(firing.labels.job, 'sweeper');
+      assert.equal(firing.labels.severity, 'critical');
+      const rules = (await (await fetch(`${prometheus.url}/api/v1/rules`)).json()) as { data: { groups: { rules: unknown[] }[] } };
+      assert.equal(rules.data.groups.flatMap((g) => g.rules).length, 6);
+    } finally {
+      run.child.kill('SIGTERM');
+      prometheus.child.kill('SIGTERM');
+    }
+    assert.equal(await run.exited, 0, run.output());
+    await new Promise((resolve) => (prometheus.child.exitCode === null ? prometheus.child.once('close', resolve) : resolve(undefined)));
+  });
+});

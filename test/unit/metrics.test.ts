@@ -1,0 +1,178 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { ActResult } from '../../src/act/act.ts';
+import { judge } from '../../src/judge/judge.ts';
+import type { Decision, OutageAssessment } from '../../src/judge/types.ts';
+import type { Outcome } from '../../src/model.ts';
+import { parsePolicyYaml } from '../../src/policy/parse.ts';
+import { PassThrough } from 'node:stream';
+import { describeStuck, stuckJobEvent } from '../../src/act/events.ts';
+import { auditLine, summarize } from '../../src/report/audit.ts';
+import { createLogger, logDecision, logSummary } from '../../src/report/logger.ts';
+import type { StuckCapacity } from '../../src/judge/capacity.ts';
+import { SweepMetrics, isWithinGrace } from '../../src/schedule/metrics.ts';
+import type { SweepResult } from '../../src/sweep.ts';
+import { NOW, job, ownersFor, secondsAgo, stuckIn } from './judge-fixtures.ts';
+
+function decision(name: string, stuckSeconds: number, over: Partial<Parameters<typeof stuckIn>[1]> = {}): Decision {
+  const j = job(name, { namespace: over?.namespace ?? 'ci-a' });
+  const stuck = [stuckIn(j, { stuckSince: secondsAgo(stuckSeconds), ...over })];
+  const parsed = parsePolicyYaml('{}');
+  assert.ok(parsed.ok);
+  return judge({ stuck, ownerOf: ownersFor(stuck, [j]), namespaceLabels: new Map(), policy: parsed.policy, now: NOW }).decisions[0]!;
+}
+
+const GPU_POD: StuckCapacity = { pods: 2, requests: { cpu: 2, memory: 2 ** 30, 'nvidia.com/gpu': 4 }, resourceSeconds: { cpu: 1200, memory: 600 * 2 ** 30, 'nvidia.com/gpu': 2400 }, heldSeconds: 600 };
+
+const NO_OUTAGE: OutageAssessment = { stuckPods: 0, images: 0, transientPods: 0, transientFraction: 0, authPods: 0, authFraction: 0, tripped: false, trips: [] };
+
+function sweepResult(results: ActResult[], outage: OutageAssessment = NO_OUTAGE, status: SweepResult['status'] = 'done'): SweepResult {
+  const summary = summarize({ sweepId: 's', dryRun: false, policy: 'p', namespaces: [], startedAt: NOW, finishedAt: NOW, podsScanned: 1, stuckContainers: 1, outage, results });
+  return { status, summary, results };
+}
+
+const result = (d: Decision, outcome: Outcome): ActResult => ({ decision: d, outcome, error: undefined });
+
+async function sample(metrics: SweepMetrics, name: string, labels: Record<string, string> = {}): Promise<number | undefined> {
+  const metric = (await metrics.registry.getMetricsAsJSON()).find((m) => m.name === name.replace(/_(bucket|sum|count)$/, ''));
+  const value = metric?.values.find(
+    (v) => ((v as { metricName?: string }).metricName ?? metric.name) === name && Object.entries(labels).every(([k, x]) => String(v.labels[k]) === x),
+  );
+  return value?.value;
+}
+
+describe('SweepMetrics: what an operator alerts on', () => {
+  it('counts decisions by outcome, class, namespace and registry host', async () => {
+    const m = new SweepMetrics();
+    const failed = { ...decision('a', 900), capacity: GPU_POD };
+    m.record(sweepResult([result(failed, 'failed'), result(decision('b', 900, { namespace: 'ci-b', image: 'ghcr.example:5000/x/y:1' }), 'reported')]), 1, NOW);
+    assert.equal(await sample(m, 'imagepull_sweeper_decisions_total', { outcome: 'failed' }), 1);
+    assert.equal(await sample(m, 'imagepull_sweeper_decisions_total', { outcome: 'skipped' }), 0);
+    assert.equal(await sample(m, 'imagepull_sweeper_decision_details_total', { outcome: 'failed', class: 'permanent', namespace: 'ci-a', registry: 'registry.example' }), 1);
+    assert.equal(await sample(m, 'imagepull_sweeper_decision_details_total', { outcome: 'reported', namespace: 'ci-b', registry: 'ghcr.example:5000' }), 1);
+  });
+
+  it('counts the capacity freed by failed Jobs only, and how long their containers had been stuck', async () => {
+    const m = new SweepMetrics();
+    const failed = { ...decision('a', 900), capacity: GPU_POD };
+    const reported = { ...decision('b', 900), capacity: GPU_POD };
+    m.record(sweepResult([result(failed, 'failed'), result(reported, 'reported')]), 1, NOW);
+    assert.equal(await sample(m, 'imagepull_sweeper_freed_requests_total', { namespace: 'ci-a', resource: 'nvidia.com/gpu' }), 4);
+    assert.equal(await sample(m, 'imagepull_sweeper_freed_requests_total', { namespace: 'ci-a', resource: 'memory' }), 2 ** 30);
+    assert.equal(await sample(m, 'imagepull_sweeper_freed_resource_seconds_total', { namespace: 'ci-a', resource: 'nvidia.com/gpu' }), 2400);
+    assert.equal(await sample(m, 'imagepull_sweeper_freed_pods_total', { namespace: 'ci-a' }), 2);
+    assert.equal(await sample(m, 'imagepull_sweeper_failed_stuck_seconds_count', { class: 'permanent' }), 1);
+    assert.equal(await sample(m, 'imagepull_sweeper_failed_stuck_seconds_sum', { class: 'permanent' }), 900);
+    assert.equal(await sample(m, 'imagepull_sweeper_failed_stuck_seconds_bucket', { class: 'permanent', le: '600' }), 0);
+    assert.equal(await sample(m, 'imagepull_sweeper_failed_stuck_seconds_bucket', { class: 'permanent', le: '900' }), 1);
+  });
+
+  it('a dry run frees nothing', async () => {
+    const m = new SweepMetrics({ dryRun: true });
+    m.record(sweepResult([result({ ...decision('a', 900), capacity: GPU_POD }, 'would-fail')]), 1, NOW);
+    assert.equal(await sample(m, 'imagepull_sweeper_freed_requests_total', { resource: 'nvidia.com/gpu' }), undefined);
+    assert.equal(await sample(m, 'imagepull_sweeper_decisions_total', { outcome: 'would-fail' }), 1);
+  });
+
+  it('gauges the stuck pods within grace, and their requests, as of the last sweep that judged', async () => {
+    const m = new SweepMetrics();
+    const waiting = { ...decision('a', 30), capacity: GPU_POD };
+    assert.ok(isWithinGrace(waiting));
+    assert.ok(!isWithinGrace(decision('b', 900)));
+    m.record(sweepResult([result(waiting, 'skipped')]), 1, NOW);
+    assert.equal(await sample(m, 'imagepull_sweeper_stuck_pods_within_grace', { namespace: 'ci-a', class: 'permanent' }), 1);
+    assert.equal(await sample(m, 'imagepull_sweeper_stuck_requests_within_grace', { namespace: 'ci-a', resource: 'nvidia.com/gpu' }), 4);
+    // An unreachable API server judges nothing: the last known state stays.
+    m.record({ status: 'unreachable', summary: undefined, results: [] }, 1, NOW);
+    assert.equal(await sample(m, 'imagepull_sweeper_stuck_pods_within_grace', { namespace: 'ci-a', class: 'permanent' }), 1);
+    m.record(sweepResult([]), 1, NOW);
+    assert.equal(await sample(m, 'imagepull_sweeper_stuck_pods_within_grace', { namespace: 'ci-a', class: 'permanent' }), undefined);
+  });
+
+  it('counts breaker trips by scope, host and class, and gauges the last sweep’s', async () => {
+    const m = new SweepMetrics();
+    assert.equal(await sample(m, 'imagepull_sweeper_breaker_trips_total', { scope: 'sweep', class: 'transient' }), 0);
+    const outage: OutageAssessment = {
+      ...NO_OUTAGE,
+      tripped: true,
+      trips: [
+        { scope: 'the whole sweep', host: undefined, pullClass: 'transient', stuckPods: 9, images: 3, fraction: 0.9 },
+        { scope: 'registry r.example', host: 'r.example', pullClass: 'permanent', stuckPods: 5, images: 5, fraction: 1, repositories: 5 },
+      ],
+    };
+    m.record(sweepResult([], outage), 1, NOW);
+    assert.equal(await sample(m, 'imagepull_sweeper_breaker_trips_total', { scope: 'sweep', host: '', class: 'transient' }), 1);
+    assert.equal(await sample(m, 'imagepull_sweeper_breaker_trips_total', { scope: 'registry', host: 'r.example', class: 'permanent' }), 1);
+    assert.equal(await sample(m, 'imagepull_sweeper_breaker_tripped', { scope: 'registry', host: 'r.example', class: 'permanent' }), 1);
+    m.record(sweepResult([]), 1, NOW);
+    assert.equal(await sample(m, 'imagepull_sweeper_breaker_tripped', { scope: 'registry', host: 'r.example' }), undefined);
+    assert.equal(await sample(m, 'imagepull_sweeper_breaker_trips_total', { scope: 'registry', host: 'r.example', class: 'permanent' }), 1);
+  });
+
+  it('marks an invalid policy, and stamps only the sweeps that judged the cluster as successful', async () => {
+    const m = new SweepMetrics();
+    const t1 = new Date('2026-11-30T12:00:00Z');
+    const t2 = new Date('2026-11-30T12:05:00Z');
+    const t3 = new Date('2026-11-30T12:10:00Z');
+    assert.equal(await sample(m, 'imagepull_sweeper_policy_invalid'), 0);
+    assert.equal(await sample(m, 'imagepull_sweeper_last_successful_sweep_timestamp_seconds'), 0); // none yet
+    m.record(sweepResult([], NO_OUTAGE, 'actions-failed'), 1, t1);
+    m.record({ status: 'invalid-policy', summary: undefined, results: [] }, 1, t2);
+    assert.equal(await sample(m, 'imagepull_sweeper_policy_invalid'), 1);
+    assert.equal(await sample(m, 'imagepull_sweeper_last_successful_sweep_timestamp_seconds'), t1.getTime() / 1000);
+    assert.equal(await sample(m, 'imagepull_sweeper_last_sweep_timestamp_seconds'), t2.getTime() / 1000);
+    m.record(undefined, 1, t3);
+    assert.equal(await sample(m, 'imagepull_sweeper_sweeps_total', { result: 'crashed' }), 1);
+    assert.equal(await sample(m, 'imagepull_sweeper_policy_invalid'), 0);
+    assert.equal(await sample(m, 'imagepull_sweeper_last_successful_sweep_timestamp_seconds'), t1.getTime() / 1000);
+  });
+});
+
+describe('the capacity freed, in the Event, the audit line and the summary', () => {
+  const failing = { ...decision('gpu', 900), capacity: GPU_POD };
+
+  it('the Event and message name what failing the Job frees, before the registry message', () => {
+    assert.equal(failing.plan, 'fail');
+    const text = describeStuck(failing);
+    assert.match(text, /; frees 4 nvidia\.com\/gpu, 2 cpu, 1Gi memory held 10m in total by 2 pods\): ImagePullBackOff: /);
+    const huge = { ...failing, message: 'x'.repeat(5000) };
+    const note = stuckJobEvent(huge, 'FailJob', { instance: 'i', now: NOW }).note ?? '';
+    assert.ok(Buffer.byteLength(note) <= 1024, `${Buffer.byteLength(note)} bytes`);
+    assert.match(note, /frees 4 nvidia\.com\/gpu/);
+    assert.match(describeStuck({ ...failing, plan: 'report' }), /; holds 4 nvidia\.com\/gpu/);
+    assert.doesNotMatch(describeStuck(decision('plain', 900)), /frees|holds/);
+  });
+
+  it('the audit line carries it for a failed (or would-fail) Job only', () => {
+    assert.deepEqual(auditLine('s', result(failing, 'failed'), false).freed, GPU_POD);
+    assert.deepEqual(auditLine('s', result(failing, 'would-fail'), true).freed, GPU_POD);
+    assert.equal(auditLine('s', result(failing, 'reported'), false).freed, null);
+    assert.equal(auditLine('s', result(decision('plain', 900), 'failed'), false).freed, null);
+  });
+
+  it('the summary adds up the failed Jobs, in JSON and in text', async () => {
+    const other = { ...decision('cpu', 900), capacity: { pods: 1, requests: { cpu: 0.5 }, resourceSeconds: { cpu: 300 }, heldSeconds: 600 } };
+    const results = [result(failing, 'failed'), result(other, 'failed'), result({ ...decision('r', 900), capacity: GPU_POD }, 'reported')];
+    const summary = sweepResult(results).summary!;
+    assert.deepEqual(summary.freed, {
+      pods: 3,
+      requests: { cpu: 2.5, memory: 2 ** 30, 'nvidia.com/gpu': 4 },
+      resourceSeconds: { cpu: 1500, memory: 600 * 2 ** 30, 'nvidia.com/gpu': 2400 },
+      heldSeconds: 1200,
+    });
+    const stream = new PassThrough();
+    const chunks: string[] = [];
+    stream.on('data', (c: Buffer) => chunks.push(c.toString()));
+    const logger = createLogger({ format: 'text', stream });
+    logDecision(logger, auditLine('s', results[0]!, false));
+    logSummary(logger, summary);
+    await new Promise((resolve) => {
+      logger.once('finish', resolve);
+      logger.end();
+    });
+    await new Promise((resolve) => setImmediate(resolve));
+    const text = chunks.join('');
+    assert.match(text, /\n\s+freed 4 nvidia\.com\/gpu, 2 cpu, 1Gi memory held 10m in total by 2 pods\n/);
+    assert.match(text, /^Freed 4 nvidia\.com\/gpu, 2\.5 cpu, 1Gi memory held 20m in total by 3 pods\.$/m);
+  });
+});
