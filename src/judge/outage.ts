@@ -9,8 +9,6 @@ import type { PullClass, StuckContainer } from '../model.ts';
 import type { Limits } from '../policy/types.ts';
 import type { OutageAssessment, OutageScope, OutageTrip } from './types.ts';
 
-export { registryHost } from '../classify/reference.ts';
-
 /** The classes the breaker protects by fraction, with the limit that sets each one's fraction. */
 export const BREAKER_CLASSES = ['transient', 'auth'] as const satisfies readonly PullClass[];
 export type BreakerClass = (typeof BREAKER_CLASSES)[number];
