@@ -1,4 +1,4 @@
-// The outage breaker (SPEC "Outage breaker"): many pods stuck across many images, mostly on one
+// The outage breaker (docs/contract.md, "Outage breaker"): many pods stuck across many images, mostly on one
 // class that a registry or token-service outage produces, means "do not fail these, report them".
 // Evaluated for the whole sweep and for each registry host on its own. On one host, a burst of
 // not-found across many repositories is held the same way: a mirror answering 404 for an upstream
