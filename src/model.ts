@@ -131,3 +131,22 @@ export interface PodFailureRule {
   onExitCodes?: { containerName?: string; operator: string; values: number[] };
   onPodConditions?: { type: string; status: string }[];
 }
+
+/** What the attribute stage found behind a stuck pod (the judge's input). */
+export type PodOwner =
+  | { kind: 'job'; job: JobView }
+  | { kind: 'not-a-job'; owner: OwnerRef | undefined }
+  | { kind: 'job-gone'; owner: OwnerRef; detail: string }
+  | { kind: 'unreadable'; owner: OwnerRef | undefined; detail: string };
+
+/** The parts of a CronJob the suspension judgement needs. Built by the attribute stage from a V1CronJob. */
+export interface CronJobView {
+  namespace: string;
+  name: string;
+  uid: string;
+  resourceVersion: string;
+  annotations: Record<string, string>;
+  suspended: boolean;
+  /** status.lastSuccessfulTime as the API server wrote it, if any. */
+  lastSuccessfulTime: string | undefined;
+}

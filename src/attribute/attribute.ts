@@ -1,6 +1,5 @@
 import { mapBounded } from '../concurrency.ts';
-import type { PodOwner } from '../judge/types.ts';
-import type { JobView, StuckContainer } from '../model.ts';
+import type { JobView, PodOwner, StuckContainer } from '../model.ts';
 import { describeApiError } from '../kube/errors.ts';
 import type { KubeGateway } from '../kube/gateway.ts';
 import { listFromStart } from '../kube/paging.ts';

@@ -1,5 +1,5 @@
 import type { V1CronJob } from '@kubernetes/client-node';
-import type { CronJobView } from '../judge/cronjob.ts';
+import type { CronJobView } from '../model.ts';
 import { objectIdentity } from './job-view.ts';
 
 /** Pure: the parts of a V1CronJob the suspension judgement needs. */

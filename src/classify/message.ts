@@ -3,7 +3,7 @@
 // runtime prints it, so that no image name can decide the class. See docs/classification.md.
 
 import { isStuckReason, STUCK_REASONS, type StuckReason } from '../model.ts';
-import { parseImageReference } from './reference.ts';
+import { DEFAULT_REGISTRY_PRINTED, HOST_PATTERN, parseImageReference } from './reference.ts';
 
 export interface PullCause {
   /** The reason that produced the cause (the embedded one for a v1.32+ back-off message). */
@@ -40,8 +40,7 @@ export function imageReferenceNames(image: string): string[] {
   if (written === '') return [];
   const names = new Set<string>([written]);
   if (!hasHost) {
-    names.add(`docker.io/${path}`);
-    names.add(`index.docker.io/${path}`);
+    for (const alias of DEFAULT_REGISTRY_PRINTED) names.add(`${alias}/${path}`);
     names.add(path);
   }
   // A bare word (`denied`) is too likely to be a real cue; only strip reference-shaped forms.
@@ -61,7 +60,7 @@ const SINGLE_QUOTED = /'[^'\s]*'/g;
 const ERROR_CODE = /^[A-Z][A-Z_]*$/;
 const DIGEST = /\b[a-z0-9]+(?:[+._-][a-z0-9]+)*:[a-f0-9]{32,}\b/gi;
 const REGISTRY_REF = new RegExp(
-  `${BEFORE_REF}(?:localhost(?::\\d+)?|[a-z0-9][a-z0-9-]*(?:\\.[a-z0-9-]+)*(?:\\.[a-z0-9-]+|:\\d+))(?:/[\\w.-]+)+${TAG_OR_DIGEST}${AFTER_REF}`,
+  `${BEFORE_REF}${HOST_PATTERN}(?:/[\\w.-]+)+${TAG_OR_DIGEST}${AFTER_REF}`,
   'gi',
 );
 

@@ -13,11 +13,19 @@ export interface ImageReference {
   hasHost: boolean;
 }
 
-const DOCKER_HUB_ALIASES = new Set(['docker.io', 'index.docker.io', 'registry-1.docker.io']);
+/** Where a reference that names no host is pulled from. */
+export const DEFAULT_REGISTRY = 'docker.io';
+/** The names runtimes print in a message for an image of the default registry that names no host. */
+export const DEFAULT_REGISTRY_PRINTED: readonly string[] = [DEFAULT_REGISTRY, 'index.docker.io'];
+const DEFAULT_REGISTRY_ALIASES: readonly string[] = [...DEFAULT_REGISTRY_PRINTED, 'registry-1.docker.io'];
 
+/** The host rule: a first path component is a registry host when it has a '.' or a ':port', or is `localhost`. */
 function looksLikeHost(component: string): boolean {
   return component.includes('.') || component.includes(':') || component === 'localhost';
 }
+
+/** The same rule as a pattern, for finding `host/path` references in a runtime's message. */
+export const HOST_PATTERN = String.raw`(?:localhost(?::\d+)?|[a-z0-9][a-z0-9-]*(?:\.[a-z0-9-]+)*(?:\.[a-z0-9-]+|:\d+))`;
 
 /** Splits an image reference; a transport prefix (`docker://`) is ignored. */
 export function parseImageReference(image: string): ImageReference {
@@ -27,10 +35,10 @@ export function parseImageReference(image: string): ImageReference {
   const first = slash === -1 ? '' : written.slice(0, slash);
   if (first !== '' && looksLikeHost(first)) {
     const host = first.toLowerCase();
-    return { host: DOCKER_HUB_ALIASES.has(host) ? 'docker.io' : host, path: written.slice(slash + 1), written, hasHost: true };
+    return { host: DEFAULT_REGISTRY_ALIASES.includes(host) ? DEFAULT_REGISTRY : host, path: written.slice(slash + 1), written, hasHost: true };
   }
   const path = written === '' ? '' : slash === -1 ? `library/${written}` : written;
-  return { host: 'docker.io', path, written, hasHost: false };
+  return { host: DEFAULT_REGISTRY, path, written, hasHost: false };
 }
 
 /** The registry host an image is pulled from (`docker.io` when it names none). */

@@ -91,7 +91,7 @@ function initKind(spec: V1Container): ContainerKind {
 /**
  * One slot per container named in the spec that has a status in the matching list. A status
  * for a name the spec does not have (in that list) is not the kubelet's and is never judged.
- * Ephemeral containers are not judged (SPEC: init, regular and sidecar containers).
+ * Ephemeral containers are not judged (docs/contract.md: init, regular and sidecar containers).
  */
 function slotsOf(pod: V1Pod): Slot[] {
   const initSpecs = pod.spec?.initContainers ?? [];

@@ -1,9 +1,11 @@
 import { describeApiError } from '../kube/errors.ts';
 import type { KubeGateway } from '../kube/gateway.ts';
 import { PULL_CLASSES } from '../model.ts';
+import { ANNOTATIONS, ignoredByAnnotation } from '../policy/annotations.ts';
 import type { LoadedPolicy } from '../policy/load.ts';
 import { formatDuration } from '../policy/duration.ts';
 import { describeGraceSource, explainRules, graceForJob, policyNeedsNamespaceLabels, resolveForNamespace, type RuleMatch } from '../policy/resolve.ts';
+import type { EffectivePolicy, JobGrace } from '../policy/types.ts';
 import type { OutputFormat } from '../report/logger.ts';
 import { EXIT } from './exit.ts';
 
@@ -33,24 +35,22 @@ export async function explainPolicy(
   const effective = resolveForNamespace(loaded.policy, ns);
   const rules = explainRules(loaded.policy, ns);
 
-  let job: { name: string; annotations: Record<string, string> } | undefined;
+  let job: JobExplanation | undefined;
   if (jobName) {
     if (!gateway) return fail(out, `--job needs a cluster connection`);
     try {
       const live = await gateway.readJob(namespace, jobName);
-      job = { name: jobName, annotations: { ...(live.metadata?.annotations ?? {}) } };
+      job = explainJob(effective, jobName, { ...(live.metadata?.annotations ?? {}) });
     } catch (error) {
       const f = describeApiError(error);
       if (f.status === 404) return fail(out, `Job ${namespace}/${jobName} not found`, EXIT.invalid);
       return fail(out, `reading Job ${namespace}/${jobName}: ${f.reason}: ${f.message}`);
     }
   }
-  const jobGrace = job ? graceForJob(effective, job.annotations) : undefined;
-  const ignored = job?.annotations['imagepull-sweeper/ignore'] === 'true';
 
   if (format === 'json') {
     out.write(
-      `${JSON.stringify({ policy: loaded.description, namespace, labels: labels ?? null, ...effective, rules, limits: loaded.policy.limits, job: job ? { name: job.name, ignored, grace: jobGrace } : null, notes })}\n`,
+      `${JSON.stringify({ policy: loaded.description, namespace, labels: labels ?? null, ...effective, rules, limits: loaded.policy.limits, job: job ? { name: job.name, ignored: job.ignored, grace: job.grace } : null, notes })}\n`,
     );
     return EXIT.ok;
   }
@@ -65,8 +65,10 @@ export async function explainPolicy(
     `Job overrides: ${effective.jobOverrides.allowed ? 'allowed' : 'not allowed'}, maxGrace ${formatDuration(effective.jobOverrides.maxGraceSeconds)}  (from ${effective.sources.jobOverrides})`,
     `Failed Jobs: confirmWithin ${formatDuration(confirmWithinSeconds)}, forceDeleteAfter ${forceDeleteAfterSeconds > 0 ? formatDuration(forceDeleteAfterSeconds) : '0 (never)'}  (limits, for every namespace)`,
   ];
-  if (job && jobGrace) {
-    lines.push(`Job:         ${job.name}${ignored ? '  (annotation imagepull-sweeper/ignore=true: never touched)' : ''}`);
+  if (job) {
+    const jobGrace = job.grace;
+    lines.push(`Job:         ${job.name}${job.ignored ? `  (annotation ${ANNOTATIONS.ignore}=${job.ignoreValue}: never touched)` : ''}`);
+    if (job.ignoreWarning) lines.push(`  warning: ${job.ignoreWarning}`);
     if (jobGrace.override) {
       lines.push(
         `  grace annotation ${formatDuration(jobGrace.override.requested)} → ${formatDuration(jobGrace.override.applied)} for every class${jobGrace.override.clamped ? ' (clamped to maxGrace)' : ''}`,
@@ -83,6 +85,28 @@ export async function explainPolicy(
   for (const n of notes) lines.push(`Note: ${n}`);
   out.write(`${lines.join('\n')}\n`);
   return EXIT.ok;
+}
+
+export interface JobExplanation {
+  name: string;
+  /** The sweep's own predicate: the Job is never touched. */
+  ignored: boolean;
+  /** The annotation's value as written, when it ignores the Job. */
+  ignoreValue: string | undefined;
+  ignoreWarning: string | undefined;
+  grace: JobGrace;
+}
+
+/** Pure: what the sweep makes of one Job's annotations under the namespace's effective policy. */
+export function explainJob(effective: EffectivePolicy, name: string, annotations: Record<string, string>): JobExplanation {
+  const ignore = ignoredByAnnotation(annotations);
+  return {
+    name,
+    ignored: ignore.ignored,
+    ignoreValue: ignore.ignored ? annotations[ANNOTATIONS.ignore] : undefined,
+    ignoreWarning: ignore.warning,
+    grace: graceForJob(effective, annotations),
+  };
 }
 
 function describeMatchers(r: RuleMatch): string {

@@ -19,11 +19,11 @@ export function instanceName(env: NodeJS.ProcessEnv = process.env): string {
 }
 
 /** --policy-file wins; else --policy-configmap NS/NAME; else the default ConfigMap in our namespace. */
-export function policyLocation(options: { policyFile?: string; policyConfigmap?: string }): PolicyLocation {
+export function policyLocation(options: { policyFile?: string; policyConfigmap?: string }, stdin?: () => Promise<string>): PolicyLocation {
   if (options.policyFile && options.policyConfigmap) {
     throw new UsageError('--policy-file and --policy-configmap cannot be used together');
   }
-  if (options.policyFile) return { kind: 'file', path: options.policyFile };
+  if (options.policyFile) return { kind: 'file', path: options.policyFile, ...(options.policyFile === '-' && stdin ? { stdin } : {}) };
   if (options.policyConfigmap) {
     const match = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)\/([a-z0-9]([-.a-z0-9]*[a-z0-9])?)$/.exec(options.policyConfigmap);
     if (!match) throw new UsageError(`--policy-configmap ${options.policyConfigmap}: expected NAMESPACE/NAME`);

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-import { readStdin } from '../policy/load.ts';
 import { runCli } from './program.ts';
+import { readStdin } from './stdin.ts';
 
 const code = await runCli(process.argv.slice(2), {
   stdout: process.stdout,

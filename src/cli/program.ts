@@ -13,7 +13,7 @@ import { loadPolicy, readPolicyFile } from '../policy/load.ts';
 import { formatProblem } from '../policy/problems.ts';
 import type { OutputFormat } from '../report/logger.ts';
 import type { SweepDeps, SweepOptions } from '../sweep.ts';
-import { UsageError } from './errors.ts';
+import { UsageError, asUsageError } from './errors.ts';
 import { EXIT, exitStatusOf } from './exit.ts';
 import { explainPolicy } from './explain.ts';
 import { instanceName, policyLocation } from './kube.ts';
@@ -143,7 +143,7 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
     .argument('<file>', 'policy file, or - for stdin')
     .addHelpText('after', '\nExamples:\n  $ imagepull-sweeper policy validate policy.yaml\n  $ kubectl get cm imagepull-sweeper-policy -n imagepull-sweeper -o yaml | imagepull-sweeper policy validate -')
     .action(async (file: string) => {
-      const text = await readPolicyFile(file, io.readStdin).catch((e: Error) => {
+      const text = await (file === '-' ? io.readStdin() : readPolicyFile(file)).catch((e: Error) => {
         throw new UsageError(`${file}: ${e.message}`);
       });
       const parsed = parsePolicyDocument(text);
@@ -170,7 +170,7 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
   )
     .addHelpText('after', '\nExamples:\n  $ imagepull-sweeper policy explain --namespace ci-42\n  $ imagepull-sweeper policy explain --namespace ci-42 --job build-7 --policy-file policy.yaml')
     .action(async (flags: ConnectionFlags & PolicyFlags & { namespace: string; job?: string; output?: OutputFormat }) => {
-      const location = policyLocation(flags);
+      const location = policyLocation(flags, io.readStdin);
       const gateway = await tryGateway(flags, location.kind === 'configmap' || flags.job !== undefined, (n) => io.stderr.write(`imagepull-sweeper: ${retryLine(n)}\n`));
       const loaded = await loadPolicy(gateway, location);
       if (!loaded.ok) {
@@ -210,7 +210,7 @@ async function connectedGateway(flags: ConnectionFlags, onRetry: (n: RetryNotice
 }
 
 async function prepareSweep(flags: SweepFlags, io: CliIo): Promise<{ deps: SweepDeps; options: SweepOptions; sweep: typeof import('../sweep.ts').sweep }> {
-  const policy = policyLocation(flags);
+  const policy = policyLocation(flags, io.readStdin);
   const [{ createLogger }, { sweep }] = await Promise.all([import('../report/logger.ts'), import('../sweep.ts')]);
   const logger = createLogger({ format: outputFormat(flags.output, io), stream: io.stdout });
   const gateway = await connectedGateway(flags, (n) => logger.warn(retryLine(n), retryFields(n)));
@@ -273,8 +273,9 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     if (error instanceof CommanderError) {
       return error.exitCode === 0 || error.code === 'commander.helpDisplayed' || error.code === 'commander.version' ? 0 : EXIT.invalid;
     }
-    if (error instanceof UsageError) {
-      io.stderr.write(`imagepull-sweeper: ${error.message}\n`);
+    const usage = asUsageError(error);
+    if (usage) {
+      io.stderr.write(`imagepull-sweeper: ${usage.message}\n`);
       return EXIT.invalid;
     }
     io.stderr.write(`imagepull-sweeper: unexpected error: ${(error as Error).stack ?? String(error)}\n`);

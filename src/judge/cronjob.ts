@@ -1,18 +1,7 @@
 // CronJob suspension (policy `cronJobs.suspendAfter`): pure. The run of Jobs failed in a row is
 // kept in annotations on the CronJob itself, because its Jobs do not outlive its history limits.
+import type { CronJobView } from '../model.ts';
 import { ANNOTATIONS, ignoredByAnnotation } from '../policy/annotations.ts';
-
-/** The parts of a CronJob the judgement needs. */
-export interface CronJobView {
-  namespace: string;
-  name: string;
-  uid: string;
-  resourceVersion: string;
-  annotations: Record<string, string>;
-  suspended: boolean;
-  /** status.lastSuccessfulTime as the API server wrote it, if any. */
-  lastSuccessfulTime: string | undefined;
-}
 
 /** One Job of the CronJob failed by the sweeper in this sweep (or that a dry run would fail). */
 export interface CronJobFailure {

@@ -1,11 +1,11 @@
-import type { Action, JobView, StuckContainer } from '../model.ts';
+import type { Action, JobView, PodOwner, StuckContainer } from '../model.ts';
 import { ANNOTATIONS, ignoredByAnnotation } from '../policy/annotations.ts';
 import { formatDuration } from '../policy/duration.ts';
 import { describeGraceSource, graceForJob, resolveForNamespace } from '../policy/resolve.ts';
 import type { EffectivePolicy, GraceSeconds, Policy } from '../policy/types.ts';
 import { chooseMechanism } from './mechanism.ts';
 import { assessOutage, describeTrip, tripFor } from './outage.ts';
-import type { Decision, Judgement, OutageAssessment, PodOwner } from './types.ts';
+import type { Decision, Judgement, OutageAssessment } from './types.ts';
 import { standDown } from './stand-down.ts';
 
 /** The Job controller's own name in spec.managedBy; any other value means another controller owns the Job. */

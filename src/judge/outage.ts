@@ -1,4 +1,4 @@
-// The outage breaker (SPEC "Outage breaker"): many pods stuck across many images, mostly on one
+// The outage breaker (docs/contract.md, "Outage breaker"): many pods stuck across many images, mostly on one
 // class that a registry or token-service outage produces, means "do not fail these, report them".
 // Evaluated for the whole sweep and for each registry host on its own. On one host, a burst of
 // not-found across many repositories is held the same way: a mirror answering 404 for an upstream
@@ -8,8 +8,6 @@ import { registryHost, repositoryOf } from '../classify/reference.ts';
 import type { PullClass, StuckContainer } from '../model.ts';
 import type { Limits } from '../policy/types.ts';
 import type { OutageAssessment, OutageScope, OutageTrip } from './types.ts';
-
-export { registryHost } from '../classify/reference.ts';
 
 /** The classes the breaker protects by fraction, with the limit that sets each one's fraction. */
 export const BREAKER_CLASSES = ['transient', 'auth'] as const satisfies readonly PullClass[];

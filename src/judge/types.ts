@@ -1,14 +1,9 @@
-import type { Action, JobView, OwnerRef, Plan, StuckContainer } from '../model.ts';
+import type { Action, JobView, Plan, StuckContainer } from '../model.ts';
 import type { GraceSource } from '../policy/types.ts';
 import type { StuckCapacity } from './capacity.ts';
 import type { ForceDeleteTarget } from './force-delete.ts';
 
-/** What the attribute stage found behind a stuck pod. */
-export type PodOwner =
-  | { kind: 'job'; job: JobView }
-  | { kind: 'not-a-job'; owner: OwnerRef | undefined }
-  | { kind: 'job-gone'; owner: OwnerRef; detail: string }
-  | { kind: 'unreadable'; owner: OwnerRef | undefined; detail: string };
+/** Moved to the glossary (model.ts); re-exported for the judge's callers. */
 
 export type FailMechanism = 'podFailurePolicy' | 'activeDeadlineSeconds';
 

@@ -4,7 +4,7 @@ import { isMap, isScalar } from 'yaml';
 import type { Node, Scalar, YAMLMap } from 'yaml';
 import { oversizedProblem, parsePolicyYaml, validate, type PolicyParseResult } from './parse.ts';
 import { formatPath, uniqueProblems } from './problems.ts';
-import { describeValue } from './schema.ts';
+import { describeValue } from './messages.ts';
 import type { PolicyProblem } from './types.ts';
 import { keyText, load, locate, mapPair, position, resolveAlias, stringAt, valueOf, type Loaded } from './yaml-position.ts';
 

@@ -1,4 +1,5 @@
-// Where the policy comes from (a file, stdin or a ConfigMap) and reading it from there.
+// Where the policy comes from (a file, stdin or a ConfigMap) and reading it from there. Stdin is
+// read by the CLI, which hands its reader over with the location.
 import { open } from 'node:fs/promises';
 import { describeApiError, type ApiFailure } from '../kube/errors.ts';
 import type { KubeGateway } from '../kube/gateway.ts';
@@ -15,7 +16,7 @@ export const DEFAULT_POLICY_CONFIGMAP = 'imagepull-sweeper-policy';
  */
 export type PolicyLocation =
   | { kind: 'configmap'; namespace: string; name: string; isDefault?: boolean }
-  | { kind: 'file'; path: string };
+  | { kind: 'file'; path: string; /** Reads stdin, for the path `-`. */ stdin?: () => Promise<string> };
 
 export type LoadedPolicy =
   | { ok: true; policy: Policy; description: string; builtin: boolean; warnings: PolicyProblem[] }
@@ -36,11 +37,10 @@ export function describeLocation(location: PolicyLocation): string {
 }
 
 /**
- * The text of a policy file; `-` is stdin. The one place policy files are read. Reads at most
- * one byte more than MAX_POLICY_BYTES, so a huge file costs no memory and still fails as too large.
+ * The text of a policy file. The one place policy files are read. Reads at most one byte more
+ * than MAX_POLICY_BYTES, so a huge file costs no memory and still fails as too large.
  */
-export async function readPolicyFile(path: string, stdin: () => Promise<string> = readStdin): Promise<string> {
-  if (path === '-') return stdin();
+export async function readPolicyFile(path: string): Promise<string> {
   const file = await open(path, 'r');
   try {
     const buffer = Buffer.alloc(MAX_POLICY_BYTES + 1);
@@ -65,7 +65,7 @@ export async function loadPolicy(gateway: KubeGateway | undefined, location: Pol
   if (location.kind === 'file') {
     let text: string;
     try {
-      text = await readPolicyFile(location.path);
+      text = location.path === '-' && location.stdin ? await location.stdin() : await readPolicyFile(location.path);
     } catch (error) {
       return { ok: false, kind: 'unreadable-file', description, message: (error as Error).message };
     }
@@ -92,16 +92,4 @@ export async function loadPolicy(gateway: KubeGateway | undefined, location: Pol
     }
     return { ok: false, kind: 'unreachable', description, failure };
   }
-}
-
-/** Stdin up to one byte more than MAX_POLICY_BYTES (the rest is not kept). */
-export async function readStdin(): Promise<string> {
-  const chunks: Buffer[] = [];
-  let length = 0;
-  for await (const chunk of process.stdin) {
-    if (length > MAX_POLICY_BYTES) continue;
-    chunks.push(chunk as Buffer);
-    length += (chunk as Buffer).length;
-  }
-  return Buffer.concat(chunks).subarray(0, MAX_POLICY_BYTES + 1).toString('utf8');
 }

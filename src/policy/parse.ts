@@ -1,7 +1,9 @@
 // Policy YAML text → Policy, with every problem located by line and column. The zod schema
 // (schema.ts) is the one source of the types, the validator and the JSON Schema.
 import { isMap, isScalar } from 'yaml';
-import { describeValue, policyErrorMap, policyFileSchema, toPolicy } from './schema.ts';
+import { toPolicy } from './convert.ts';
+import { describeValue, policyErrorMap } from './messages.ts';
+import { policyFileSchema } from './schema.ts';
 import { schemaProblems, uniqueProblems } from './problems.ts';
 import type { Policy, PolicyProblem } from './types.ts';
 import { unreachableRuleWarnings } from './warnings.ts';

@@ -1,7 +1,7 @@
 // Policy problems: how a path and a problem are written, and zod's issues turned into problems
-// located in the YAML text (unknown keys with a suggestion, missing keys at their parent).
-import type * as z from 'zod';
-import { allowedKeysAt } from './schema.ts';
+// located in the YAML text (unknown keys with a "did you mean" hint, missing keys at their parent).
+import * as z from 'zod';
+import { policyFileSchema } from './schema.ts';
 import type { PolicyProblem } from './types.ts';
 import { locate, type Loaded, type Target } from './yaml-position.ts';
 
@@ -87,6 +87,26 @@ export function closestKey(key: string, allowed: readonly string[]): string | un
     if (!best || distance < best.distance) best = { candidate, distance };
   }
   return best?.candidate;
+}
+
+/** Keys allowed in the mapping at `path` (for "did you mean"), if it is a mapping of the schema. */
+function allowedKeysAt(path: readonly PropertyKey[]): string[] | undefined {
+  let schema: unknown = policyFileSchema;
+  for (const segment of path) {
+    schema = unwrap(schema);
+    if (schema instanceof z.ZodObject) schema = (schema.shape as Record<string, unknown>)[String(segment)];
+    else if (schema instanceof z.ZodArray) schema = schema.element;
+    else if (schema instanceof z.ZodRecord) schema = schema.valueType;
+    else return undefined;
+  }
+  schema = unwrap(schema);
+  return schema instanceof z.ZodObject ? Object.keys(schema.shape) : undefined;
+}
+
+function unwrap(schema: unknown): unknown {
+  let s = schema;
+  while (s instanceof z.ZodOptional) s = s.unwrap();
+  return s;
 }
 
 function unknownKeyMessage(key: string, allowed: string[] | undefined): string {

@@ -1,6 +1,7 @@
-// The policy file format (zod), its built-in defaults, and the conversion to the typed Policy.
+// The policy file format (zod): the one source of the validator, the types of a file and the
+// JSON Schema. Field types are in fields.ts, defaults in defaults.ts, the conversion in convert.ts.
 //
-// Decisions where the SPEC is silent:
+// Decisions where the product contract (docs/contract.md) is silent:
 // - A rule with neither `namespaces` nor `namespaceSelector` matches every namespace (all of its
 //   zero matchers match); rules after such a catch-all can never match and get a warning.
 // - `namespaces: []` is an error (ambiguous); leave the key out to match every namespace.
@@ -11,119 +12,29 @@
 import * as z from 'zod';
 import { ACTIONS, PULL_CLASSES } from '../model.ts';
 import type { PullClass } from '../model.ts';
-import { tryParseGoDuration } from './duration.ts';
-import { namespaceGlobError } from './glob.ts';
-import { labelKeyError, labelValueError, requirementValuesError, SELECTOR_OPERATORS } from './selector.ts';
-import type { CronJobsPolicy, Limits, Policy, Rule } from './types.ts';
-
-export const DEFAULT_GRACE_TEXT: Record<PullClass, string> = {
-  permanent: '2m',
-  auth: '10m',
-  transient: '1h',
-  unknown: '15m',
-  stalled: '30m',
-};
-export const DEFAULT_JOB_OVERRIDES_TEXT = { allowed: true, maxGrace: '1h' } as const;
-export const DEFAULT_ACTION = 'fail' as const;
-export const DEFAULT_LIMITS: Limits = {
-  maxJobsPerSweep: 100,
-  maxJobsPerNamespace: 20,
-  outage: { minStuckPods: 20, minImages: 5, transientFraction: 0.6, authFraction: 0.6 },
-  confirmWithinSeconds: 300,
-  forceDeleteAfterSeconds: 60,
-};
-export const DEFAULT_CONFIRM_WITHIN_TEXT = '5m';
-export const DEFAULT_FORCE_DELETE_AFTER_TEXT = '60s';
-
-export const DEFAULT_CRONJOBS: CronJobsPolicy = { suspendAfter: 0 };
+import {
+  DEFAULT_ACTION,
+  DEFAULT_CONFIRM_WITHIN_TEXT,
+  DEFAULT_CRONJOBS,
+  DEFAULT_FORCE_DELETE_AFTER_TEXT,
+  DEFAULT_GRACE_TEXT,
+  DEFAULT_JOB_OVERRIDES_TEXT,
+  DEFAULT_LIMITS,
+} from './defaults.ts';
+import { duration, durationOrNever, fraction, globSchema, labelSelectorSchema, positiveInt } from './fields.ts';
+import { describeValue, issueFrom } from './messages.ts';
+import { isLabelName } from './selector.ts';
 
 export const RESERVED_RULE_NAMES = ['defaults'] as const;
-const RULE_NAME_RE = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
 
 export function ruleNameError(name: string): string | undefined {
   if (name === '') return 'rule name must not be empty';
   if ((RESERVED_RULE_NAMES as readonly string[]).includes(name)) return `rule name ${JSON.stringify(name)} is reserved`;
   if (name.length > 63) return `rule name ${JSON.stringify(name)} is longer than 63 characters`;
-  if (!RULE_NAME_RE.test(name)) {
+  if (!isLabelName(name)) {
     return `rule name ${JSON.stringify(name)} must consist of alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric`;
   }
   return undefined;
-}
-
-/** Describes a YAML value for messages: `"abc"`, `number 3`, `a list`, `an empty value`. */
-export function describeValue(value: unknown): string {
-  if (value === undefined) return 'nothing';
-  if (value === null) return 'an empty value';
-  if (typeof value === 'string') return JSON.stringify(value.length > 60 ? `${value.slice(0, 57)}...` : value);
-  if (typeof value === 'number' || typeof value === 'boolean') return `${typeof value} ${String(value)}`;
-  if (Array.isArray(value)) return 'a list';
-  if (typeof value === 'object') return 'a mapping';
-  return typeof value;
-}
-
-const EXPECTED_NAMES: Record<string, string> = {
-  string: 'a string',
-  object: 'a mapping',
-  record: 'a mapping',
-  array: 'a list',
-  number: 'a number',
-  int: 'an integer',
-  boolean: 'true or false',
-};
-
-/** Messages for the zod issues this schema can produce, in the policy author's terms. */
-export const policyErrorMap: z.core.$ZodErrorMap = (issue) => {
-  switch (issue.code) {
-    case 'invalid_type': {
-      const expected = EXPECTED_NAMES[issue.expected] ?? issue.expected;
-      const hint =
-        issue.expected === 'string' && (typeof issue.input === 'number' || typeof issue.input === 'boolean')
-          ? ` (quote it: "${String(issue.input)}")`
-          : '';
-      return `expected ${expected}, got ${describeValue(issue.input)}${hint}`;
-    }
-    case 'invalid_value':
-      return `expected one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}, got ${describeValue(issue.input)}`;
-    case 'unrecognized_keys':
-      return `unknown key${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}`;
-    default:
-      return undefined;
-  }
-};
-
-function issueFrom(message: string | undefined, ctx: z.RefinementCtx, extra: { path?: PropertyKey[]; at?: 'key' } = {}) {
-  if (message === undefined) return;
-  ctx.addIssue({
-    code: 'custom',
-    message,
-    ...(extra.path ? { path: extra.path } : {}),
-    ...(extra.at ? { params: { at: extra.at } } : {}),
-  });
-}
-
-const GO_DURATION_PATTERN = '^[+]?(0|(([0-9]+[.]?[0-9]*|[.][0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$';
-
-function duration(description: string, defaultValue?: string) {
-  return z
-    .string({
-      error: (iss) =>
-        iss.input === undefined ? undefined : `expected a duration string such as "30s" or "1h30m", got ${describeValue(iss.input)}`,
-    })
-    .superRefine((value, ctx) => {
-      const parsed = tryParseGoDuration(value);
-      if (!parsed.ok) issueFrom(parsed.error, ctx);
-    })
-    .meta({
-      description: `${description} Go duration syntax, e.g. "30s", "10m", "1h30m".`,
-      pattern: GO_DURATION_PATTERN,
-      ...(defaultValue !== undefined ? { default: defaultValue } : {}),
-    });
-}
-
-/** A duration, or the number 0 (YAML `0`: never). */
-function durationOrNever(description: string, defaultValue: string) {
-  const expected = (iss: { input?: unknown }) => `expected a duration string such as "60s", or 0 for never, got ${describeValue(iss.input)}`;
-  return z.union([duration(description), z.literal(0)], { error: expected }).meta({ description: `${description} Go duration syntax, e.g. "30s", "10m".`, default: defaultValue });
 }
 
 const CLASS_DESCRIPTIONS: Record<PullClass, string> = {
@@ -149,15 +60,6 @@ function graceSchema(withDefaults: boolean) {
   });
 }
 
-function positiveInt(description: string, defaultValue: number) {
-  const message = (iss: { input?: unknown }) =>
-    iss.input === undefined ? undefined : `expected a positive integer, got ${describeValue(iss.input)}`;
-  return z
-    .int({ error: message })
-    .min(1, { error: message })
-    .meta({ description, default: defaultValue });
-}
-
 const actionSchema = z.enum(ACTIONS).meta({
   description: 'fail: fail the Job; report: emit the Event and audit line only; ignore: skip.',
 });
@@ -179,44 +81,6 @@ function jobOverridesSchema(withDefaults: boolean) {
     })
     .meta({ description: 'Bounds on the per-Job imagepull-sweeper/grace annotation.' });
 }
-
-const labelValueSchema = z.string().superRefine((value, ctx) => issueFrom(labelValueError(value), ctx));
-
-const matchLabelsSchema = z
-  .record(z.string(), labelValueSchema)
-  .superRefine(
-    (labels, ctx) => {
-      if (typeof labels !== 'object' || labels === null || Array.isArray(labels)) return;
-      for (const key of Object.keys(labels)) issueFrom(labelKeyError(key), ctx, { path: [key], at: 'key' });
-    },
-    { when: () => true },
-  )
-  .meta({ description: 'Labels the namespace must have, with these exact values.' });
-
-const requirementSchema = z
-  .strictObject({
-    key: z.string().superRefine((key, ctx) => issueFrom(labelKeyError(key), ctx)),
-    operator: z.enum(SELECTOR_OPERATORS),
-    values: z.array(labelValueSchema).optional(),
-  })
-  .superRefine((req, ctx) => {
-    issueFrom(requirementValuesError(req.operator, req.values), ctx, { path: req.values ? ['values'] : [] });
-  });
-
-export const labelSelectorSchema = z
-  .strictObject({
-    matchLabels: matchLabelsSchema.optional(),
-    matchExpressions: z
-      .array(requirementSchema)
-      .meta({ description: 'Label requirements (In, NotIn, Exists, DoesNotExist), all of which must hold.' })
-      .optional(),
-  })
-  .meta({ description: 'Kubernetes label selector over the namespace labels; an empty selector matches every namespace.' });
-
-const globSchema = z
-  .string()
-  .superRefine((glob, ctx) => issueFrom(namespaceGlobError(glob), ctx))
-  .meta({ pattern: '^[a-z0-9*?\\[\\]!-]+$' });
 
 const ruleSchema = z
   .strictObject({
@@ -256,17 +120,6 @@ const rulesSchema = z
     { when: () => true },
   )
   .meta({ description: 'Per-namespace rules; the first rule that matches a namespace wins.' });
-
-const fractionMessage = (iss: { input?: unknown }) =>
-  `expected a fraction greater than 0 and at most 1, got ${describeValue(iss.input)}`;
-
-function fraction(description: string, defaultValue: number) {
-  return z
-    .number({ error: (iss) => (iss.input === undefined ? undefined : `expected a number, got ${describeValue(iss.input)}`) })
-    .gt(0, { error: fractionMessage })
-    .lte(1, { error: fractionMessage })
-    .meta({ description, default: defaultValue });
-}
 
 const outageSchema = z
   .strictObject({
@@ -335,99 +188,3 @@ export const policyFileSchema = z
 
 export type PolicyFile = z.output<typeof policyFileSchema>;
 
-/** Keys allowed in the mapping at `path` (for "did you mean"), if it is a mapping of the schema. */
-export function allowedKeysAt(path: readonly PropertyKey[]): string[] | undefined {
-  let schema: unknown = policyFileSchema;
-  for (const segment of path) {
-    schema = unwrap(schema);
-    if (schema instanceof z.ZodObject) schema = (schema.shape as Record<string, unknown>)[String(segment)];
-    else if (schema instanceof z.ZodArray) schema = schema.element;
-    else if (schema instanceof z.ZodRecord) schema = schema.valueType;
-    else return undefined;
-  }
-  schema = unwrap(schema);
-  return schema instanceof z.ZodObject ? Object.keys(schema.shape) : undefined;
-}
-
-function unwrap(schema: unknown): unknown {
-  let s = schema;
-  while (s instanceof z.ZodOptional) s = s.unwrap();
-  return s;
-}
-
-const seconds = (text: string) => {
-  const parsed = tryParseGoDuration(text);
-  if (!parsed.ok) throw new Error(parsed.error);
-  return parsed.seconds;
-};
-
-/** The typed Policy of a validated file, with built-in defaults filled in. */
-export function toPolicy(file: PolicyFile): Policy {
-  const grace = Object.fromEntries(
-    PULL_CLASSES.map((cls) => [cls, seconds(file.defaults?.grace?.[cls] ?? DEFAULT_GRACE_TEXT[cls])]),
-  ) as Record<PullClass, number>;
-  const overrides = file.defaults?.jobOverrides;
-  return {
-    defaults: {
-      action: file.defaults?.action ?? DEFAULT_ACTION,
-      grace,
-      jobOverrides: {
-        allowed: overrides?.allowed ?? DEFAULT_JOB_OVERRIDES_TEXT.allowed,
-        maxGraceSeconds: seconds(overrides?.maxGrace ?? DEFAULT_JOB_OVERRIDES_TEXT.maxGrace),
-      },
-    },
-    rules: (file.rules ?? []).map(toRule),
-    limits: {
-      maxJobsPerSweep: file.limits?.maxJobsPerSweep ?? DEFAULT_LIMITS.maxJobsPerSweep,
-      maxJobsPerNamespace: file.limits?.maxJobsPerNamespace ?? DEFAULT_LIMITS.maxJobsPerNamespace,
-      outage: {
-        minStuckPods: file.limits?.outage?.minStuckPods ?? DEFAULT_LIMITS.outage.minStuckPods,
-        minImages: file.limits?.outage?.minImages ?? DEFAULT_LIMITS.outage.minImages,
-        transientFraction: file.limits?.outage?.transientFraction ?? DEFAULT_LIMITS.outage.transientFraction,
-        authFraction: file.limits?.outage?.authFraction ?? DEFAULT_LIMITS.outage.authFraction,
-      },
-      confirmWithinSeconds: seconds(file.limits?.confirmWithin ?? DEFAULT_CONFIRM_WITHIN_TEXT),
-      forceDeleteAfterSeconds: seconds(String(file.limits?.forceDeleteAfter ?? DEFAULT_FORCE_DELETE_AFTER_TEXT)),
-    },
-    cronJobs: { suspendAfter: file.cronJobs?.suspendAfter ?? DEFAULT_CRONJOBS.suspendAfter },
-  };
-}
-
-type RuleFile = NonNullable<PolicyFile['rules']>[number];
-
-function toRule(file: RuleFile): Rule {
-  const rule: Rule = { name: file.name };
-  if (file.namespaces) rule.namespaces = [...file.namespaces];
-  if (file.namespaceSelector) {
-    const { matchLabels, matchExpressions } = file.namespaceSelector;
-    rule.namespaceSelector = {
-      ...(matchLabels ? { matchLabels: { ...matchLabels } } : {}),
-      ...(matchExpressions
-        ? {
-            matchExpressions: matchExpressions.map((req) => ({
-              key: req.key,
-              operator: req.operator,
-              ...(req.values ? { values: [...req.values] } : {}),
-            })),
-          }
-        : {}),
-    };
-  }
-  if (file.action) rule.action = file.action;
-  if (file.grace) {
-    const grace: Rule['grace'] = {};
-    for (const cls of PULL_CLASSES) {
-      const text = file.grace[cls];
-      if (text !== undefined) grace[cls] = seconds(text);
-    }
-    rule.grace = grace;
-  }
-  if (file.jobOverrides) {
-    const { allowed, maxGrace } = file.jobOverrides;
-    rule.jobOverrides = {
-      ...(allowed !== undefined ? { allowed } : {}),
-      ...(maxGrace !== undefined ? { maxGraceSeconds: seconds(maxGrace) } : {}),
-    };
-  }
-  return rule;
-}

@@ -4,6 +4,11 @@ import type { LabelSelector, LabelSelectorRequirement } from './types.ts';
 export const SELECTOR_OPERATORS = ['In', 'NotIn', 'Exists', 'DoesNotExist'] as const;
 
 const NAME_RE = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
+/** The shape of a label value and of a label key's name part (rule names use it too). */
+export function isLabelName(text: string): boolean {
+  return NAME_RE.test(text);
+}
+
 const DNS_SUBDOMAIN_RE = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 const NAME_RULE =
   "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
@@ -77,17 +82,4 @@ export function matchesSelector(selector: LabelSelector, labels: Record<string, 
 /** True when the selector has no requirement at all (matches every label set). */
 export function isEmptySelector(selector: LabelSelector): boolean {
   return Object.keys(selector.matchLabels ?? {}).length === 0 && (selector.matchExpressions ?? []).length === 0;
-}
-
-/** `team=batch,env in (a,b),!legacy`, kubectl style. */
-export function formatSelector(selector: LabelSelector): string {
-  const parts = Object.entries(selector.matchLabels ?? {}).map(([k, v]) => `${k}=${v}`);
-  for (const req of selector.matchExpressions ?? []) {
-    const values = (req.values ?? []).join(',');
-    if (req.operator === 'In') parts.push(`${req.key} in (${values})`);
-    else if (req.operator === 'NotIn') parts.push(`${req.key} notin (${values})`);
-    else if (req.operator === 'Exists') parts.push(req.key);
-    else parts.push(`!${req.key}`);
-  }
-  return parts.join(',');
 }

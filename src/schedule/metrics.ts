@@ -5,7 +5,7 @@ import { registryHost } from '../classify/reference.ts';
 import type { Decision } from '../judge/types.ts';
 import { outcomesFor } from '../model.ts';
 import type { SweepResult, SweepStatus } from '../sweep.ts';
-import { UsageError } from '../cli/errors.ts';
+import { RunOptionError } from './errors.ts';
 
 const RESULT_LABEL: Record<SweepStatus, string> = {
   done: 'ok',
@@ -178,7 +178,7 @@ export function isWithinGrace(d: Decision): boolean {
 export function parseListenAddress(text: string): { host: string; port: number } {
   const match = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(text);
   const port = match ? Number(match[3]) : NaN;
-  if (!match || port > 65535) throw new UsageError(`--listen ${text}: expected HOST:PORT or :PORT`);
+  if (!match || port > 65535) throw new RunOptionError(`--listen ${text}: expected HOST:PORT or :PORT`);
   return { host: match[1] ?? (match[2] || '0.0.0.0'), port };
 }
 

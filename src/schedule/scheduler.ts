@@ -1,6 +1,6 @@
 import { CronExpressionParser } from 'cron-parser';
 import type winston from 'winston';
-import { UsageError } from '../cli/errors.ts';
+import { RunOptionError } from './errors.ts';
 import type { SweepResult } from '../sweep.ts';
 
 export interface Schedule {
@@ -12,19 +12,19 @@ export interface Schedule {
 export function parseSchedule(expression: string, timezone?: string): Schedule {
   const fields = expression.trim().split(/\s+/);
   if (fields.length !== 5 && fields.length !== 6) {
-    throw new UsageError(`--schedule "${expression}": expected 5 cron fields (or 6 with seconds), got ${fields.length}`);
+    throw new RunOptionError(`--schedule "${expression}": expected 5 cron fields (or 6 with seconds), got ${fields.length}`);
   }
   if (timezone !== undefined) {
     try {
       new Intl.DateTimeFormat('en', { timeZone: timezone });
     } catch {
-      throw new UsageError(`--timezone ${timezone}: unknown time zone`);
+      throw new RunOptionError(`--timezone ${timezone}: unknown time zone`);
     }
   }
   try {
     CronExpressionParser.parse(expression, { tz: timezone, strict: false }).next();
   } catch (error) {
-    throw new UsageError(`--schedule "${expression}": ${(error as Error).message}`);
+    throw new RunOptionError(`--schedule "${expression}": ${(error as Error).message}`);
   }
   return {
     next: (after) => CronExpressionParser.parse(expression, { tz: timezone, currentDate: after }).next().toDate(),

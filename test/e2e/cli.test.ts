@@ -191,6 +191,23 @@ describe('policy explain', () => {
     assert.match(text.stdout, /Grace for this Job:\n\s+permanent\s+1h\s+\(from annotation, clamped to maxGrace\)/);
   });
 
+  it('agrees with the sweep that ignore: "True" ignores the Job', TIMEOUT, async () => {
+    const ns = await namespace('explainignore');
+    await createStuckJob(kc, ns, 'opted-out', { stuckFor: 9999, annotations: { 'imagepull-sweeper/ignore': 'True' } });
+    const policy = file('explain-ignore.yaml', '{}\n');
+    const json = await runCli(['policy', 'explain', '--namespace', ns, '--job', 'opted-out', '--policy-file', policy, '--kubeconfig', kubeconfig, '--output', 'json']);
+    assert.equal(json.code, 0, json.stderr);
+    assert.equal((JSON.parse(json.stdout) as { job: { ignored: boolean } }).job.ignored, true);
+    const text = await runCli(['policy', 'explain', '--namespace', ns, '--job', 'opted-out', '--policy-file', policy, '--kubeconfig', kubeconfig, '--output', 'text']);
+    assert.equal(text.code, 0, text.stderr);
+    assert.match(text.stdout, /Job:\s+opted-out\s+\(annotation imagepull-sweeper\/ignore=True: never touched\)/);
+    const sweep = await runCli(['sweep', '--namespace', ns, '--policy-file', policy, '--kubeconfig', kubeconfig, '--output', 'json']);
+    assert.equal(sweep.code, 0, sweep.stderr);
+    const decision = jsonLines(sweep.stdout).find((l) => l.message === 'decision' && l.job === 'opted-out')!;
+    assert.deepEqual([decision.action, decision.outcome], ['ignore', 'skipped']);
+    assert.equal((await readJob(kc, ns, 'opted-out')).metadata?.annotations?.['imagepull-sweeper/failed-at'], undefined);
+  });
+
   it('reads the policy ConfigMap and exits 2 for an invalid one', TIMEOUT, async () => {
     const ns = await namespace('explaincm');
     const { CoreV1Api } = await import('@kubernetes/client-node');

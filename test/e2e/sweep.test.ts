@@ -12,7 +12,7 @@ import { withRetries } from '../../src/kube/retrying.ts';
 import { createLogger } from '../../src/report/logger.ts';
 import { sweep } from '../../src/sweep.ts';
 import { observeStuckContainers } from '../../src/observe/pods.ts';
-import { DEFAULT_POLICY } from '../../src/policy/defaults.ts';
+import { toPolicy } from '../../src/policy/convert.ts';
 import { jobManifest } from '../support/fixtures.ts';
 import { useTestCluster } from '../support/hooks.ts';
 import { setImagePullStuck, setPodRunning, waitFor, waitForJobPods } from '../support/kubelet.ts';
@@ -403,7 +403,7 @@ describe('sweep under real API failures and races', () => {
     const gateway = withRetries(createGateway(kc));
     const observation = await observeStuckContainers(gateway, { namespaces: [ns], pageSize: 100 });
     const attribution = await attributeToJobs(gateway, observation.stuck, { concurrency: 2, listThreshold: 10 });
-    const input: JudgeInput = { stuck: observation.stuck, ownerOf: attribution.ownerOf, namespaceLabels: new Map(), policy: DEFAULT_POLICY, now: new Date() };
+    const input: JudgeInput = { stuck: observation.stuck, ownerOf: attribution.ownerOf, namespaceLabels: new Map(), policy: toPolicy({}), now: new Date() };
     const plan = judge(input);
     assert.deepEqual(plan.decisions.map((d) => d.plan), ['fail', 'fail']);
 

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { toCronJobView } from '../../src/attribute/cronjob-view.ts';
-import { judgeCronJob, readStreak, type CronJobView, type CronJobVerdict } from '../../src/judge/cronjob.ts';
+import { judgeCronJob, readStreak, type CronJobVerdict } from '../../src/judge/cronjob.ts';
+import type { CronJobView } from '../../src/model.ts';
 import { parsePolicyYaml } from '../../src/policy/parse.ts';
 
 const AT = '2026-11-30T12:00:00Z';

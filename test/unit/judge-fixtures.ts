@@ -1,5 +1,4 @@
-import type { PodOwner } from '../../src/judge/types.ts';
-import type { JobView, StuckContainer } from '../../src/model.ts';
+import type { JobView, PodOwner, StuckContainer } from '../../src/model.ts';
 
 export const NOW = new Date('2026-11-29T12:00:00Z');
 

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { judge } from '../../src/judge/judge.ts';
-import { assessOutage, describeTrip, registryHost, tripFor } from '../../src/judge/outage.ts';
+import { registryHost } from '../../src/classify/reference.ts';
+import { assessOutage, describeTrip, tripFor } from '../../src/judge/outage.ts';
 import { classifyPullFailure } from '../../src/classify/index.ts';
 import { isStuckReason, type JobView, type PullClass, type StuckContainer } from '../../src/model.ts';
 import { parsePolicyYaml } from '../../src/policy/parse.ts';

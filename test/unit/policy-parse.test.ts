@@ -3,7 +3,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { DEFAULT_POLICY, FALLBACK_POLICY } from '../../src/policy/defaults.ts';
+import { toPolicy } from '../../src/policy/convert.ts';
+import { FALLBACK_POLICY } from '../../src/policy/defaults.ts';
 import { readPolicyFile } from '../../src/policy/load.ts';
 import { MAX_POLICY_BYTES, parsePolicyYaml } from '../../src/policy/parse.ts';
 import { formatPath } from '../../src/policy/problems.ts';
@@ -93,8 +94,8 @@ describe('parsePolicyYaml: valid policies', () => {
 
   it('the SPEC example defaults are the built-in defaults', () => {
     const spec = valid(SPEC_EXAMPLE);
-    assert.deepEqual(spec.defaults, DEFAULT_POLICY.defaults);
-    assert.deepEqual(spec.limits, DEFAULT_POLICY.limits);
+    assert.deepEqual(spec.defaults, toPolicy({}).defaults);
+    assert.deepEqual(spec.limits, toPolicy({}).limits);
   });
 
   for (const [name, text] of [
@@ -464,7 +465,7 @@ describe('built-in policies', () => {
       (FALLBACK_POLICY.rules as unknown[]).push({ name: 'x' });
     }, TypeError);
     assert.throws(() => {
-      (DEFAULT_POLICY.defaults.grace as { permanent: number }).permanent = 1;
+      (FALLBACK_POLICY.defaults.grace as { permanent: number }).permanent = 1;
     }, TypeError);
   });
 });

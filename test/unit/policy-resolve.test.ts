@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ANNOTATION_PREFIX, ANNOTATIONS, ignoredByAnnotation } from '../../src/policy/annotations.ts';
-import { DEFAULT_POLICY, FALLBACK_POLICY } from '../../src/policy/defaults.ts';
+import { toPolicy } from '../../src/policy/convert.ts';
+import { FALLBACK_POLICY } from '../../src/policy/defaults.ts';
 import { parsePolicyYaml } from '../../src/policy/parse.ts';
 import {
   describeGraceSource,
@@ -137,7 +138,7 @@ describe('policyNeedsNamespaceLabels', () => {
   it('is true only when some rule has a namespaceSelector', () => {
     assert.equal(policyNeedsNamespaceLabels(POLICY), true);
     assert.equal(policyNeedsNamespaceLabels(FALLBACK_POLICY), false);
-    assert.equal(policyNeedsNamespaceLabels(DEFAULT_POLICY), false);
+    assert.equal(policyNeedsNamespaceLabels(toPolicy({})), false);
   });
 });
 

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
-  formatSelector,
   isEmptySelector,
   labelKeyError,
   labelValueError,
@@ -82,21 +81,9 @@ describe('matchesSelector', () => {
     it(name, () => assert.equal(matchesSelector(selector, input), expected));
   }
 
-  it('knows an empty selector and formats selectors kubectl-style', () => {
+  it('knows an empty selector', () => {
     assert.equal(isEmptySelector({}), true);
     assert.equal(isEmptySelector({ matchLabels: {} }), true);
     assert.equal(isEmptySelector({ matchLabels: { a: 'b' } }), false);
-    assert.equal(
-      formatSelector({
-        matchLabels: { team: 'batch' },
-        matchExpressions: [
-          { key: 'env', operator: 'In', values: ['a', 'b'] },
-          { key: 'x', operator: 'NotIn', values: ['c'] },
-          { key: 'y', operator: 'Exists' },
-          { key: 'z', operator: 'DoesNotExist' },
-        ],
-      }),
-      'team=batch,env in (a,b),x notin (c),y,!z',
-    );
   });
 });

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
 import { describe, it } from 'node:test';
-import { UsageError } from '../../src/cli/errors.ts';
+import { asUsageError, UsageError } from '../../src/cli/errors.ts';
+import { RunOptionError } from '../../src/schedule/errors.ts';
 import { createLogger } from '../../src/report/logger.ts';
 import { parseListenAddress, SweepMetrics } from '../../src/schedule/metrics.ts';
 import { parseSchedule, runOnSchedule } from '../../src/schedule/scheduler.ts';
@@ -42,9 +43,17 @@ describe('parseSchedule', () => {
   });
 
   it('rejects bad expressions and zones with a usage error naming the flag', () => {
-    assert.throws(() => parseSchedule('* * *'), (e: unknown) => e instanceof UsageError && /expected 5 cron fields/.test(e.message));
-    assert.throws(() => parseSchedule('61 * * * *'), (e: unknown) => e instanceof UsageError && /--schedule/.test(e.message));
-    assert.throws(() => parseSchedule('* * * * *', 'Mars/Olympus'), (e: unknown) => e instanceof UsageError && /--timezone/.test(e.message));
+    assert.throws(() => parseSchedule('* * *'), (e: unknown) => e instanceof RunOptionError && /expected 5 cron fields/.test(e.message));
+    assert.throws(() => parseSchedule('61 * * * *'), (e: unknown) => e instanceof RunOptionError && /--schedule/.test(e.message));
+    assert.throws(() => parseSchedule('* * * * *', 'Mars/Olympus'), (e: unknown) => e instanceof RunOptionError && /--timezone/.test(e.message));
+  });
+
+  it('is reported by the CLI as a usage error with the same message', () => {
+    const error = new RunOptionError('--timezone Mars/Olympus: unknown time zone');
+    const usage = asUsageError(error);
+    assert.ok(usage instanceof UsageError);
+    assert.equal(usage.message, error.message);
+    assert.equal(asUsageError(new Error('other')), undefined);
   });
 });
 
@@ -92,8 +101,8 @@ describe('parseListenAddress', () => {
     assert.deepEqual(parseListenAddress('127.0.0.1:9090'), { host: '127.0.0.1', port: 9090 });
     assert.deepEqual(parseListenAddress(':9090'), { host: '0.0.0.0', port: 9090 });
     assert.deepEqual(parseListenAddress('[::1]:80'), { host: '::1', port: 80 });
-    assert.throws(() => parseListenAddress('9090'), UsageError);
-    assert.throws(() => parseListenAddress(':99999'), UsageError);
+    assert.throws(() => parseListenAddress('9090'), RunOptionError);
+    assert.throws(() => parseListenAddress(':99999'), RunOptionError);
   });
 });
 
