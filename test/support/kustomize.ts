@@ -1,6 +1,6 @@
 // A minimal `kubectl kustomize` for the tests (there is no kubectl here): `resources` (files, or
 // directories holding a kustomization.yaml), `images` (newName/newTag) and `patches` given inline
-// as JSON 6902 operations (add, replace, remove) with a kind/name target. Anything else in a
+// as JSON 6902 operations (add, replace, remove) or `$patch: delete` with a kind/name target. Anything else in a
 // kustomization is an error rather than silently ignored. `${VAR}` in an overlay is replaced from
 // `vars` before parsing (per-run ports and names; kustomize itself has no variables).
 import * as fs from 'node:fs';
@@ -107,8 +107,13 @@ export function renderKustomization(dir: string, vars: Record<string, string> = 
         (p.target.namespace === undefined || o.metadata?.namespace === p.target.namespace),
     );
     if (targets.length === 0) throw new Error(`${where}: no ${p.target.kind} ${p.target.name}`);
-    const ops = parseYaml(p.patch) as Op[];
-    if (!Array.isArray(ops)) throw new Error(`${where}: patch must be a list of JSON 6902 operations`);
+    const ops = parseYaml(p.patch) as Op[] | { $patch?: string };
+    if (!Array.isArray(ops) && ops.$patch === 'delete') {
+      // A strategic-merge patch deleting the target (how an overlay drops a base's object).
+      for (const t of targets) objects.splice(objects.indexOf(t), 1);
+      continue;
+    }
+    if (!Array.isArray(ops)) throw new Error(`${where}: patch must be a list of JSON 6902 operations, or \`$patch: delete\``);
     for (const op of ops) {
       if (!['add', 'replace', 'remove'].includes(op.op)) throw new Error(`${where}: op ${op.op} is not supported`);
       for (const t of targets) applyOp(t, op, where);
