@@ -16,7 +16,7 @@ import type { SweepDeps, SweepOptions } from '../sweep.ts';
 import { UsageError } from './errors.ts';
 import { EXIT, exitStatusOf } from './exit.ts';
 import { explainPolicy } from './explain.ts';
-import { instanceName, policyLocation } from './kube.ts';
+import { instanceName, invokedName, policyLocation } from './kube.ts';
 import { type LeaderElectFlags, runAsLeader, withLeaderElectOptions } from './leader-elect.ts';
 
 export interface CliIo {
@@ -72,7 +72,7 @@ Examples:
 
 /** Builds the command tree; `setExitCode` receives the status (docs/contract.md: 0, 1, 2, 3). */
 export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Command {
-  const program = new Command('imagepull-sweeper')
+  const program = new Command(invokedName())
     .description('Fails Kubernetes Jobs whose pods are stuck pulling their image, by namespace policy, with an audit trail.')
     .version(packageVersion())
     .showHelpAfterError('(run with --help for usage)')
