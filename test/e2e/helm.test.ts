@@ -151,9 +151,11 @@ describe('the Helm chart', () => {
     assert.equal(sweep.code, 0, sweep.stdout + sweep.stderr);
     await waitForJobFailed(kc, target, 'stuck', 30_000);
     // ...and holds the release namespace's Lease (the chart's leader-election Role).
-    const run = startCli(['run', '--leader-elect', '--schedule', '* * * * * *', '--namespace', target, '--kubeconfig', sa.path, '--output', 'json'], { POD_NAMESPACE: release, POD_NAME: 'helm-e2e' });
+    const run = startCli(['run', '--leader-elect', '--leader-elect-namespace', release, '--schedule', '* * * * * *', '--namespace', target, '--kubeconfig', sa.path, '--output', 'json'], { POD_NAMESPACE: release, POD_NAME: 'helm-e2e' });
     try {
       await waitFor(() => jsonLines(run.output()).some((l) => l.message === 'summary'), 60_000, 'a leader-elected sweep');
+    } catch (error) {
+      throw new Error(`${(error as Error).message}\n${run.output()}`);
     } finally {
       run.child.kill('SIGTERM');
     }

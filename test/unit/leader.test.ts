@@ -189,3 +189,25 @@ describe('LeaderElector', () => {
     assert.equal(store.lease?.spec?.leaseDurationSeconds, 1);
   });
 });
+
+describe('leaseNamespace', () => {
+  const kubeconfig = (context: string, namespace?: string) => ({
+    getCurrentContext: () => context,
+    getContextObject: (name: string) => (name === context ? { namespace } : null),
+  });
+
+  it('the flag first; in a pod its own namespace; else the context namespace, else default', async () => {
+    const { leaseNamespace } = await import('../../src/cli/leader-elect.ts');
+    assert.equal(leaseNamespace('flagged', kubeconfig('inClusterContext', 'x')), 'flagged');
+    const saved = process.env.POD_NAMESPACE;
+    process.env.POD_NAMESPACE = 'pods-own';
+    try {
+      assert.equal(leaseNamespace(undefined, kubeconfig('inClusterContext', 'x')), 'pods-own');
+      assert.equal(leaseNamespace(undefined, kubeconfig('staging', 'team-a')), 'team-a');
+      assert.equal(leaseNamespace(undefined, kubeconfig('staging')), 'default');
+    } finally {
+      if (saved === undefined) delete process.env.POD_NAMESPACE;
+      else process.env.POD_NAMESPACE = saved;
+    }
+  });
+});
