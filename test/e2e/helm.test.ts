@@ -67,8 +67,8 @@ describe('the Helm chart', () => {
     assertSameObjects(await helmTemplate(INSTALL_NS, ['createNamespace=true']), manifests, 'createNamespace=true');
   });
 
-  it('mode=deployment renders manifests/deployment/ object by object', TIMEOUT, async () => {
-    const overlay = renderKustomization(join(MANIFESTS, 'deployment'));
+  it('mode=deployment renders manifests/ with the Component manifests/deployment/, object by object', TIMEOUT, async () => {
+    const overlay = renderKustomization(join(MANIFESTS, '..', 'test', 'fixtures', 'kustomize-deployment'));
     const chart = await helmTemplate(INSTALL_NS, ['mode=deployment', 'createNamespace=true']);
     assertSameObjects(chart, overlay, 'deployment');
   });

@@ -43,8 +43,8 @@ function hardeningProblems(pod: V1PodSpec): string[] {
 }
 
 describe('hardening of the shipped manifests', () => {
-  // manifests/ (the CronJob mode) and manifests/deployment/ (the Deployment mode).
-  const deploymentMode = renderKustomization(join(MANIFESTS, 'deployment')).map((obj) => ({ file: 'deployment/', obj }));
+  // manifests/ (the CronJob mode) and with the Component manifests/deployment/ (the Deployment mode).
+  const deploymentMode = renderKustomization(join(MANIFESTS, '..', 'test', 'fixtures', 'kustomize-deployment')).map((obj) => ({ file: 'deployment/', obj }));
   const workloads = [...allObjects(), ...deploymentMode].flatMap(({ file, obj }) =>
     podSpecs(obj).map((spec) => ({ where: `${file}: ${obj.kind} ${obj.metadata?.name}`, spec })),
   );
