@@ -14,6 +14,11 @@ export function ownNamespace(env: NodeJS.ProcessEnv = process.env): string {
   return INSTALL_NAMESPACE;
 }
 
+/** `kubectl imagepull-sweeper` when run as the kubectl plugin (kubectl-imagepull_sweeper), else imagepull-sweeper. */
+export function invokedName(script: string | undefined = process.argv[1]): string {
+  return /(^|[\\/])kubectl-imagepull_sweeper(\.[cm]?js)?$/.test(script ?? '') ? 'kubectl imagepull-sweeper' : 'imagepull-sweeper';
+}
+
 export function instanceName(env: NodeJS.ProcessEnv = process.env): string {
   return env.POD_NAME || hostname();
 }

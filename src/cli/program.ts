@@ -16,7 +16,8 @@ import type { SweepDeps, SweepOptions } from '../sweep.ts';
 import { UsageError, asUsageError } from './errors.ts';
 import { EXIT, exitStatusOf } from './exit.ts';
 import { explainPolicy } from './explain.ts';
-import { instanceName, policyLocation } from './kube.ts';
+import { instanceName, invokedName, policyLocation } from './kube.ts';
+import { type LeaderElectFlags, runAsLeader, withLeaderElectOptions } from './leader-elect.ts';
 
 export interface CliIo {
   stdout: Writable & { isTTY?: boolean };
@@ -71,7 +72,7 @@ Examples:
 
 /** Builds the command tree; `setExitCode` receives the status (docs/contract.md: 0, 1, 2, 3). */
 export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Command {
-  const program = new Command('imagepull-sweeper')
+  const program = new Command(invokedName())
     .description('Fails Kubernetes Jobs whose pods are stuck pulling their image, by namespace policy, with an audit trail.')
     .version(packageVersion())
     .showHelpAfterError('(run with --help for usage)')
@@ -99,12 +100,12 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
       setExitCode(exitStatusOf((await sweep(deps, { ...options, signal: stop.signal })).status));
     });
 
-  withSweepOptions(program.command('run').description('sweep on a cron schedule until SIGTERM/SIGINT'))
+  withLeaderElectOptions(withSweepOptions(program.command('run').description('sweep on a cron schedule until SIGTERM/SIGINT')))
     .requiredOption('--schedule <cron>', 'cron expression: 5 fields, or 6 with seconds first')
     .option('--timezone <tz>', 'IANA time zone for the schedule (default: UTC)', 'UTC')
     .option('--listen <addr>', 'serve /healthz and /metrics on HOST:PORT (e.g. :9090)')
     .addHelpText('after', RUN_EXAMPLES)
-    .action(async (flags: SweepFlags & { schedule: string; timezone: string; listen?: string }) => {
+    .action(async (flags: SweepFlags & LeaderElectFlags & { schedule: string; timezone: string; listen?: string }) => {
       // Loaded here: `sweep` and `policy` never need the scheduler or prom-client.
       const { abortableSleep, parseSchedule, runOnSchedule } = await import('../schedule/scheduler.ts');
       const { SweepMetrics, parseListenAddress, serveMetrics } = await import('../schedule/metrics.ts');
@@ -119,18 +120,21 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
         if (!stop.signal.aborted) deps.logger.info('stop requested: finishing the sweep in flight, if any');
         stop.abort();
       });
-      await runOnSchedule(
-        schedule,
-        {
-          // The schedule runs on the local clock; each sweep's "now" is the API server's (docs/clock.md).
-          clock: () => new Date(),
-          logger: deps.logger,
-          sleep: abortableSleep,
-          sweepOnce: () => sweep(deps, options),
-          onSweep: (result, seconds, at) => metrics.record(result, seconds, at),
-        },
-        stop.signal,
-      );
+      const runSchedule = (signal: AbortSignal, leading?: AbortSignal) =>
+        runOnSchedule(
+          schedule,
+          {
+            // The schedule runs on the local clock; each sweep's "now" is the API server's (docs/clock.md).
+            clock: () => new Date(),
+            logger: deps.logger,
+            sleep: abortableSleep,
+            sweepOnce: () => sweep(deps, leading ? { ...options, signal: leading } : options),
+            onSweep: (result, seconds, at) => metrics.record(result, seconds, at),
+          },
+          signal,
+        );
+      if (flags.leaderElect) await runAsLeader(flags, deps.logger, (s) => runSchedule(s, s), stop.signal);
+      else await runSchedule(stop.signal);
       await new Promise((resolve) => (server ? server.close(resolve) : resolve(undefined)));
       setExitCode(EXIT.ok);
     });

@@ -93,7 +93,7 @@ export function createKubeHttp(kubeConfig: KubeConfig, timeoutMs: number): KubeH
   };
 }
 
-type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
+type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 type Query = Record<string, string | number | undefined>;
 interface SendOptions {
   query?: Query;

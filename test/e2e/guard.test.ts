@@ -6,6 +6,7 @@ import { before, describe, it } from 'node:test';
 import {
   ApiException,
   AppsV1Api,
+  CoordinationV1Api,
   BatchV1Api,
   CoreV1Api,
   EventsV1Api,
@@ -320,6 +321,17 @@ describe('the admission guard', () => {
       await assertGuardDenies('a core/v1 Event', 'events CREATE is not a write the sweeper makes', () =>
         saCore.createNamespacedEvent({ namespace: ns, body: { metadata: { name: 'x' }, involvedObject: { kind: 'Pod', name, namespace: ns }, reason: 'X' } }),
       );
+      // Leases: RBAC lets it create any (create cannot be limited by name); the guard only its own.
+      const saLeases = saKc.makeApiClient(CoordinationV1Api);
+      await assertGuardDenies('another Lease', 'leases: only the Lease imagepull-sweeper', () =>
+        saLeases.createNamespacedLease({ namespace: INSTALL_NS, body: { metadata: { name: 'someone-elses-lock' }, spec: { holderIdentity: 'x' } } }),
+      );
+      const leases = kc.makeApiClient(CoordinationV1Api);
+      await leases.deleteNamespacedLease({ namespace: INSTALL_NS, name: 'imagepull-sweeper' }).catch(() => undefined);
+      const own = await saLeases.createNamespacedLease({ namespace: INSTALL_NS, body: { metadata: { name: 'imagepull-sweeper' }, spec: { holderIdentity: 'guard-e2e' } } });
+      env.onCleanup(() => leases.deleteNamespacedLease({ namespace: INSTALL_NS, name: 'imagepull-sweeper' }));
+      await saLeases.replaceNamespacedLease({ namespace: INSTALL_NS, name: 'imagepull-sweeper', body: { ...own, spec: { holderIdentity: 'guard-e2e-2' } } });
+      await assert.rejects(saLeases.readNamespacedLease({ namespace: INSTALL_NS, name: 'kube-scheduler' }), (e: unknown) => e instanceof ApiException && e.code === 403);
       const saEvents = saKc.makeApiClient(EventsV1Api);
       await assertGuardDenies('an Event of another controller', 'events: only Events with reportingController imagepull-sweeper', () =>
         saEvents.createNamespacedEvent({

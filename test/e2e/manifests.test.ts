@@ -108,6 +108,11 @@ describe('manifests/', () => {
     assert.deepEqual(role('Role').rules, [
       { apiGroups: [''], resources: ['configmaps'], resourceNames: [POLICY_CONFIGMAP], verbs: ['get'] },
     ]);
+    const leaderElection = rbac.find((o) => o.kind === 'Role' && o.metadata?.name === 'imagepull-sweeper-leader-election') as unknown as { rules: unknown[] };
+    assert.deepEqual(leaderElection.rules, [
+      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
+      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: ['imagepull-sweeper'], verbs: ['get', 'update'] },
+    ]);
     for (const kind of ['ClusterRoleBinding', 'RoleBinding']) {
       const binding = rbac.find((o) => o.kind === kind) as unknown as { subjects: unknown[] };
       assert.deepEqual(binding.subjects, [{ kind: 'ServiceAccount', name: SERVICE_ACCOUNT, namespace: INSTALL_NS }], kind);

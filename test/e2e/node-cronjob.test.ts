@@ -25,6 +25,7 @@ import { REPO } from '../support/cli.ts';
 import { jobManifest } from '../support/fixtures.ts';
 import { useTestCluster } from '../support/hooks.ts';
 import { waitFor, waitForJobPods } from '../support/kubelet.ts';
+import { renderChartWithOverlay } from '../support/helm.ts';
 import { renderKustomization } from '../support/kustomize.ts';
 import { nodeSkipReason, testNode, type TestNodeHandle } from '../support/node.ts';
 import { nodePodSpec, observeReasons } from '../support/node-cases.ts';
@@ -35,6 +36,8 @@ const skip = nodeSkipReason();
 const env = useTestCluster();
 const TIMEOUT = { timeout: 600_000, skip };
 const OVERLAY = path.join(REPO, 'test', 'fixtures', 'kustomize-node');
+// test/e2e/node-helm-cronjob.test.ts runs this file on the chart's render instead of manifests/.
+const FROM_HELM = process.env.IMAGEPULL_SWEEPER_NODE_CRONJOB_SOURCE === 'helm';
 const INSTALL_NS = 'imagepull-sweeper';
 const CRONJOB = 'imagepull-sweeper';
 const FIELD_MANAGER = 'imagepull-sweeper-node-e2e';
@@ -145,7 +148,7 @@ async function finished(node: TestNodeHandle, name: string, onPod: (pod: V1Pod) 
   return { job, pod: done };
 }
 
-describe('the shipped CronJob on the real node', () => {
+describe(`the shipped CronJob${FROM_HELM ? ' (installed from the Helm chart)' : ''} on the real node`, () => {
   let node: TestNodeHandle;
   let imageRef: string;
   let objects: KubernetesObject[];
@@ -161,13 +164,10 @@ describe('the shipped CronJob on the real node', () => {
     imageRef = await pushSweeperImage(image, node.registry);
     log(`image ${image.hash} ${image.built ? 'assembled' : 'cached'} (${image.ms} ms), pushed in ${Date.now() - t0} ms`);
     const api = new URL(env.cluster.server);
-    objects = renderKustomization(OVERLAY, {
-      REGISTRY: node.registry,
-      TAG: imageRef.split(':').pop()!,
-      NODE: node.name,
-      API_HOST: api.hostname,
-      API_PORT: api.port,
-    });
+    const vars = { REGISTRY: node.registry, TAG: imageRef.split(':').pop()!, NODE: node.name, API_HOST: api.hostname, API_PORT: api.port };
+    objects = FROM_HELM
+      ? await renderChartWithOverlay(OVERLAY, vars, [`image.repository=${vars.REGISTRY}/imagepull-sweeper`, `image.tag=${vars.TAG}`])
+      : renderKustomization(OVERLAY, vars);
     const core = env.kc.makeApiClient(CoreV1Api);
     const batch = env.kc.makeApiClient(BatchV1Api);
     env.onCleanup(async () => {

@@ -1,6 +1,6 @@
 // A minimal `kubectl kustomize` for the tests (there is no kubectl here): `resources` (files, or
-// directories holding a kustomization.yaml), `images` (newName/newTag) and `patches` given inline
-// as JSON 6902 operations (add, replace, remove) with a kind/name target. Anything else in a
+// directories holding a kustomization.yaml), `components` (kind Component), `images` (newName/newTag) and `patches` given inline
+// as JSON 6902 operations (add, replace, remove) or `$patch: delete` with a kind/name target. Anything else in a
 // kustomization is an error rather than silently ignored. `${VAR}` in an overlay is replaced from
 // `vars` before parsing (per-run ports and names; kustomize itself has no variables).
 import * as fs from 'node:fs';
@@ -12,6 +12,7 @@ interface Kustomization {
   apiVersion?: string;
   kind?: string;
   resources?: string[];
+  components?: string[];
   images?: { name: string; newName?: string; newTag?: string }[];
   patches?: { target: { kind: string; name: string; namespace?: string }; patch: string }[];
 }
@@ -22,7 +23,7 @@ interface Op {
   value?: unknown;
 }
 
-const KNOWN = new Set(['apiVersion', 'kind', 'resources', 'images', 'patches']);
+const KNOWN = new Set(['apiVersion', 'kind', 'resources', 'components', 'images', 'patches']);
 
 function substitute(text: string, vars: Record<string, string>, file: string): string {
   return text.replace(/\$\{(\w+)\}/g, (_, name: string) => {
@@ -76,16 +77,24 @@ function applyOp(obj: unknown, op: Op, where: string): void {
 
 /** The objects `kubectl kustomize dir` would print, in resource order. */
 export function renderKustomization(dir: string, vars: Record<string, string> = {}): KubernetesObject[] {
+  return transform(dir, vars, 'Kustomization', []);
+}
+
+/**
+ * Adds `dir`'s resources to `objects`, then its components (kind Component: their resources and
+ * patches, applied to everything accumulated so far), then its images and patches.
+ */
+function transform(dir: string, vars: Record<string, string>, kind: 'Kustomization' | 'Component', objects: KubernetesObject[]): KubernetesObject[] {
   const file = path.join(dir, 'kustomization.yaml');
   const k = parseYaml(substitute(fs.readFileSync(file, 'utf8'), vars, file)) as Kustomization;
   for (const key of Object.keys(k)) if (!KNOWN.has(key)) throw new Error(`${file}: ${key} is not supported by this renderer`);
-  if (k.kind !== 'Kustomization') throw new Error(`${file}: kind must be Kustomization`);
+  if (k.kind !== kind) throw new Error(`${file}: kind must be ${kind}`);
 
-  const objects: KubernetesObject[] = [];
   for (const r of k.resources ?? []) {
     const p = path.resolve(dir, r);
     objects.push(...(fs.statSync(p).isDirectory() ? renderKustomization(p, vars) : loadObjects(p)));
   }
+  for (const c of k.components ?? []) transform(path.resolve(dir, c), vars, 'Component', objects);
   for (const image of k.images ?? []) {
     let used = false;
     for (const obj of objects) {
@@ -107,8 +116,13 @@ export function renderKustomization(dir: string, vars: Record<string, string> = 
         (p.target.namespace === undefined || o.metadata?.namespace === p.target.namespace),
     );
     if (targets.length === 0) throw new Error(`${where}: no ${p.target.kind} ${p.target.name}`);
-    const ops = parseYaml(p.patch) as Op[];
-    if (!Array.isArray(ops)) throw new Error(`${where}: patch must be a list of JSON 6902 operations`);
+    const ops = parseYaml(p.patch) as Op[] | { $patch?: string };
+    if (!Array.isArray(ops) && ops.$patch === 'delete') {
+      // A strategic-merge patch deleting the target (how an overlay drops a base's object).
+      for (const t of targets) objects.splice(objects.indexOf(t), 1);
+      continue;
+    }
+    if (!Array.isArray(ops)) throw new Error(`${where}: patch must be a list of JSON 6902 operations, or \`$patch: delete\``);
     for (const op of ops) {
       if (!['add', 'replace', 'remove'].includes(op.op)) throw new Error(`${where}: op ${op.op} is not supported`);
       for (const t of targets) applyOp(t, op, where);

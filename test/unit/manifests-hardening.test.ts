@@ -4,7 +4,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubernetesObject, V1PodSpec, V1PodTemplateSpec } from '@kubernetes/client-node';
-import { allObjects } from '../support/manifests.ts';
+import { join } from 'node:path';
+import { renderKustomization } from '../support/kustomize.ts';
+import { allObjects, MANIFESTS } from '../support/manifests.ts';
 
 /** The pod spec inside any workload kind (Pod, Job, CronJob, Deployment, DaemonSet, ...). */
 function podSpecs(obj: KubernetesObject): V1PodSpec[] {
@@ -41,10 +43,31 @@ function hardeningProblems(pod: V1PodSpec): string[] {
 }
 
 describe('hardening of the shipped manifests', () => {
-  const workloads = allObjects().flatMap(({ file, obj }) => podSpecs(obj).map((spec) => ({ where: `${file}: ${obj.kind} ${obj.metadata?.name}`, spec })));
+  // manifests/ (the CronJob mode) and with the Component manifests/deployment/ (the Deployment mode).
+  const deploymentMode = renderKustomization(join(MANIFESTS, '..', 'test', 'fixtures', 'kustomize-deployment')).map((obj) => ({ file: 'deployment/', obj }));
+  const workloads = [...allObjects(), ...deploymentMode].flatMap(({ file, obj }) =>
+    podSpecs(obj).map((spec) => ({ where: `${file}: ${obj.kind} ${obj.metadata?.name}`, spec })),
+  );
 
-  it('finds the pods to check (the CronJob at least)', () => {
+  it('finds the pods to check (the CronJob and the Deployment)', () => {
     assert.ok(workloads.some((w) => w.where.includes('CronJob imagepull-sweeper')), workloads.map((w) => w.where).join(', '));
+    assert.ok(workloads.some((w) => w.where === 'deployment/: Deployment imagepull-sweeper'), workloads.map((w) => w.where).join(', '));
+    assert.ok(!deploymentMode.some(({ obj }) => obj.kind === 'CronJob'), 'the Deployment mode has no CronJob');
+  });
+
+  it('the Deployment has the CronJob pod\'s hardening exactly: security contexts, token, volumes, resources', () => {
+    const cronJob = workloads.find((w) => w.where.includes('CronJob imagepull-sweeper'))!.spec;
+    const deployment = workloads.find((w) => w.where === 'deployment/: Deployment imagepull-sweeper')!.spec;
+    for (const key of ['securityContext', 'automountServiceAccountToken', 'enableServiceLinks', 'serviceAccountName', 'volumes'] as const) {
+      assert.deepEqual(deployment[key], cronJob[key], key);
+    }
+    for (const key of ['securityContext', 'resources', 'volumeMounts', 'image'] as const) {
+      assert.deepEqual(deployment.containers[0]![key], cronJob.containers[0]![key], `container ${key}`);
+    }
+    const probes = deployment.containers[0]!;
+    assert.equal(probes.livenessProbe?.httpGet?.path, '/healthz');
+    assert.equal(probes.readinessProbe?.httpGet?.path, '/healthz');
+    assert.ok(probes.args?.includes('--leader-elect'));
   });
 
   it('every container: non-root, read-only root, no escalation, no capabilities, RuntimeDefault seccomp', () => {

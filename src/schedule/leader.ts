@@ -1,0 +1,216 @@
+// Leader election on a coordination.k8s.io/v1 Lease, as Kubernetes components do it (client-go's
+// leaderelection): acquire, renew, release. Expiry is judged on the local monotonic clock only: a
+// follower counts how long it has seen the same record unchanged, never reads another host's time.
+import type winston from 'winston';
+
+export interface LeaseSpec {
+  holderIdentity?: string | null;
+  leaseDurationSeconds?: number | null;
+  acquireTime?: string | null;
+  renewTime?: string | null;
+  leaseTransitions?: number | null;
+}
+
+export interface Lease {
+  metadata?: { resourceVersion?: string };
+  spec?: LeaseSpec;
+}
+
+/** One Lease. `create` and `replace` answer false on a conflict (another candidate wrote first). */
+export interface LeaseStore {
+  readonly namespace: string;
+  readonly name: string;
+  read(): Promise<Lease | undefined>;
+  create(spec: LeaseSpec): Promise<boolean>;
+  replace(resourceVersion: string, spec: LeaseSpec): Promise<boolean>;
+}
+
+export interface ElectionTimings {
+  /** How long a follower waits, after it last saw the record change, before taking the lease. */
+  leaseDurationMs: number;
+  /** How long the leader keeps trying to renew before it gives leadership up. */
+  renewDeadlineMs: number;
+  /** Between attempts to acquire or renew. */
+  retryPeriodMs: number;
+}
+
+/** The Kubernetes components' defaults (kube-scheduler, kube-controller-manager). */
+export const STANDARD_TIMINGS: ElectionTimings = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };
+export const DEFAULT_LEASE_NAME = 'imagepull-sweeper';
+const JITTER = 1.2;
+
+/** client-go's constraints: the renew deadline fits in the lease, and a jittered retry fits in the deadline. */
+export function timingProblem(t: ElectionTimings): string | undefined {
+  if (!(t.retryPeriodMs > 0)) return 'the retry period must be more than 0';
+  if (t.leaseDurationMs <= t.renewDeadlineMs) return 'the lease duration must be longer than the renew deadline';
+  if (t.renewDeadlineMs <= JITTER * t.retryPeriodMs) return `the renew deadline must be longer than ${JITTER} × the retry period`;
+  return undefined;
+}
+
+/** A record as this process first saw it: an opaque fingerprint and the local monotonic time. */
+export interface Observation {
+  fingerprint: string;
+  atMs: number;
+}
+
+export type LeaseVerdict =
+  | { kind: 'held'; holder: string; expiresInMs: number }
+  | { kind: 'take'; spec: LeaseSpec };
+
+/** The record's fields as they are, for "has it changed": no timestamp is interpreted. */
+export function fingerprint(spec: LeaseSpec | undefined): string {
+  const s = spec ?? {};
+  return JSON.stringify([s.holderIdentity ?? '', s.leaseDurationSeconds ?? null, s.acquireTime ?? '', s.renewTime ?? '', s.leaseTransitions ?? 0]);
+}
+
+/** MicroTime as the API server writes it (six fractional digits). */
+export function microTime(date: Date): string {
+  return date.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
+}
+
+/**
+ * Pure: given the current record, when this process first saw it, and now (monotonic), may
+ * `identity` write itself as holder? Ours: renew. Empty (released): take. Another's: only once it
+ * has stood unchanged for a whole lease duration here.
+ */
+export function judgeLease(
+  current: LeaseSpec | undefined,
+  seen: Observation,
+  identity: string,
+  nowMs: number,
+  wallNow: Date,
+  timings: ElectionTimings,
+): LeaseVerdict {
+  const holder = current?.holderIdentity ?? '';
+  const ours = holder === identity;
+  if (holder !== '' && !ours) {
+    const expiresInMs = seen.atMs + timings.leaseDurationMs - nowMs;
+    if (expiresInMs > 0) return { kind: 'held', holder, expiresInMs };
+  }
+  const transitions = current?.leaseTransitions ?? 0;
+  return {
+    kind: 'take',
+    spec: {
+      holderIdentity: identity,
+      leaseDurationSeconds: Math.ceil(timings.leaseDurationMs / 1000),
+      acquireTime: ours ? (current?.acquireTime ?? microTime(wallNow)) : microTime(wallNow),
+      renewTime: microTime(wallNow),
+      leaseTransitions: ours || current === undefined ? transitions : transitions + 1,
+    },
+  };
+}
+
+export interface ElectorDeps {
+  store: LeaseStore;
+  identity: string;
+  timings: ElectionTimings;
+  /** Local monotonic milliseconds (performance.now). */
+  monotonicMs: () => number;
+  /** Only written into the record (acquireTime, renewTime) for people reading it; never read back. */
+  wallClock: () => Date;
+  sleep: (ms: number, signal: AbortSignal) => Promise<void>;
+  logger: winston.Logger;
+  random?: () => number;
+}
+
+export class LeaderElector {
+  private seen: Observation | undefined;
+  private lastHolder = '';
+
+  constructor(private readonly deps: ElectorDeps) {}
+
+  /** One attempt: read the Lease, write ourselves as holder when allowed. True while we hold it. */
+  async tryAcquireOrRenew(): Promise<boolean> {
+    const { store, identity, timings } = this.deps;
+    const current = await store.read();
+    const nowMs = this.deps.monotonicMs();
+    const seenFingerprint = fingerprint(current?.spec);
+    if (this.seen?.fingerprint !== seenFingerprint) this.seen = { fingerprint: seenFingerprint, atMs: nowMs };
+    const holder = current?.spec?.holderIdentity ?? '';
+    if (holder !== this.lastHolder) {
+      if (holder !== '' && holder !== identity) this.deps.logger.info('lease held by another sweeper', { lease: `${store.namespace}/${store.name}`, holder });
+      this.lastHolder = holder;
+    }
+    const verdict = judgeLease(current?.spec, this.seen, identity, nowMs, this.deps.wallClock(), timings);
+    if (verdict.kind === 'held') return false;
+    const written = current === undefined ? await store.create(verdict.spec) : await store.replace(current.metadata?.resourceVersion ?? '', verdict.spec);
+    if (written) this.seen = { fingerprint: fingerprint(verdict.spec), atMs: nowMs };
+    return written;
+  }
+
+  /**
+   * Until `stop`: wait for the lease, then `lead` while holding it. `lead`'s signal aborts when the
+   * lease cannot be renewed within the renew deadline, or on stop; it must return soon after. On
+   * stop, a held lease is released, so a follower takes over at its next retry.
+   */
+  async run(lead: (signal: AbortSignal) => Promise<void>, stop: AbortSignal): Promise<void> {
+    const { logger, store, timings } = this.deps;
+    const lease = `${store.namespace}/${store.name}`;
+    while (!stop.aborted) {
+      logger.info('waiting to become the leader', { lease, identity: this.deps.identity });
+      while (!stop.aborted && !(await this.attempt('acquire', timings.retryPeriodMs))) {
+        await this.deps.sleep(timings.retryPeriodMs * (1 + (this.deps.random ?? Math.random)() * (JITTER - 1)), stop);
+      }
+      if (stop.aborted) return;
+      logger.info('became the leader: sweeping', { lease, identity: this.deps.identity });
+      const held = await this.leadWhileRenewing(lead, stop);
+      if (held) {
+        await this.release();
+        return;
+      }
+      logger.error('lost the lease (not renewed within the renew deadline): stopped sweeping', { lease, renewDeadlineMs: timings.renewDeadlineMs });
+    }
+  }
+
+  /** Runs `lead` and renews every retry period; false when the lease was lost. */
+  private async leadWhileRenewing(lead: (signal: AbortSignal) => Promise<void>, stop: AbortSignal): Promise<boolean> {
+    const { timings } = this.deps;
+    const leading = new AbortController();
+    const stopLeading = () => leading.abort();
+    stop.addEventListener('abort', stopLeading, { once: true });
+    const finished = new AbortController();
+    const done = lead(leading.signal).finally(() => finished.abort());
+    let renewedAtMs = this.deps.monotonicMs();
+    let held = true;
+    while (held && !finished.signal.aborted) {
+      await this.deps.sleep(timings.retryPeriodMs, finished.signal);
+      if (finished.signal.aborted) break;
+      const leftMs = renewedAtMs + timings.renewDeadlineMs - this.deps.monotonicMs();
+      if (await this.attempt('renew', Math.max(leftMs, 1))) renewedAtMs = this.deps.monotonicMs();
+      else if (this.deps.monotonicMs() - renewedAtMs >= timings.renewDeadlineMs) held = false;
+      if (!held) leading.abort();
+    }
+    await done.catch((error: unknown) => this.deps.logger.error('leading failed', { error: (error as Error).message }));
+    stop.removeEventListener('abort', stopLeading);
+    return held;
+  }
+
+  /** tryAcquireOrRenew bounded by `withinMs`; a failure or timeout counts as "not held". */
+  private async attempt(what: string, withinMs: number): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), withinMs)));
+    try {
+      return await Promise.race([this.tryAcquireOrRenew(), timeout]);
+    } catch (error) {
+      this.deps.logger.warn(`lease ${what} failed`, { lease: `${this.deps.store.namespace}/${this.deps.store.name}`, error: (error as Error).message });
+      return false;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Gives the lease up (client-go's ReleaseOnCancel): no holder, a one-second duration. */
+  async release(): Promise<void> {
+    const { store, identity, logger } = this.deps;
+    try {
+      const current = await store.read();
+      if (current?.spec?.holderIdentity !== identity) return;
+      const now = microTime(this.deps.wallClock());
+      const spec: LeaseSpec = { holderIdentity: null, leaseDurationSeconds: 1, acquireTime: now, renewTime: now, leaseTransitions: current.spec.leaseTransitions ?? 0 };
+      const released = await store.replace(current.metadata?.resourceVersion ?? '', spec);
+      logger.info(released ? 'released the lease' : 'could not release the lease (changed meanwhile)', { lease: `${store.namespace}/${store.name}` });
+    } catch (error) {
+      logger.warn('releasing the lease failed; a follower takes over when it expires', { error: (error as Error).message });
+    }
+  }
+}

@@ -1,0 +1,213 @@
+// Leader election's pure parts: the verdict on a Lease record, timings, and the elector's state
+// machine on a fake monotonic clock over an in-memory store (the real Lease API is in
+// test/e2e/leader-election.test.ts).
+import assert from 'node:assert/strict';
+import { PassThrough } from 'node:stream';
+import { describe, it } from 'node:test';
+import { createLogger } from '../../src/report/logger.ts';
+import {
+  fingerprint,
+  judgeLease,
+  LeaderElector,
+  type Lease,
+  type LeaseSpec,
+  type LeaseStore,
+  microTime,
+  STANDARD_TIMINGS,
+  timingProblem,
+} from '../../src/schedule/leader.ts';
+
+const WALL = new Date('2026-01-02T03:04:05.678Z');
+
+describe('judgeLease', () => {
+  const seenAt = (atMs: number, spec?: LeaseSpec) => ({ fingerprint: fingerprint(spec), atMs });
+  const other: LeaseSpec = { holderIdentity: 'b', leaseDurationSeconds: 15, acquireTime: 'x', renewTime: 'y', leaseTransitions: 3 };
+
+  it('takes an absent Lease with zero transitions', () => {
+    const v = judgeLease(undefined, seenAt(0), 'a', 0, WALL, STANDARD_TIMINGS);
+    assert.deepEqual(v, {
+      kind: 'take',
+      spec: { holderIdentity: 'a', leaseDurationSeconds: 15, acquireTime: '2026-01-02T03:04:05.678000Z', renewTime: '2026-01-02T03:04:05.678000Z', leaseTransitions: 0 },
+    });
+  });
+
+  it("leaves another holder's Lease alone until it has stood unchanged here for a lease duration", () => {
+    assert.deepEqual(judgeLease(other, seenAt(1000, other), 'a', 1000 + 14_999, WALL, STANDARD_TIMINGS), { kind: 'held', holder: 'b', expiresInMs: 1 });
+    const taken = judgeLease(other, seenAt(1000, other), 'a', 1000 + 15_000, WALL, STANDARD_TIMINGS);
+    assert.equal(taken.kind, 'take');
+    assert.equal(taken.kind === 'take' && taken.spec.leaseTransitions, 4);
+  });
+
+  it("ignores the holder's timestamps: a renewTime far in the past does not expire it early", () => {
+    const stale = { ...other, renewTime: '1970-01-01T00:00:00.000000Z' };
+    assert.equal(judgeLease(stale, seenAt(0, stale), 'a', 1, WALL, STANDARD_TIMINGS).kind, 'held');
+  });
+
+  it('renews its own Lease keeping acquireTime and transitions', () => {
+    const mine = { ...other, holderIdentity: 'a' };
+    const v = judgeLease(mine, seenAt(0, mine), 'a', 1, WALL, STANDARD_TIMINGS);
+    assert.deepEqual(v.kind === 'take' && [v.spec.acquireTime, v.spec.leaseTransitions, v.spec.renewTime], ['x', 3, microTime(WALL)]);
+  });
+
+  it('takes a released Lease (no holder) at once', () => {
+    const released = { ...other, holderIdentity: null, leaseDurationSeconds: 1 };
+    assert.equal(judgeLease(released, seenAt(0, released), 'a', 0, WALL, STANDARD_TIMINGS).kind, 'take');
+  });
+});
+
+describe('timingProblem', () => {
+  it('accepts the standard timings and rejects inconsistent ones', () => {
+    assert.equal(timingProblem(STANDARD_TIMINGS), undefined);
+    assert.match(timingProblem({ leaseDurationMs: 10_000, renewDeadlineMs: 10_000, retryPeriodMs: 2000 }) ?? '', /lease duration/);
+    assert.match(timingProblem({ leaseDurationMs: 15_000, renewDeadlineMs: 2_000, retryPeriodMs: 2000 }) ?? '', /renew deadline/);
+  });
+});
+
+/** A Lease in memory with the API server's optimistic concurrency (resourceVersion). */
+function memoryStore(): LeaseStore & { lease: Lease | undefined; failing: boolean } {
+  let version = 0;
+  const store = {
+    namespace: 'ns',
+    name: 'lease',
+    lease: undefined as Lease | undefined,
+    failing: false,
+    async read() {
+      if (store.failing) throw new Error('connection refused');
+      return store.lease && structuredClone(store.lease);
+    },
+    async create(spec: LeaseSpec) {
+      if (store.failing) throw new Error('connection refused');
+      if (store.lease) return false;
+      store.lease = { metadata: { resourceVersion: String(++version) }, spec };
+      return true;
+    },
+    async replace(resourceVersion: string, spec: LeaseSpec) {
+      if (store.failing) throw new Error('connection refused');
+      if (store.lease?.metadata?.resourceVersion !== resourceVersion) return false;
+      store.lease = { metadata: { resourceVersion: String(++version) }, spec };
+      return true;
+    },
+  };
+  return store;
+}
+
+function elector(store: LeaseStore, identity: string, clock: { ms: number }) {
+  return new LeaderElector({
+    store,
+    identity,
+    timings: STANDARD_TIMINGS,
+    monotonicMs: () => clock.ms,
+    wallClock: () => new Date(WALL.getTime() + clock.ms),
+    sleep: async () => {},
+    logger: createLogger({ format: 'json', stream: new PassThrough() }),
+    random: () => 0,
+  });
+}
+
+describe('LeaderElector', () => {
+  it('one of two candidates holds the Lease; the other takes it only after a lease duration of silence', async () => {
+    const store = memoryStore();
+    const clock = { ms: 0 };
+    const a = elector(store, 'a', clock);
+    const b = elector(store, 'b', clock);
+    assert.equal(await a.tryAcquireOrRenew(), true);
+    assert.equal(await b.tryAcquireOrRenew(), false);
+    clock.ms = 10_000;
+    assert.equal(await a.tryAcquireOrRenew(), true, 'a renews');
+    clock.ms = 20_000;
+    assert.equal(await b.tryAcquireOrRenew(), false, 'b first sees the renewed record at 20 s, on its own clock');
+    clock.ms = 34_999;
+    assert.equal(await b.tryAcquireOrRenew(), false);
+    clock.ms = 35_000;
+    assert.equal(await b.tryAcquireOrRenew(), true, 'unchanged for 15 s since b saw it change');
+    assert.equal(store.lease?.spec?.holderIdentity, 'b');
+    assert.equal(store.lease?.spec?.leaseTransitions, 1);
+    assert.equal(await a.tryAcquireOrRenew(), false, 'a, back, sees b holding');
+  });
+
+  it('a conflicting write loses: two candidates racing on an absent Lease, one wins', async () => {
+    const store = memoryStore();
+    const clock = { ms: 0 };
+    const results = await Promise.all([elector(store, 'a', clock).tryAcquireOrRenew(), elector(store, 'b', clock).tryAcquireOrRenew()]);
+    assert.deepEqual(results.sort(), [false, true]);
+  });
+
+  it('release clears the holder so a follower takes over at once', async () => {
+    const store = memoryStore();
+    const clock = { ms: 0 };
+    const a = elector(store, 'a', clock);
+    const b = elector(store, 'b', clock);
+    await a.tryAcquireOrRenew();
+    assert.equal(await b.tryAcquireOrRenew(), false);
+    await a.release();
+    assert.equal(store.lease?.spec?.holderIdentity, null);
+    assert.equal(await b.tryAcquireOrRenew(), true);
+  });
+
+  it('run: leads while renewing; when renewals fail past the renew deadline, the lead is aborted', async () => {
+    const store = memoryStore();
+    const clock = { ms: 0 };
+    const stop = new AbortController();
+    let ticks = 0;
+    const e = new LeaderElector({
+      store,
+      identity: 'a',
+      timings: STANDARD_TIMINGS,
+      monotonicMs: () => clock.ms,
+      wallClock: () => WALL,
+      // Each sleep advances the fake clock; from the 3rd renewal on, the API is unreachable.
+      sleep: async (ms) => {
+        clock.ms += ms;
+        if (++ticks === 3) store.failing = true;
+        if (ticks > 20) stop.abort();
+      },
+      logger: createLogger({ format: 'json', stream: new PassThrough() }),
+      random: () => 0,
+    });
+    const leadEnds: number[] = [];
+    await e.run(
+      (signal) =>
+        new Promise<void>((resolve) => signal.addEventListener('abort', () => (leadEnds.push(clock.ms), resolve()), { once: true })),
+      stop.signal,
+    );
+    assert.equal(leadEnds.length, 1);
+    // Last renewal at 4 s; lost once 10 s passed without one.
+    assert.ok(leadEnds[0]! >= 14_000 && leadEnds[0]! <= 16_000, `lead aborted at ${leadEnds[0]} ms`);
+  });
+
+  it('run: on stop, the lead finishes and the Lease is released', async () => {
+    const store = memoryStore();
+    const clock = { ms: 0 };
+    const stop = new AbortController();
+    const e = elector(store, 'a', clock);
+    await e.run(async (signal) => {
+      assert.equal(store.lease?.spec?.holderIdentity, 'a');
+      stop.abort();
+      assert.equal(signal.aborted, true);
+    }, stop.signal);
+    assert.equal(store.lease?.spec?.holderIdentity, null);
+    assert.equal(store.lease?.spec?.leaseDurationSeconds, 1);
+  });
+});
+
+describe('leaseNamespace', () => {
+  const kubeconfig = (context: string, namespace?: string) => ({
+    getCurrentContext: () => context,
+    getContextObject: (name: string) => (name === context ? { namespace } : null),
+  });
+
+  it('the flag first; in a pod its own namespace; else the context namespace, else default', async () => {
+    const { leaseNamespace } = await import('../../src/cli/leader-elect.ts');
+    assert.equal(leaseNamespace('flagged', kubeconfig('inClusterContext', 'x')), 'flagged');
+    const saved = process.env.POD_NAMESPACE;
+    process.env.POD_NAMESPACE = 'pods-own';
+    try {
+      assert.equal(leaseNamespace(undefined, kubeconfig('inClusterContext', 'x')), 'pods-own');
+      assert.equal(leaseNamespace(undefined, kubeconfig('staging', 'team-a')), 'team-a');
+      assert.equal(leaseNamespace(undefined, kubeconfig('staging')), 'default');
+    } finally {
+      if (saved === undefined) delete process.env.POD_NAMESPACE;
+      else process.env.POD_NAMESPACE = saved;
+    }
+  });
+});
