@@ -287,7 +287,7 @@ async function writesPlan(raw: Raw, kc: KubeConfig, swept: string[], target: str
   const chains: { method: string; path: string; contentType: string; body: string }[][] = [];
   for (const [i, ns] of swept.entries()) {
     const events = (await listAll(raw, `/apis/events.k8s.io/v1/namespaces/${ns}/events`)).filter(
-      (e) => e.reason === 'ImagePullStuck' && (e.regarding as { kind?: string }).kind === 'Job',
+      (e) => e.reason === 'ImagePullStuck' && (e.regarding as { kind?: string } | undefined)?.kind === 'Job',
     );
     const eventOf = new Map(events.map((e) => [(e.regarding as { name: string }).name, e]));
     const targets = new Map((await listAll(raw, `/apis/batch/v1/namespaces/${target[i]}/jobs`)).map((j) => [j.metadata!.name!, j]));
@@ -300,8 +300,13 @@ async function writesPlan(raw: Raw, kc: KubeConfig, swept: string[], target: str
         metadata: { resourceVersion: other.metadata!.resourceVersion, annotations: mine(job.metadata!.annotations), labels: mine(job.metadata!.labels) },
         spec: { activeDeadlineSeconds: (job.spec as { activeDeadlineSeconds?: number }).activeDeadlineSeconds },
       };
-      const { metadata, regarding, ...rest } = event as Obj & { regarding: Record<string, unknown> };
-      const copy = { ...rest, metadata: { name: metadata!.name, namespace: target[i] }, regarding: { ...regarding, namespace: target[i], uid: other.metadata!.uid } };
+      const { metadata, regarding, related, ...rest } = event as Obj & { regarding: Record<string, unknown>; related?: Record<string, unknown> };
+      const copy = {
+        ...rest,
+        metadata: { name: metadata!.name, namespace: target[i] },
+        regarding: { ...regarding, namespace: target[i], uid: other.metadata!.uid },
+        ...(related ? { related: { ...related, namespace: target[i] } } : {}),
+      };
       delete (copy as Record<string, unknown>).deprecatedFirstTimestamp;
       delete (copy as Record<string, unknown>).deprecatedLastTimestamp;
       delete (copy as Record<string, unknown>).deprecatedCount;
