@@ -97,6 +97,15 @@ function pagedGateway(total: number, stuckEvery: number): KubeGateway {
       });
       return { items: rows, continueToken: end < perNamespace ? String(end) : undefined };
     },
+    async listAllPodRows({ limit, continueToken }) {
+      const start = Number(continueToken ?? 0);
+      const end = Math.min(total, start + limit);
+      const rows = Array.from({ length: end - start }, (_, k) => {
+        const i = start + k;
+        return { namespace: `ns-${i % 50}`, name: `pod-${i}`, status: i % stuckEvery === 0 ? 'ImagePullBackOff' : 'Pending' };
+      });
+      return { items: rows, continueToken: end < total ? String(end) : undefined };
+    },
     async readPod(_namespace, name) {
       const i = Number(name.slice(4));
       return pod(i, i % stuckEvery === 0);
@@ -118,18 +127,18 @@ function pagedGateway(total: number, stuckEvery: number): KubeGateway {
   };
 }
 
-async function benchObserve(total: number, stuckEvery: number): Promise<void> {
+async function benchObserve(total: number, stuckEvery: number, walkNamespacesUpTo?: number): Promise<void> {
   global.gc?.();
   const base = process.memoryUsage().heapUsed;
   let peak = base;
   const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().heapUsed)), 5);
   const started = process.hrtime.bigint();
-  const result = await observeStuckContainers(pagedGateway(total, stuckEvery), { namespaces: [], pageSize: 500 });
+  const result = await observeStuckContainers(pagedGateway(total, stuckEvery), { namespaces: [], pageSize: 500, walkNamespacesUpTo });
   peak = Math.max(peak, process.memoryUsage().heapUsed);
   clearInterval(sampler);
   const ms = Number(process.hrtime.bigint() - started) / 1e6;
   console.log(
-    `observe: ${total} pending pods (${result.stuck.length} stuck) in ${result.pages} pages: ${ms.toFixed(0)} ms, ` +
+    `observe${walkNamespacesUpTo === 0 ? ' (cluster-wide)' : ' (by namespace)'}: ${total} pending pods (${result.candidates} candidates, ${result.stuck.length} stuck) in ${result.pages} pages: ${ms.toFixed(0)} ms, ` +
       `${Math.round(total / (ms / 1000))} pods/s, peak heap +${((peak - base) / 1048576).toFixed(1)} MiB`,
   );
 }
@@ -143,4 +152,5 @@ for (const [total, every] of [
   [200_000, 10],
 ] as const) {
   await benchObserve(total, every);
+  await benchObserve(total, every, 0);
 }

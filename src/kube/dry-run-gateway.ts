@@ -40,6 +40,7 @@ function bindReads(real: KubeGateway): Omit<KubeGateway, RecordedWrite['method']
   return {
     listNamespaceNames: (opts) => real.listNamespaceNames(opts),
     listPodRows: (opts) => real.listPodRows(opts),
+    listAllPodRows: (opts) => real.listAllPodRows(opts),
     readPod: (namespace, name) => real.readPod(namespace, name),
     listPods: (opts) => real.listPods(opts),
     listJobs: (opts) => real.listJobs(opts),

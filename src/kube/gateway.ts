@@ -25,6 +25,11 @@ export interface KubeGateway {
   listNamespaceNames(opts: { limit: number; continueToken?: string }): Promise<Page<string>>;
   /** Pods of one namespace as Table rows, without the objects: a few dozen bytes per pod. */
   listPodRows(opts: { namespace: string; fieldSelector: string; limit: number; continueToken?: string }): Promise<Page<PodRow>>;
+  /**
+   * Pods of every namespace as Table rows, each row's namespace from the metadata the API server
+   * sends with it (includeObject=None would drop it): one paged list however many namespaces.
+   */
+  listAllPodRows(opts: { fieldSelector: string; limit: number; continueToken?: string }): Promise<Page<PodRow>>;
   readPod(namespace: string, name: string): Promise<V1Pod>;
   /** Pods of one namespace in full, by label (a pending Job's pods) or by field (the Pending ones, when many are candidates). */
   listPods(opts: { namespace: string; labelSelector?: string; fieldSelector?: string; limit: number; continueToken?: string }): Promise<Page<V1Pod>>;
@@ -90,6 +95,14 @@ export function createGateway(kubeConfig: KubeConfig, options: { timeoutMs?: num
       const items = table.rows.map((r) => ({ namespace, name: String(r.cells[name]), status: String(r.cells[status]) }));
       return { items, continueToken: table.metadata?.continue || undefined };
     },
+    async listAllPodRows({ fieldSelector, limit, continueToken }) {
+      const query = { fieldSelector, limit, continue: continueToken, includeObject: 'Metadata' };
+      const table = asTable(await raw.getJson('/api/v1/pods', query, { accept: TABLE }), 'pods');
+      const name = columnIndex(table, 'Name', 0);
+      const status = columnIndex(table, 'Status', 2);
+      const items = table.rows.map((r) => ({ namespace: String(r.object?.metadata?.namespace ?? ''), name: String(r.cells[name]), status: String(r.cells[status]) }));
+      return { items, continueToken: table.metadata?.continue || undefined };
+    },
     readPod: async (namespace, name) => (await raw.getJson(`/api/v1/namespaces/${path(namespace)}/pods/${path(name)}`, {})) as V1Pod,
     async listPods({ namespace, labelSelector, fieldSelector, limit, continueToken }) {
       const query = { labelSelector, fieldSelector, limit, continue: continueToken };
@@ -132,7 +145,7 @@ const TABLE = 'application/json;as=Table;g=meta.k8s.io;v=v1';
 interface Table {
   kind: 'Table';
   columnDefinitions?: { name: string }[];
-  rows: { cells: unknown[] }[];
+  rows: { cells: unknown[]; object?: { metadata?: { namespace?: string } } }[];
   metadata?: { continue?: string };
 }
 

@@ -86,6 +86,7 @@ export function withRetries(plain: KubeGateway, options: Partial<RetryPolicy> = 
   const gateway: KubeGateway = {
     listNamespaceNames: (opts) => retry('listNamespaceNames', () => plain.listNamespaceNames(opts)),
     listPodRows: (opts) => retry(`listPodRows ${opts.namespace}`, () => plain.listPodRows(opts)),
+    listAllPodRows: (opts) => retry('listAllPodRows', () => plain.listAllPodRows(opts)),
     readPod: (namespace, name) => retry(`readPod ${namespace}/${name}`, () => plain.readPod(namespace, name)),
     listPods: (opts) => retry(`listPods ${opts.namespace}`, () => plain.listPods(opts)),
     listJobs: (opts) => retry(`listJobs ${opts.namespace ?? '*'}`, () => plain.listJobs(opts)),

@@ -1,18 +1,22 @@
 // Lean observation: list Pending pods as server-side Table rows (name + STATUS column, a few
 // dozen bytes a pod), keep as candidates only the pods whose STATUS does not rule out a stuck
-// container, then read each candidate in full and classify that full read.
+// container, then read each candidate in full and classify that full read. A cluster of many
+// namespaces is listed at once, its rows carrying their metadata for the namespace (never one
+// request per namespace); a few namespaces are listed one by one, without it.
 import { findStuckContainers } from '../classify/index.ts';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { StuckContainer } from '../model.ts';
 import { mapBounded } from '../concurrency.ts';
 import { describeApiError } from '../kube/errors.ts';
 import type { KubeGateway, PodRow } from '../kube/gateway.ts';
-import { forEachPage, listFromStart, type RestartOptions } from '../kube/paging.ts';
+import { listFromStart, type RestartOptions } from '../kube/paging.ts';
 import { podCapacity, type PodCapacity } from './pod-requests.ts';
 import { isCandidateStatus } from './candidates.ts';
 import { lacksSandboxCondition, sandboxNotReadySince } from './kubelet-conditions.ts';
 
 export const PENDING_PODS = 'status.phase=Pending';
+/** A list request costs about as much as 150 pods' metadata (docs/performance.md). */
+export const WALK_NAMESPACES_UP_TO = 64;
 
 export interface ObserveOptions {
   /** Namespaces to sweep; empty means all. */
@@ -27,6 +31,11 @@ export interface ObserveOptions {
    * Pending pods, one paged LIST of those pods replaces the GETs (default 10).
    */
   listThreshold?: number;
+  /**
+   * Without namespaces: up to this many namespaces in the cluster, one Table list per namespace;
+   * above, one cluster-wide list (default WALK_NAMESPACES_UP_TO; 0: always cluster-wide).
+   */
+  walkNamespacesUpTo?: number;
   /** How many times a list may start over after its continue token expired (410 Gone). */
   maxRestarts?: number;
   onRestart?: (namespace: string | undefined, restart: number) => void;
@@ -38,7 +47,7 @@ export interface Observation {
   podsScanned: number;
   /** Pods read in full because their STATUS could mean a stuck container. */
   candidates: number;
-  /** Pages of rows, and of full pods where a namespace LIST replaced the candidates' GETs. */
+  /** List requests: namespace names, pages of rows, and of full pods where a namespace LIST replaced the candidates' GETs. */
   pages: number;
   /** Nodes of candidates whose kubelet writes no PodReadyToStartContainers (see lacksSandboxCondition). */
   nodesWithoutSandboxCondition: Set<string>;
@@ -50,7 +59,8 @@ export interface Observation {
 
 /**
  * Memory grows with the number of candidates, not the size of the cluster: a page of rows is
- * reduced to its candidates before the next one is asked for.
+ * reduced to its candidates before the next one is asked for. Without namespaces, one paged list
+ * of every namespace's Pending pods: its cost grows with Pending pods, not with namespaces.
  */
 export async function observeStuckContainers(gateway: KubeGateway, options: ObserveOptions): Promise<Observation> {
   const result: Observation = { stuck: [], podsScanned: 0, candidates: 0, pages: 0, nodesWithoutSandboxCondition: new Set(), sandboxWaits: [], podCapacity: new Map() };
@@ -62,16 +72,30 @@ export async function observeStuckContainers(gateway: KubeGateway, options: Obse
     if (stuck.length > 0) result.podCapacity.set(stuck[0]!.podUid, podCapacity(pod));
     return stuck;
   };
-  const namespaces = options.namespaces.length > 0 ? [...new Set(options.namespaces)] : await allNamespaces(gateway, options, result);
-  const toRead: PodRow[] = [];
-  const listThreshold = options.listThreshold ?? 10;
-  await mapBounded(namespaces, options.listConcurrency ?? 4, async (namespace) => {
-    const scoped = await listNamespace(gateway, namespace, options);
+  const scopes = new Map<string, Scoped>();
+  const note = (namespace: string, scoped: Scoped) => {
     result.podsScanned += scoped.podsScanned;
     result.pages += scoped.pages;
     result.candidates += scoped.candidates.length;
+    scopes.set(namespace, scoped);
+  };
+  const named = options.namespaces.length > 0 ? [...new Set(options.namespaces)] : await fewNamespaces(gateway, options, result);
+  if (named) {
+    await mapBounded(named, options.listConcurrency ?? 4, async (namespace) => note(namespace, await listNamespace(gateway, namespace, options)));
+  } else {
+    const everywhere = await listEverywhere(gateway, options);
+    result.pages += everywhere.pages;
+    for (const [namespace, scoped] of everywhere.byNamespace) note(namespace, { ...scoped, pages: 0 });
+  }
+  const toRead: PodRow[] = [];
+  const toList: [string, Scoped][] = [];
+  const listThreshold = options.listThreshold ?? 10;
+  for (const [namespace, scoped] of scopes) {
     const many = scoped.candidates.length >= listThreshold && scoped.candidates.length * 4 >= scoped.podsScanned;
-    if (!many) return void toRead.push(...scoped.candidates);
+    if (many) toList.push([namespace, scoped]);
+    else toRead.push(...scoped.candidates);
+  }
+  await mapBounded(toList, options.listConcurrency ?? 4, async ([namespace, scoped]) => {
     const listed = await readCandidatesByList(gateway, namespace, new Set(scoped.candidates.map((row) => row.name)), judged, options);
     result.pages += listed.pages;
     result.stuck.push(...listed.stuck);
@@ -90,16 +114,16 @@ export async function observeStuckContainers(gateway: KubeGateway, options: Obse
   return result;
 }
 
-async function allNamespaces(gateway: KubeGateway, options: ObserveOptions, result: Observation): Promise<string[]> {
-  const names: string[] = [];
-  await forEachPage(
-    (continueToken) => gateway.listNamespaceNames({ limit: options.pageSize, continueToken }),
-    (page) => {
-      result.pages += 1;
-      names.push(...page);
-    },
-  );
-  return names;
+/**
+ * The cluster's namespaces when they are few enough to list one by one (bare rows take ~0.4× the
+ * time of rows with their metadata, docs/performance.md); undefined when more: one list for all.
+ */
+async function fewNamespaces(gateway: KubeGateway, options: ObserveOptions, result: Observation): Promise<string[] | undefined> {
+  const walkUpTo = options.walkNamespacesUpTo ?? WALK_NAMESPACES_UP_TO;
+  if (walkUpTo <= 0) return undefined;
+  const page = await gateway.listNamespaceNames({ limit: walkUpTo + 1 });
+  result.pages += 1;
+  return page.items.length <= walkUpTo && !page.continueToken ? page.items : undefined;
 }
 
 interface Scoped {
@@ -108,16 +132,33 @@ interface Scoped {
   pages: number;
 }
 
+const candidatesOf = (acc: Scoped, rows: PodRow[]) => {
+  acc.pages += 1;
+  acc.podsScanned += rows.length;
+  for (const row of rows) if (isCandidateStatus(row.status)) acc.candidates.push(row);
+};
+
 async function listNamespace(gateway: KubeGateway, namespace: string, options: ObserveOptions): Promise<Scoped> {
   const listPage = (continueToken: string | undefined) =>
     gateway.listPodRows({ namespace, fieldSelector: PENDING_PODS, limit: options.pageSize, continueToken });
-  const fresh = (): Scoped => ({ candidates: [], podsScanned: 0, pages: 0 });
-  const onPage = (acc: Scoped, rows: PodRow[]) => {
+  return listFromStart(listPage, (): Scoped => ({ candidates: [], podsScanned: 0, pages: 0 }), candidatesOf, restartOptions(namespace, options));
+}
+
+/** Every namespace's Pending pods in one paged list, grouped by namespace (only those with Pending pods). */
+async function listEverywhere(gateway: KubeGateway, options: ObserveOptions): Promise<{ byNamespace: Map<string, Scoped>; pages: number }> {
+  const listPage = (continueToken: string | undefined) => gateway.listAllPodRows({ fieldSelector: PENDING_PODS, limit: options.pageSize, continueToken });
+  const fresh = () => ({ byNamespace: new Map<string, Scoped>(), pages: 0 });
+  const onPage = (acc: ReturnType<typeof fresh>, rows: PodRow[]) => {
     acc.pages += 1;
-    acc.podsScanned += rows.length;
-    for (const row of rows) if (isCandidateStatus(row.status)) acc.candidates.push(row);
+    for (const row of rows) {
+      let scoped = acc.byNamespace.get(row.namespace);
+      if (!scoped) acc.byNamespace.set(row.namespace, (scoped = { candidates: [], podsScanned: 0, pages: 0 }));
+      scoped.podsScanned += 1;
+      if (isCandidateStatus(row.status)) scoped.candidates.push(row);
+    }
   };
-  return listFromStart(listPage, fresh, onPage, restartOptions(namespace, options));
+  const onRestart = (restart: number) => options.onRestart?.(undefined, restart);
+  return listFromStart(listPage, fresh, onPage, { ...(options.maxRestarts !== undefined ? { maxRestarts: options.maxRestarts } : {}), onRestart });
 }
 
 /**

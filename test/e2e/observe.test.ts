@@ -7,10 +7,12 @@ import { findStuckContainers } from '../../src/classify/index.ts';
 import { createGateway } from '../../src/kube/gateway.ts';
 import { withRetries } from '../../src/kube/retrying.ts';
 import type { StuckContainer } from '../../src/model.ts';
-import { observeStuckContainers } from '../../src/observe/pods.ts';
+import type { KubeGateway } from '../../src/kube/gateway.ts';
+import { observeStuckContainers, WALK_NAMESPACES_UP_TO } from '../../src/observe/pods.ts';
+import { mapBounded } from '../../src/concurrency.ts';
 import { useTestCluster } from '../support/hooks.ts';
 import { setImagePullStuck, setInitRunning, setPodRunning, type WaitingOnImage } from '../support/kubelet.ts';
-import { MISSING_IMAGE, NOT_FOUND_MESSAGE } from '../support/sweeper.ts';
+import { createStuckJob, MISSING_IMAGE, NOT_FOUND_MESSAGE, policyFile, runSweep } from '../support/sweeper.ts';
 
 const TIMEOUT = { timeout: 180_000 };
 let kc: KubeConfig;
@@ -92,6 +94,69 @@ describe('lean observation (Table rows, then full reads of the candidates)', () 
 
     const everywhere = await observeStuckContainers(gateway, { namespaces: [], pageSize: 500 });
     assert.deepEqual(everywhere.stuck.filter((c) => c.namespace === ns).map(key).sort(), expected);
+  });
+
+  // A cluster of many namespaces, most of them empty: one cluster-wide list of rows (never a
+  // request per namespace), and Namespace labels read only where something is stuck.
+  it('across 200 namespaces: the same result from one cluster-wide list; labels read only where stuck', { timeout: 600_000 }, async () => {
+    const core = kc.makeApiClient(CoreV1Api);
+    const namespaces = await mapBounded(Array.from({ length: 200 }, (_, i) => i), 16, (i) =>
+      env.namespace(`many-${i < 3 ? 'busy' : 'idle'}`, i < 2 ? { team: 'batch' } : {}),
+    );
+    const [batchA, batchB, other] = namespaces as [string, string, string];
+    const since = new Date(Date.now() - 3600_000);
+    for (const ns of [batchA, batchB, other]) {
+      await createStuckJob(kc, ns, 'stuck', { stuckFor: 3600 });
+      for (const p of PODS) {
+        const body: V1Pod = { metadata: { name: p.name }, spec: { restartPolicy: 'Never', containers: p.containers, ...(p.init ? { initContainers: p.init } : {}) } };
+        await core.createNamespacedPod({ namespace: ns, body });
+        if (p.state === 'running') await setPodRunning(core, ns, p.name);
+        else if (p.state === 'init-running') await setInitRunning(core, ns, p.name, { since });
+        else if (p.state !== 'none') await setImagePullStuck(core, ns, p.name, { since, stuck: p.state });
+      }
+    }
+    const ours = new Set(namespaces);
+    const full = await core.listPodForAllNamespaces({ fieldSelector: 'status.phase=Pending' });
+    const expected = full.items.flatMap((pod) => findStuckContainers(pod)).filter((c) => ours.has(c.namespace)).map(key).sort();
+    assert.ok(expected.length >= 21, `the fixtures hold stuck containers (found ${expected.length})`);
+
+    const calls: string[] = [];
+    const gateway = withRetries(createGateway(kc));
+    const counting: KubeGateway = {
+      ...gateway,
+      listNamespaceNames: (o) => (calls.push('namespaces'), gateway.listNamespaceNames(o)),
+      listPodRows: (o) => (calls.push(`rows ${o.namespace}`), gateway.listPodRows(o)),
+      listAllPodRows: (o) => (calls.push('rows *'), gateway.listAllPodRows(o)),
+      readPod: (n, name) => (calls.push(`read ${n}`), gateway.readPod(n, name)),
+      listPods: (o) => (calls.push(`list ${o.namespace}`), gateway.listPods(o)),
+    };
+    const everywhere = await observeStuckContainers(counting, { namespaces: [], pageSize: 50, listThreshold: Number.POSITIVE_INFINITY });
+    assert.deepEqual(everywhere.stuck.filter((c) => ours.has(c.namespace)).map(key).sort(), expected);
+    const rowPages = calls.filter((c) => c === 'rows *').length;
+    assert.equal(calls.filter((c) => c === 'namespaces').length, 1, 'one page of namespace names, to learn they are many');
+    assert.equal(calls.filter((c) => c.startsWith('rows ') && c !== 'rows *').length, 0, 'no list per namespace');
+    assert.equal(rowPages, Math.ceil(everywhere.podsScanned / 50) || 1, 'the pages of one cluster-wide list');
+    const reads = calls.filter((c) => c.startsWith('read ') && ours.has(c.slice(5)));
+    const candidatesPerNs = PODS.filter((p) => p.state !== 'none' && p.state !== 'running').length + 1;
+    assert.equal(reads.length, 3 * candidatesPerNs, 'only candidates read, in their namespace');
+    assert.ok(WALK_NAMESPACES_UP_TO < 200);
+
+    // The same with namespaces walked one by one (the path of a cluster with few namespaces).
+    const walked = await observeStuckContainers(gateway, { namespaces: [], pageSize: 50, walkNamespacesUpTo: 100_000 });
+    assert.deepEqual(walked.stuck.filter((c) => ours.has(c.namespace)).map(key).sort(), expected);
+
+    // A dry-run sweep with a namespaceSelector rule: labels are read only for namespaces with a stuck container.
+    const labelReads: string[] = [];
+    const plain = createGateway(kc);
+    const policy = policyFile('rules:\n  - name: batch\n    namespaceSelector: { matchLabels: { team: batch } }\n    grace: { permanent: 30s }\n');
+    const run = await runSweep(kc, { namespaces: [], policy, dryRun: true }, { ...plain, readNamespace: (name) => (labelReads.push(name), plain.readNamespace(name)) });
+    const stuckNamespaces = new Set([...run.lines.map((l) => l.namespace), ...everywhere.stuck.map((c) => c.namespace)]);
+    assert.deepEqual(labelReads.filter((n) => ours.has(n)).sort(), [batchA, batchB, other].sort(), 'the three namespaces with stuck containers, nothing else of ours');
+    assert.ok(labelReads.every((n) => stuckNamespaces.has(n)), `labels read only where something is stuck: ${labelReads.join(', ')}`);
+    const stuckJob = (ns: string) => run.lines.find((l) => l.namespace === ns && l.job === 'stuck');
+    assert.equal(stuckJob(batchA)?.rule, 'batch');
+    assert.equal(stuckJob(batchB)?.rule, 'batch');
+    assert.notEqual(stuckJob(other)?.rule, 'batch');
   });
 
   // The price of reading `Init:<i>/<n>` pods. Two namespaces of N Pending pods, one unscheduled

@@ -7,9 +7,9 @@ import type { KubeGateway, PodRow } from '../../src/kube/gateway.ts';
 import { isCandidateStatus } from '../../src/observe/candidates.ts';
 import { observeStuckContainers, PENDING_PODS } from '../../src/observe/pods.ts';
 
-function stuckPod(name: string, phase = 'Pending'): V1Pod {
+function stuckPod(name: string, phase = 'Pending', namespace = 'ns'): V1Pod {
   return {
-    metadata: { name, namespace: 'ns', uid: `uid-${name}`, creationTimestamp: new Date('2026-11-29T10:00:00Z') },
+    metadata: { name, namespace, uid: `uid-${name}`, creationTimestamp: new Date('2026-11-29T10:00:00Z') },
     spec: { containers: [{ name: 'main', image: 'x:1' }] },
     status: {
       phase,
@@ -18,36 +18,47 @@ function stuckPod(name: string, phase = 'Pending'): V1Pod {
   };
 }
 
-const row = (name: string, status = 'ErrImagePull'): PodRow => ({ namespace: 'ns', name, status });
+const row = (name: string, status = 'ErrImagePull', namespace = 'ns'): PodRow => ({ namespace, name, status });
+
+interface Call {
+  continueToken?: string;
+  fieldSelector: string;
+  /** The namespace listed, or '*' for the cluster-wide list. */
+  scope: string;
+}
 
 function scripted(
   pages: (PodRow[] | 'expired')[],
   pods: Record<string, V1Pod | 'gone'> = {},
-): { gateway: KubeGateway; calls: { continueToken?: string; fieldSelector: string }[]; reads: string[]; lists: number } {
-  const calls: { continueToken?: string; fieldSelector: string }[] = [];
+  namespaces = ['ns'],
+): { gateway: KubeGateway; calls: Call[]; reads: string[]; lists: number } {
+  const calls: Call[] = [];
   const reads: string[] = [];
   const counted = { lists: 0 };
   let served = 0;
-  const gateway = {
-    async listNamespaceNames() {
-      return { items: ['ns'], continueToken: undefined };
-    },
-    async listPodRows(opts: { fieldSelector: string; limit: number; continueToken?: string }) {
-      calls.push({ continueToken: opts.continueToken, fieldSelector: opts.fieldSelector });
+  const rowsPage = async (opts: { namespace?: string; fieldSelector: string; limit: number; continueToken?: string }) => {
+    calls.push({ continueToken: opts.continueToken, fieldSelector: opts.fieldSelector, scope: opts.namespace ?? '*' });
       const page = pages[served++];
       if (page === 'expired') throw new ApiException(410, 'Gone', JSON.stringify({ reason: 'Expired', message: 'continue token expired' }), {});
       return { items: page ?? [], continueToken: served < pages.length ? `t${served}` : undefined };
+  };
+  const gateway = {
+    async listNamespaceNames(opts: { limit: number }) {
+      return { items: namespaces.slice(0, opts.limit), continueToken: namespaces.length > opts.limit ? 'more' : undefined };
     },
-    async readPod(_namespace: string, name: string) {
-      reads.push(name);
-      const pod = pods[name] ?? stuckPod(name);
+    listPodRows: rowsPage,
+    listAllPodRows: rowsPage,
+    async readPod(namespace: string, name: string) {
+      reads.push(namespace === 'ns' ? name : `${namespace}/${name}`);
+      const pod = pods[name] ?? stuckPod(name, 'Pending', namespace);
       if (pod === 'gone') throw new ApiException(404, 'Not Found', JSON.stringify({ reason: 'NotFound', message: 'gone' }), {});
       return pod;
     },
-    async listPods(opts: { fieldSelector: string }) {
+    async listPods(opts: { namespace: string; fieldSelector: string }) {
       counted.lists += 1;
       assert.equal(opts.fieldSelector, PENDING_PODS);
-      const listed = pages.flatMap((p) => (p === 'expired' ? [] : p)).map((r) => pods[r.name] ?? stuckPod(r.name));
+      const rows = pages.flatMap((p) => (p === 'expired' ? [] : p)).filter((r) => r.namespace === opts.namespace);
+      const listed = rows.map((r) => pods[r.name] ?? stuckPod(r.name, 'Pending', r.namespace));
       return { items: listed.filter((p): p is V1Pod => p !== 'gone' && p.status?.phase === 'Pending'), continueToken: undefined };
     },
   } as unknown as KubeGateway;
@@ -107,6 +118,46 @@ describe('observeStuckContainers', () => {
     await observeStuckContainers(diluted.gateway, { namespaces: ['ns'], pageSize: 500 });
     assert.equal(diluted.lists, 0);
     assert.equal(diluted.reads.length, 10);
+  });
+
+  it('lists a cluster of many namespaces at once, and reads each candidate in its namespace', async () => {
+    const many = Array.from({ length: 5000 }, (_, i) => `team-${i}`);
+    const { gateway, calls, reads } = scripted([[row('a', 'ErrImagePull', 'team-7'), row('q', 'Pending', 'team-7')], [row('b', 'ImagePullBackOff', 'team-4000')]], {}, many);
+    const result = await observeStuckContainers(gateway, { namespaces: [], pageSize: 2 });
+    assert.deepEqual(calls.map((c) => [c.scope, c.continueToken, c.fieldSelector]), [['*', undefined, PENDING_PODS], ['*', 't1', PENDING_PODS]]);
+    assert.deepEqual(reads.sort(), ['team-4000/b', 'team-7/a']);
+    assert.deepEqual(result.stuck.map((c) => `${c.namespace}/${c.pod}`).sort(), ['team-4000/b', 'team-7/a']);
+    assert.deepEqual([result.podsScanned, result.candidates, result.pages], [3, 2, 3], 'one page of namespace names, two of rows');
+  });
+
+  it('lists few namespaces one by one, and uses --namespace as given', async () => {
+    const few = scripted([[row('a', 'ErrImagePull', 'x')]], {}, ['x', 'y']);
+    await observeStuckContainers(few.gateway, { namespaces: [], pageSize: 500, listConcurrency: 1 });
+    assert.deepEqual(few.calls.map((c) => c.scope), ['x', 'y']);
+    const forced = scripted([[row('a', 'ErrImagePull', 'x')]], {}, ['x', 'y']);
+    await observeStuckContainers(forced.gateway, { namespaces: [], pageSize: 500, walkNamespacesUpTo: 0 });
+    assert.deepEqual(forced.calls.map((c) => c.scope), ['*']);
+    const named = scripted([[row('a', 'ErrImagePull', 'z')]], {}, Array.from({ length: 100 }, (_, i) => `n${i}`));
+    await observeStuckContainers(named.gateway, { namespaces: ['z', 'z'], pageSize: 500 });
+    assert.deepEqual(named.calls.map((c) => c.scope), ['z']);
+  });
+
+  it('reads many candidates of one namespace of the cluster-wide list with one LIST of that namespace', async () => {
+    const rows = [...Array.from({ length: 10 }, (_, i) => row(`s${i}`, 'ErrImagePull', 'busy')), row('lone', 'ErrImagePull', 'calm'), row('q', 'Pending', 'calm')];
+    const busy = scripted([rows], {}, []);
+    const result = await observeStuckContainers(busy.gateway, { namespaces: [], pageSize: 500, walkNamespacesUpTo: 0 });
+    assert.deepEqual(busy.reads, ['calm/lone']);
+    assert.equal(busy.lists, 1);
+    assert.equal(result.stuck.filter((c) => c.namespace === 'busy').length, 10);
+  });
+
+  it('starts the cluster-wide list again when its continue token expires', async () => {
+    const restarts: (string | undefined)[] = [];
+    const { gateway } = scripted([[row('a', 'ErrImagePull', 'x')], 'expired', [row('a', 'ErrImagePull', 'x')], [row('b', 'ErrImagePull', 'y')]], {}, []);
+    const result = await observeStuckContainers(gateway, { namespaces: [], pageSize: 1, walkNamespacesUpTo: 0, onRestart: (ns) => restarts.push(ns) });
+    assert.deepEqual(result.stuck.map((c) => c.pod).sort(), ['a', 'b']);
+    assert.equal(result.podsScanned, 2);
+    assert.deepEqual(restarts, [undefined]);
   });
 
   it('gives up after maxRestarts and surfaces the error', async () => {
