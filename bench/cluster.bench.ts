@@ -7,7 +7,15 @@
 import { readFileSync } from 'node:fs';
 import https from 'node:https';
 import { PassThrough } from 'node:stream';
-import { AdmissionregistrationV1Api, ApiException, BatchV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
+import {
+  AdmissionregistrationV1Api,
+  ApiException,
+  BatchV1Api,
+  CoreV1Api,
+  PatchStrategy,
+  setHeaderOptions,
+  type KubeConfig,
+} from '@kubernetes/client-node';
 import { exitStatusOf } from '../src/cli/exit.ts';
 import { mapBounded } from '../src/concurrency.ts';
 import { createGateway } from '../src/kube/gateway.ts';
@@ -71,7 +79,11 @@ async function vapAdmission(kc: KubeConfig): Promise<{ seconds: number; requests
   let seconds = 0;
   let requests = 0;
   for (const line of text.split('\n')) {
-    if (!line.startsWith('apiserver_admission_controller_admission_duration_seconds_') || !line.includes('name="ValidatingAdmissionPolicy"')) continue;
+    if (
+      !line.startsWith('apiserver_admission_controller_admission_duration_seconds_') ||
+      !line.includes('name="ValidatingAdmissionPolicy"')
+    )
+      continue;
     const value = Number(line.slice(line.lastIndexOf(' ') + 1));
     if (line.includes('_seconds_sum{')) seconds += value;
     else if (line.includes('_seconds_count{')) requests += value;
@@ -79,14 +91,22 @@ async function vapAdmission(kc: KubeConfig): Promise<{ seconds: number; requests
   return { seconds, requests };
 }
 
-async function timedSweep(kc: KubeConfig, dryRun: boolean, namespaces: string[]): Promise<{ ms: number; apiserverCpuMs: number; vapUs: number; line: string }> {
+async function timedSweep(
+  kc: KubeConfig,
+  dryRun: boolean,
+  namespaces: string[],
+): Promise<{ ms: number; apiserverCpuMs: number; vapUs: number; line: string }> {
   const apiserver = cluster.state.pids['kube-apiserver'];
   const vapBefore = await vapAdmission(cluster.kubeConfig);
   const cpuBefore = cpuMs(apiserver);
   const policy = policyFile(`limits: { maxJobsPerSweep: ${jobs}, maxJobsPerNamespace: ${jobs} }\n`);
   const started = Date.now();
   const result = await sweep(
-    { gateway: withRetries(createGateway(kc)), monotonicMs: () => performance.now(), logger: createLogger({ format: 'json', stream: new PassThrough().resume() }) },
+    {
+      gateway: withRetries(createGateway(kc)),
+      monotonicMs: () => performance.now(),
+      logger: createLogger({ format: 'json', stream: new PassThrough().resume() }),
+    },
     { dryRun, namespaces, policy, instance: 'bench' },
   );
   const ms = Date.now() - started;
@@ -169,7 +189,9 @@ try {
     const [cpuWithout, cpuWith] = [median(cpu.without), median(cpu.with)];
     console.log(`median of 3, sweep: without guard ${without} ms, with guard ${withGuard} ms (${change(without, withGuard)})`);
     console.log(`median of 3, policy plugin per write: without ${median(vap.without)} µs, with ${median(vap.with)} µs`);
-    console.log(`median of 3, kube-apiserver CPU during the sweep: without ${cpuWithout} ms, with ${cpuWith} ms (${change(cpuWithout, cpuWith)})`);
+    console.log(
+      `median of 3, kube-apiserver CPU during the sweep: without ${cpuWithout} ms, with ${cpuWith} ms (${change(cpuWithout, cpuWith)})`,
+    );
   } else {
     const namespaces = await stuckJobs(kc, 'bench');
     for (const dryRun of [true, false]) {

@@ -42,7 +42,12 @@ const itemsReduce = (body: Record<string, unknown>): string | undefined => {
   return l.metadata?.continue || undefined;
 };
 const OPTIONS: Option[] = [
-  { name: 'Table, includeObject=None (no namespace: not usable cluster-wide)', accept: TABLE, query: { includeObject: 'None' }, reduce: tableReduce },
+  {
+    name: 'Table, includeObject=None (no namespace: not usable cluster-wide)',
+    accept: TABLE,
+    query: { includeObject: 'None' },
+    reduce: tableReduce,
+  },
   { name: 'Table, includeObject=Metadata', accept: TABLE, query: { includeObject: 'Metadata' }, reduce: tableReduce },
   { name: 'PartialObjectMetadataList (no status: not usable)', accept: METADATA_LIST, query: {}, reduce: itemsReduce },
   { name: 'full objects, JSON, reduced page by page', accept: 'application/json', query: {}, reduce: itemsReduce },
@@ -89,7 +94,9 @@ try {
   const stuck = Math.round(totalPods / 100);
   await createPods(raw, namespaces, totalPods - stuck, 'pod');
   await createStuckJobs(kc, namespaces, stuck, 'stuck');
-  console.log(`setup: ${totalPods} Pending pods (${stuck} of stuck Jobs) in ${namespaceCount} namespaces, ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  console.log(
+    `setup: ${totalPods} Pending pods (${stuck} of stuck Jobs) in ${namespaceCount} namespaces, ${((Date.now() - t0) / 1000).toFixed(1)} s`,
+  );
   const apiPid = cluster?.state.pids['kube-apiserver'];
   for (const option of OPTIONS) {
     const figures: { wall: number; cpu: number; api: number; bytes: number; pages: number }[] = [];
@@ -102,7 +109,11 @@ try {
       let pages = 0;
       let next: string | undefined;
       do {
-        const page = await get('/api/v1/pods', { fieldSelector: 'status.phase=Pending', limit: '500', ...option.query, ...(next ? { continue: next } : {}) }, option.accept);
+        const page = await get(
+          '/api/v1/pods',
+          { fieldSelector: 'status.phase=Pending', limit: '500', ...option.query, ...(next ? { continue: next } : {}) },
+          option.accept,
+        );
         bytes += page.bytes;
         pages += 1;
         next = option.reduce(JSON.parse(page.text) as Record<string, unknown>);

@@ -79,7 +79,12 @@ function plainPod(name: string, i: number): V1Pod {
 }
 
 /** Creates `count` plain Pending pods spread over `namespaces`; returns their names by namespace. */
-export async function createPods(raw: Raw, namespaces: string[], count: number, prefix: string): Promise<{ namespace: string; name: string }[]> {
+export async function createPods(
+  raw: Raw,
+  namespaces: string[],
+  count: number,
+  prefix: string,
+): Promise<{ namespace: string; name: string }[]> {
   const items = Array.from({ length: count }, (_, i) => ({ namespace: namespaces[i % namespaces.length]!, name: `${prefix}-${i}`, i }));
   await mapBounded(items, 32, async ({ namespace, name, i }) => {
     for (let attempt = 0; ; attempt++) {
@@ -102,7 +107,12 @@ export async function markRunning(kc: KubeConfig, pods: { namespace: string; nam
  * Creates `count` Jobs (one pod each, through the Job controller) and puts each pod in
  * ImagePullBackOff (image not found) since an hour ago. Returns the Jobs.
  */
-export async function createStuckJobs(kc: KubeConfig, namespaces: string[], count: number, prefix: string): Promise<{ namespace: string; name: string }[]> {
+export async function createStuckJobs(
+  kc: KubeConfig,
+  namespaces: string[],
+  count: number,
+  prefix: string,
+): Promise<{ namespace: string; name: string }[]> {
   const core = kc.makeApiClient(CoreV1Api);
   const batch = kc.makeApiClient(BatchV1Api);
   const jobs = Array.from({ length: count }, (_, i) => ({ namespace: namespaces[i % namespaces.length]!, name: `${prefix}-${i}` }));

@@ -64,14 +64,21 @@ interface Shipped {
 function shippedLimits(): Shipped {
   const docs = parseAllDocuments(fs.readFileSync(path.join(ROOT, 'manifests', 'cronjob.yaml'), 'utf8'));
   for (const doc of Array.isArray(docs) ? docs : [docs]) {
-    const obj = doc.toJS() as { kind?: string; spec?: { jobTemplate?: { spec?: { template?: { spec?: { containers?: unknown[] } } } } } } | null;
+    const obj = doc.toJS() as {
+      kind?: string;
+      spec?: { jobTemplate?: { spec?: { template?: { spec?: { containers?: unknown[] } } } } };
+    } | null;
     if (obj?.kind !== 'CronJob') continue;
     const c = obj.spec?.jobTemplate?.spec?.template?.spec?.containers?.[0] as {
       env?: { name: string; value?: string }[];
       resources?: { limits?: { memory?: string } };
     };
     const memoryLimit = c.resources?.limits?.memory ?? '';
-    return { nodeOptions: c.env?.find((e) => e.name === 'NODE_OPTIONS')?.value ?? '', memoryLimit, memoryLimitBytes: quantityBytes(memoryLimit) };
+    return {
+      nodeOptions: c.env?.find((e) => e.name === 'NODE_OPTIONS')?.value ?? '',
+      memoryLimit,
+      memoryLimitBytes: quantityBytes(memoryLimit),
+    };
   }
   throw new Error('manifests/cronjob.yaml: no CronJob');
 }
@@ -160,7 +167,9 @@ async function measure(argv: string[], env: NodeJS.ProcessEnv, cap: Cap): Promis
   let stdout = '';
   child.stdout.setEncoding('utf8');
   child.stdout.on('data', (d: string) => (stdout += d));
-  const exitCode = await new Promise<number>((resolve) => child.on('close', (code, signal) => resolve(code ?? (signal === 'SIGKILL' ? 137 : 1))));
+  const exitCode = await new Promise<number>((resolve) =>
+    child.on('close', (code, signal) => resolve(code ?? (signal === 'SIGKILL' ? 137 : 1))),
+  );
   const wallMs = performance.now() - started;
   const cg = cap.finish();
   const [, user, sys, rss] = fs.readFileSync(timeFile, 'utf8').trim().split('\n').pop()!.split(' ').map(Number);
@@ -200,7 +209,8 @@ function diffCounts(before: Counts, after: Counts): string {
  */
 async function waitQuiet(raw: Raw, what: string): Promise<void> {
   const started = Date.now();
-  const writes = (c: Counts): number => [...c].filter(([k]) => /^(POST|PUT|PATCH|DELETE|APPLY) /.test(k) && !/ leases$/.test(k)).reduce((n, [, v]) => n + v, 0);
+  const writes = (c: Counts): number =>
+    [...c].filter(([k]) => /^(POST|PUT|PATCH|DELETE|APPLY) /.test(k) && !/ leases$/.test(k)).reduce((n, [, v]) => n + v, 0);
   let last = writes(await requestCounts(raw));
   while (Date.now() - started < 600_000) {
     await new Promise((r) => setTimeout(r, 3000));
@@ -249,10 +259,14 @@ async function run(cmd: string, args: string[]): Promise<void> {
 
 /** Namespaces nothing runs in (no wait for their ServiceAccount). */
 async function makeEmptyNamespaces(raw: Raw, prefix: string, count: number): Promise<void> {
-  await mapBounded(Array.from({ length: count }, (_, i) => `${prefix}-${i}`), 32, async (name) => {
-    const res = await raw.request('POST', '/api/v1/namespaces', { metadata: { name } });
-    if (res.status !== 201 && res.status !== 409) throw new Error(`create namespace ${name}: HTTP ${res.status}`);
-  });
+  await mapBounded(
+    Array.from({ length: count }, (_, i) => `${prefix}-${i}`),
+    32,
+    async (name) => {
+      const res = await raw.request('POST', '/api/v1/namespaces', { metadata: { name } });
+      if (res.status !== 201 && res.status !== 409) throw new Error(`create namespace ${name}: HTTP ${res.status}`);
+    },
+  );
 }
 
 async function makeNamespaces(raw: Raw, prefix: string, count: number): Promise<string[]> {
@@ -270,7 +284,17 @@ async function makeNamespaces(raw: Raw, prefix: string, count: number): Promise<
 // ---- the writes floor -------------------------------------------------------------------------
 const noCap: Cap = { kind: 'none', wrap: (a) => a, finish: () => ({ peakBytes: undefined, limitHits: undefined }) };
 
-type Obj = { metadata?: { name?: string; namespace?: string; uid?: string; resourceVersion?: string; annotations?: Record<string, string>; labels?: Record<string, string> }; [k: string]: unknown };
+type Obj = {
+  metadata?: {
+    name?: string;
+    namespace?: string;
+    uid?: string;
+    resourceVersion?: string;
+    annotations?: Record<string, string>;
+    labels?: Record<string, string>;
+  };
+  [k: string]: unknown;
+};
 
 async function listAll(raw: Raw, path: string): Promise<Obj[]> {
   const res = await raw.request('GET', path);
@@ -295,12 +319,20 @@ async function writesPlan(raw: Raw, kc: KubeConfig, swept: string[], target: str
       const other = targets.get(job.metadata!.name!);
       const event = eventOf.get(job.metadata!.name!);
       if (!other || !event) continue;
-      const mine = (o: Record<string, string> | undefined) => Object.fromEntries(Object.entries(o ?? {}).filter(([k]) => k.startsWith('imagepull-sweeper/')));
+      const mine = (o: Record<string, string> | undefined) =>
+        Object.fromEntries(Object.entries(o ?? {}).filter(([k]) => k.startsWith('imagepull-sweeper/')));
       const patch = {
-        metadata: { resourceVersion: other.metadata!.resourceVersion, annotations: mine(job.metadata!.annotations), labels: mine(job.metadata!.labels) },
+        metadata: {
+          resourceVersion: other.metadata!.resourceVersion,
+          annotations: mine(job.metadata!.annotations),
+          labels: mine(job.metadata!.labels),
+        },
         spec: { activeDeadlineSeconds: (job.spec as { activeDeadlineSeconds?: number }).activeDeadlineSeconds },
       };
-      const { metadata, regarding, related, ...rest } = event as Obj & { regarding: Record<string, unknown>; related?: Record<string, unknown> };
+      const { metadata, regarding, related, ...rest } = event as Obj & {
+        regarding: Record<string, unknown>;
+        related?: Record<string, unknown>;
+      };
       const copy = {
         ...rest,
         metadata: { name: metadata!.name, namespace: target[i] },
@@ -312,14 +344,30 @@ async function writesPlan(raw: Raw, kc: KubeConfig, swept: string[], target: str
       delete (copy as Record<string, unknown>).deprecatedCount;
       delete (copy as Record<string, unknown>).deprecatedSource;
       chains.push([
-        { method: 'PATCH', path: `/apis/batch/v1/namespaces/${target[i]}/jobs/${other.metadata!.name}`, contentType: 'application/merge-patch+json', body: JSON.stringify(patch) },
-        { method: 'POST', path: `/apis/events.k8s.io/v1/namespaces/${target[i]}/events`, contentType: 'application/json', body: JSON.stringify(copy) },
+        {
+          method: 'PATCH',
+          path: `/apis/batch/v1/namespaces/${target[i]}/jobs/${other.metadata!.name}`,
+          contentType: 'application/merge-patch+json',
+          body: JSON.stringify(patch),
+        },
+        {
+          method: 'POST',
+          path: `/apis/events.k8s.io/v1/namespaces/${target[i]}/events`,
+          contentType: 'application/json',
+          body: JSON.stringify(copy),
+        },
       ]);
     }
   }
   const cluster = kc.getCurrentCluster()!;
   const file = path.join(os.tmpdir(), `scale-bench-writes-${process.pid}.json`);
-  const plan = { server: cluster.server, ca: Buffer.from(cluster.caData ?? '', 'base64').toString(), token: kc.getCurrentUser()!.token, concurrency: WRITE_CONCURRENCY, chains };
+  const plan = {
+    server: cluster.server,
+    ca: Buffer.from(cluster.caData ?? '', 'base64').toString(),
+    token: kc.getCurrentUser()!.token,
+    concurrency: WRITE_CONCURRENCY,
+    chains,
+  };
   fs.writeFileSync(file, JSON.stringify(plan), { mode: 0o600 });
   return { file, jobs: chains.length };
 }
@@ -327,7 +375,10 @@ async function writesPlan(raw: Raw, kc: KubeConfig, swept: string[], target: str
 // ---- main ------------------------------------------------------------------------------------
 const shipped = shippedLimits();
 console.log(
-  `node ${process.version}, ${os.cpus().length} CPUs, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}, ${new Date().toISOString()}\n` +
+  `node ${process.version}, ${os.cpus().length} CPUs, load average ${os
+    .loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ')}, ${new Date().toISOString()}\n` +
     `shipped CronJob: NODE_OPTIONS="${shipped.nodeOptions}", limits.memory ${shipped.memoryLimit}`,
 );
 await run('npm', ['run', 'build']);
@@ -343,7 +394,18 @@ const raw = rawClient(kc);
 const childEnv = { ...process.env, NODE_OPTIONS: shipped.nodeOptions };
 const policyPath = path.join(os.tmpdir(), `scale-bench-policy-${process.pid}.yaml`);
 fs.writeFileSync(policyPath, `limits: { maxJobsPerSweep: ${stuckCount + 1}, maxJobsPerNamespace: ${stuckCount + 1} }\n`);
-const sweepArgv = (extra: string[]) => ['node', 'dist/src/cli/main.js', 'sweep', '--kubeconfig', kubeconfigPath, '--policy-file', policyPath, '--output', 'json', ...extra];
+const sweepArgv = (extra: string[]) => [
+  'node',
+  'dist/src/cli/main.js',
+  'sweep',
+  '--kubeconfig',
+  kubeconfigPath,
+  '--policy-file',
+  policyPath,
+  '--output',
+  'json',
+  ...extra,
+];
 
 try {
   if (!jobsMode) {
@@ -375,9 +437,16 @@ try {
           const m = await measure(sweepArgv(['--dry-run']), childEnv, cap);
           out.sweepReq = diffCounts(before, await requestCounts(raw));
           out.sweep = m;
-          const summary = m.stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.message === 'summary');
+          const summary = m.stdout
+            .trim()
+            .split('\n')
+            .map((l) => JSON.parse(l) as Record<string, unknown>)
+            .find((l) => l.message === 'summary');
           if (!summary) console.log(`  sweep printed no summary (exit ${m.exitCode})`);
-          else if (r === 0) console.log(`  sweep summary: podsScanned ${String(summary.podsScanned)}, stuckContainers ${String(summary.stuckContainers)}, decisions ${String(summary.decisions)}`);
+          else if (r === 0)
+            console.log(
+              `  sweep summary: podsScanned ${String(summary.podsScanned)}, stuckContainers ${String(summary.stuckContainers)}, decisions ${String(summary.decisions)}`,
+            );
         }
       }
       const row = out as (typeof rows)[number];
@@ -399,7 +468,13 @@ try {
         `${(sweepWall / floorWall).toFixed(2)} (vs LIST alone ${(sweepWall / floorList).toFixed(2)}) | ${mb(median(rows.map((r) => r.sweep.maxRssKb)))} | ${mb(median(rows.map((r) => r.floor.maxRssKb)))} |`,
     );
   } else {
-    const rows: { sweep: Measured; writer: Measured & { writeMs: number }; failedAfterMs: number | undefined; sweepCp: string; writerCp: string }[] = [];
+    const rows: {
+      sweep: Measured;
+      writer: Measured & { writeMs: number };
+      failedAfterMs: number | undefined;
+      sweepCp: string;
+      writerCp: string;
+    }[] = [];
     for (let r = 0; r < runs; r++) {
       const setupStarted = Date.now();
       const tag = `${Date.now().toString(36)}-${r}`;
@@ -407,7 +482,9 @@ try {
       const writerNs = await makeNamespaces(raw, `batch-w-${tag}`, 10);
       await createStuckJobs(kc, sweepNs, stuckCount, 'job');
       await createStuckJobs(kc, writerNs, stuckCount, 'job');
-      console.log(`run ${r + 1}: setup 2 × ${stuckCount} stuck Jobs (one batch for the sweep, one for the minimal writer), ${s(Date.now() - setupStarted)}`);
+      console.log(
+        `run ${r + 1}: setup 2 × ${stuckCount} stuck Jobs (one batch for the sweep, one for the minimal writer), ${s(Date.now() - setupStarted)}`,
+      );
 
       await waitQuiet(raw, 'the sweep');
       const cap = memoryCap(shipped.memoryLimitBytes, 'sweep');
@@ -417,11 +494,15 @@ try {
       const sweptAt = Date.now();
       const cpuDuring = cpuDiff(cpuBefore, controlPlaneCpu());
       const requests = diffCounts(before, await requestCounts(raw));
-      const summary = sweep.stdout.trim().split('\n').map((l) => JSON.parse(l) as { message?: string; outcomes?: Record<string, number> }).find((l) => l.message === 'summary');
+      const summary = sweep.stdout
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { message?: string; outcomes?: Record<string, number> })
+        .find((l) => l.message === 'summary');
       console.log(
         `  sweep: ${summary?.outcomes?.failed ?? '?'} failed, ${summary?.outcomes?.error ?? '?'} errors, exit ${sweep.exitCode}; ${s(sweep.wallMs)} wall, ${s(sweep.cpuMs)} CPU, ${mb(sweep.maxRssKb)} peak RSS` +
           `\n  requests: ${requests}` +
-          `\n  control plane CPU during the sweep: ${cpuDuring} (${os.cpus().length} CPUs × ${s(sweep.wallMs)} wall = ${(os.cpus().length * sweep.wallMs / 1000).toFixed(1)} CPU-seconds)`,
+          `\n  control plane CPU during the sweep: ${cpuDuring} (${os.cpus().length} CPUs × ${s(sweep.wallMs)} wall = ${((os.cpus().length * sweep.wallMs) / 1000).toFixed(1)} CPU-seconds)`,
       );
       // The writer runs after the Job controller has finished with the swept Jobs, on a quiet
       // server, as the sweep did: neither competes with the other's aftermath.

@@ -56,7 +56,10 @@ function pod(i: number, stuck: boolean): V1Pod {
     status: {
       phase: 'Pending',
       startTime: NOW,
-      conditions: [{ type: 'PodReadyToStartContainers', status: 'True', lastTransitionTime: NOW }, { type: 'Initialized', status: 'True', lastTransitionTime: NOW }],
+      conditions: [
+        { type: 'PodReadyToStartContainers', status: 'True', lastTransitionTime: NOW },
+        { type: 'Initialized', status: 'True', lastTransitionTime: NOW },
+      ],
       containerStatuses: [
         {
           name: 'main',
@@ -65,7 +68,12 @@ function pod(i: number, stuck: boolean): V1Pod {
           ready: false,
           restartCount: 0,
           state: stuck
-            ? { waiting: { reason: 'ImagePullBackOff', message: `Back-off pulling image "registry.example/img-${i % 40}:1": ErrImagePull: not found` } }
+            ? {
+                waiting: {
+                  reason: 'ImagePullBackOff',
+                  message: `Back-off pulling image "registry.example/img-${i % 40}:1": ErrImagePull: not found`,
+                },
+              }
             : { waiting: { reason: 'ContainerCreating' } },
         },
       ],

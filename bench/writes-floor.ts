@@ -25,7 +25,12 @@ function send(r: Plan['chains'][number][number]): Promise<void> {
     const req = https.request(new URL(plan.server + r.path), {
       method: r.method,
       agent,
-      headers: { Authorization: `Bearer ${plan.token}`, Accept: 'application/json', 'Content-Type': r.contentType, 'Content-Length': Buffer.byteLength(r.body) },
+      headers: {
+        Authorization: `Bearer ${plan.token}`,
+        Accept: 'application/json',
+        'Content-Type': r.contentType,
+        'Content-Length': Buffer.byteLength(r.body),
+      },
     });
     req.on('response', (res) => {
       requests += 1;

@@ -34,7 +34,11 @@ function bundledPackages(metafile: Metafile): BundledPackage[] {
     }
   }
   return [...dirs].sort().map((dir) => {
-    const manifest = JSON.parse(readFileSync(join(ROOT, dir, 'package.json'), 'utf8')) as { name: string; version: string; license?: unknown };
+    const manifest = JSON.parse(readFileSync(join(ROOT, dir, 'package.json'), 'utf8')) as {
+      name: string;
+      version: string;
+      license?: unknown;
+    };
     const license = typeof manifest.license === 'string' ? manifest.license : JSON.stringify(manifest.license);
     return { path: dir, name: manifest.name, version: manifest.version, license };
   });
@@ -52,7 +56,12 @@ function productionOnly(): Plugin {
     setup(b) {
       b.onResolve({ filter: /^[^./]/ }, async (args) => {
         if (args.pluginData === 'production-only' || args.path.startsWith('node:')) return undefined;
-        const resolved = await b.resolve(args.path, { kind: args.kind, resolveDir: args.resolveDir, importer: args.importer, pluginData: 'production-only' });
+        const resolved = await b.resolve(args.path, {
+          kind: args.kind,
+          resolveDir: args.resolveDir,
+          importer: args.importer,
+          pluginData: 'production-only',
+        });
         if (resolved.errors.length > 0) return undefined; // esbuild's own answer (optional requires stay runtime requires)
         const dir = installedPackageDir(resolved.path.slice(ROOT.length + 1));
         return dir && lock.packages[dir]?.dev ? { path: args.path, external: true } : resolved;

@@ -75,14 +75,18 @@ async function main(): Promise<number> {
     await batch.createNamespacedJob({ namespace: NAMESPACE, body: manifest });
     const [pod] = await waitForJobPods(core, NAMESPACE, JOB);
     const podName = pod!.metadata!.name!;
-    process.stdout.write(`job/${JOB} created${node ? ` (annotation imagepull-sweeper/grace: ${JOB_GRACE_S}s)` : ''}; the Job controller made pod/${podName}\n`);
+    process.stdout.write(
+      `job/${JOB} created${node ? ` (annotation imagepull-sweeper/grace: ${JOB_GRACE_S}s)` : ''}; the Job controller made pod/${podName}\n`,
+    );
 
     if (node) {
       step(`The real kubelet on ${node.name} pulls from ${node.registry}, fails, and backs off`);
       const c = { container: 'main', containerKind: 'regular' as const };
       const seen = await observeReasons(kc, NAMESPACE, podName, { ...c, reasons: ['ErrImagePull', 'ImagePullBackOff'] });
       for (const [reason, p] of seen) {
-        process.stdout.write(`pod/${podName}: ${p.status?.phase}, container main waiting: ${reason}\n  ${p.status?.containerStatuses?.[0]?.state?.waiting?.message}\n`);
+        process.stdout.write(
+          `pod/${podName}: ${p.status?.phase}, container main waiting: ${reason}\n  ${p.status?.containerStatuses?.[0]?.state?.waiting?.message}\n`,
+        );
       }
       step('Dry run: decides everything, writes nothing');
       sweeper(['sweep', '--dry-run'], cluster.kubeconfigPath);
@@ -141,7 +145,9 @@ async function main(): Promise<number> {
     }
     const events = await kc.makeApiClient(EventsV1Api).listNamespacedEvent({ namespace: NAMESPACE });
     for (const e of events.items.filter((e) => e.reportingController === 'imagepull-sweeper')) {
-      process.stdout.write(`event: ${e.type} ${e.reason} (action ${e.action}) on ${e.regarding?.kind}/${e.regarding?.name}:\n  ${e.note}\n`);
+      process.stdout.write(
+        `event: ${e.type} ${e.reason} (action ${e.action}) on ${e.regarding?.kind}/${e.regarding?.name}:\n  ${e.note}\n`,
+      );
     }
 
     step('A second sweep: the Job is Failed, so only its imagepull-sweeper/pending label comes off');

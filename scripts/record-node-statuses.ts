@@ -67,16 +67,24 @@ function trim(pod: V1Pod, name: string): V1Pod {
       uid: `uid-${name}`,
       creationTimestamp: m.creationTimestamp,
       ...(m.deletionTimestamp ? { deletionTimestamp: m.deletionTimestamp } : {}),
-      ...(m.ownerReferences
-        ? { ownerReferences: m.ownerReferences.map((o) => ({ ...o, uid: `uid-${o.name}` })) }
-        : {}),
+      ...(m.ownerReferences ? { ownerReferences: m.ownerReferences.map((o) => ({ ...o, uid: `uid-${o.name}` })) } : {}),
     },
     spec: {
       nodeName: 'recorded-node',
       restartPolicy: pod.spec?.restartPolicy,
-      containers: pod.spec!.containers.map((c) => ({ name: c.name, image: c.image, ...(c.imagePullPolicy ? { imagePullPolicy: c.imagePullPolicy } : {}) })),
+      containers: pod.spec!.containers.map((c) => ({
+        name: c.name,
+        image: c.image,
+        ...(c.imagePullPolicy ? { imagePullPolicy: c.imagePullPolicy } : {}),
+      })),
       ...(pod.spec?.initContainers
-        ? { initContainers: pod.spec.initContainers.map((c) => ({ name: c.name, image: c.image, ...(c.restartPolicy ? { restartPolicy: c.restartPolicy } : {}) })) }
+        ? {
+            initContainers: pod.spec.initContainers.map((c) => ({
+              name: c.name,
+              image: c.image,
+              ...(c.restartPolicy ? { restartPolicy: c.restartPolicy } : {}),
+            })),
+          }
         : {}),
     },
     status: pod.status,
@@ -85,7 +93,12 @@ function trim(pod: V1Pod, name: string): V1Pod {
 
 async function watchPods(kc: KubeConfig, ns: string): Promise<{ seen: V1Pod[]; stop(): void }> {
   const seen: V1Pod[] = [];
-  const req = await new Watch(kc).watch(`/api/v1/namespaces/${ns}/pods`, {}, (_t, o: V1Pod) => seen.push(o), () => undefined);
+  const req = await new Watch(kc).watch(
+    `/api/v1/namespaces/${ns}/pods`,
+    {},
+    (_t, o: V1Pod) => seen.push(o),
+    () => undefined,
+  );
   return { seen, stop: () => req.abort() };
 }
 
@@ -110,7 +123,14 @@ async function record(kc: KubeConfig, node: TestNodeHandle): Promise<void> {
   const hung = await hungServer();
   const stalling = await stallingRegistry();
   const stoppedUpstream = `127.0.0.1:${await freePort()}`;
-  const hosts = [faultHosts.tooManyRequests, faultHosts.rateLimitedFetch, faultHosts.unavailable, faultHosts.tokenUnavailable, hung.host, stalling.host];
+  const hosts = [
+    faultHosts.tooManyRequests,
+    faultHosts.rateLimitedFetch,
+    faultHosts.unavailable,
+    faultHosts.tokenUnavailable,
+    hung.host,
+    stalling.host,
+  ];
   for (const h of hosts) addRegistryHost(node, h);
   addRegistryHost(node, faultHosts.untrusted, 'https');
   addRegistryHost(node, stoppedUpstream, { mirrors: [node.registry] });
@@ -132,7 +152,11 @@ async function record(kc: KubeConfig, node: TestNodeHandle): Promise<void> {
       initContainers: [{ name: 'setup', image: node.pauseImage, command: ['/pause', '4s'] }],
     });
     await core.createNamespacedPod({ namespace: ns.name, body: { metadata: { name: 'clock' }, spec: clockSpec } });
-    const clock = await observeReasons(kc, ns.name, 'clock', { container: 'main', containerKind: 'regular', reasons: ['ImagePullBackOff'] });
+    const clock = await observeReasons(kc, ns.name, 'clock', {
+      container: 'main',
+      containerKind: 'regular',
+      reasons: ['ImagePullBackOff'],
+    });
 
     // A healthy running pod.
     await core.createNamespacedPod({

@@ -12,7 +12,12 @@ interface Row<L extends string, D extends string> {
   dryRunWord: string;
 }
 
-const row = <L extends string, D extends string>(live: L, dryRun: D, word: string, dryRunWord: string): Row<L, D> => ({ live, dryRun, word, dryRunWord });
+const row = <L extends string, D extends string>(live: L, dryRun: D, word: string, dryRunWord: string): Row<L, D> => ({
+  live,
+  dryRun,
+  word,
+  dryRunWord,
+});
 
 /** Each plan's outcome once carried out. */
 export const OUTCOME_OF_PLAN = {
@@ -40,7 +45,9 @@ export const DRY_RUN_OUTCOMES = Object.values(OUTCOME_OF_PLAN).map((r) => r.dryR
 export type Outcome = Rows[Plan]['live'] | Rows[Plan]['dryRun'];
 
 export type CronJobOutcome = CronJobRows[keyof CronJobRows]['live'] | CronJobRows[keyof CronJobRows]['dryRun'];
-export const CRONJOB_OUTCOMES = [...new Set(Object.values(CRONJOB_OUTCOME_OF_VERDICT).flatMap((r) => [r.live, r.dryRun]))] as CronJobOutcome[];
+export const CRONJOB_OUTCOMES = [
+  ...new Set(Object.values(CRONJOB_OUTCOME_OF_VERDICT).flatMap((r) => [r.live, r.dryRun])),
+] as CronJobOutcome[];
 
 /** The outcomes one mode (live or dry run) can produce. */
 export function outcomesFor(dryRun: boolean): readonly Outcome[] {

@@ -106,7 +106,8 @@ export async function sweep(liveDeps: SweepDeps, options: SweepOptions): Promise
     observation = await observeStuckContainers(gateway, {
       namespaces: options.namespaces,
       pageSize: options.pageSize ?? 500,
-      onRestart: (ns, n) => logger.warn('pod list continue token expired; listing again from the start', { sweepId, namespace: ns ?? '*', restart: n }),
+      onRestart: (ns, n) =>
+        logger.warn('pod list continue token expired; listing again from the start', { sweepId, namespace: ns ?? '*', restart: n }),
     });
   } catch (error) {
     return unreachable(logger, sweepId, 'listing pods', describeApiError(error));
@@ -120,7 +121,8 @@ export async function sweep(liveDeps: SweepDeps, options: SweepOptions): Promise
   const attribution = await attributeToJobs(gateway, observation.stuck, {
     concurrency: CONCURRENT_READS,
     listThreshold: LIST_JOBS_THRESHOLD,
-    onRestart: (ns, n) => logger.warn('Job list continue token expired; listing again from the start', { sweepId, namespace: ns, restart: n }),
+    onRestart: (ns, n) =>
+      logger.warn('Job list continue token expired; listing again from the start', { sweepId, namespace: ns, restart: n }),
   });
   for (const e of attribution.errors) logger.error('could not read Job', { sweepId, namespace: e.namespace, job: e.job, error: e.message });
 
@@ -144,7 +146,10 @@ export async function sweep(liveDeps: SweepDeps, options: SweepOptions): Promise
     );
   } catch (error) {
     otherErrors += 1;
-    logger.error(`could not list the Jobs labelled ${LABELS.pending}; they are checked on the next sweep`, { sweepId, error: describeApiError(error).message });
+    logger.error(`could not list the Jobs labelled ${LABELS.pending}; they are checked on the next sweep`, {
+      sweepId,
+      error: describeApiError(error).message,
+    });
   }
   const nowMs = monotonicMs();
   const now = serverNow(gateway.lastServerDate(), nowMs - startedMs);
@@ -166,8 +171,10 @@ export async function sweep(liveDeps: SweepDeps, options: SweepOptions): Promise
     instance: options.instance,
     claim,
     signal: options.signal,
-    rejudge: (decision: Parameters<typeof rejudgeJob>[1], fresh: JobView, freshPod?: Parameters<typeof rejudgeJob>[3]) =>
-      ({ ...rejudgeJob({ ...judgeInput, outage: judgement.outage }, decision, fresh, freshPod), capacity: decision.capacity }),
+    rejudge: (decision: Parameters<typeof rejudgeJob>[1], fresh: JobView, freshPod?: Parameters<typeof rejudgeJob>[3]) => ({
+      ...rejudgeJob({ ...judgeInput, outage: judgement.outage }, decision, fresh, freshPod),
+      capacity: decision.capacity,
+    }),
     onResult: (result: ActResult) => logDecision(logger, auditLine(sweepId, result, options.dryRun)),
   };
   const decisions = withCapacity(pending.decisions, capacityByJob(observation.stuck, observation.podCapacity, now));
@@ -179,8 +186,7 @@ export async function sweep(liveDeps: SweepDeps, options: SweepOptions): Promise
     if (settled.error) {
       otherErrors += 1;
       logger.error(`Job failed by an earlier sweep: ${settled.error}; tried again next sweep`, fields);
-    }
-    else if (settled.eventWritten) logger.info('wrote the missing FailJob Event of a Job failed by an earlier sweep', fields);
+    } else if (settled.eventWritten) logger.info('wrote the missing FailJob Event of a Job failed by an earlier sweep', fields);
   }
   if (options.signal?.aborted) logger.warn('sweep stopped by a signal: writes in flight finished, none started after', { sweepId });
   // CronJob suspension is a write too: none starts once the sweep was told to stop.
@@ -231,7 +237,12 @@ async function policyFailure(
   const problems = loaded.problems.map((p) => formatProblem(source, p));
   for (const problem of problems) logger.error(`invalid policy: ${problem}`, { sweepId });
   logger.error(`policy ${loaded.description} is invalid; nothing was changed`, { sweepId, problems: problems.length });
-  const result: SweepResult = { status: 'invalid-policy', summary: undefined, results: [], ...(loaded.missing ? { policyMissing: 'named' as const } : {}) };
+  const result: SweepResult = {
+    status: 'invalid-policy',
+    summary: undefined,
+    results: [],
+    ...(loaded.missing ? { policyMissing: 'named' as const } : {}),
+  };
   if (options.policy.kind !== 'configmap') return result;
   const now = serverNow(deps.gateway.lastServerDate(), deps.monotonicMs() - startedMs);
   if (!now) {
@@ -239,7 +250,10 @@ async function policyFailure(
     return result;
   }
   const { namespace, name } = options.policy;
-  const written = await writeInvalidPolicyEvent(deps.gateway, { namespace, name, uid: loaded.configMapUid }, problems, { instance: options.instance, now });
+  const written = await writeInvalidPolicyEvent(deps.gateway, { namespace, name, uid: loaded.configMapUid }, problems, {
+    instance: options.instance,
+    now,
+  });
   if (!written.written) logger.error('could not write the InvalidPolicy Event', { sweepId, error: written.error });
   else if (written.already) logger.info('the InvalidPolicy Event for these problems was already emitted', { sweepId, event: written.name });
   return result;
@@ -249,7 +263,9 @@ const NO_DATE = 'no answer of the API server carried a Date header (does a proxy
 
 /** Without the API server's clock no time stuck can be measured: nothing is judged or written. */
 function noServerClock(logger: winston.Logger, sweepId: string): SweepResult {
-  logger.error(`${NO_DATE}: the time stuck cannot be measured and the sweeper's own clock is not trusted; nothing was changed`, { sweepId });
+  logger.error(`${NO_DATE}: the time stuck cannot be measured and the sweeper's own clock is not trusted; nothing was changed`, {
+    sweepId,
+  });
   return { status: 'no-server-clock', summary: undefined, results: [] };
 }
 

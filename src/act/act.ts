@@ -63,7 +63,8 @@ async function actOne(gateway: KubeGateway, first: Decision, options: ActOptions
   for (let conflicts = 0; ; conflicts += 1) {
     const planned: ActResult = { decision, outcome: OUTCOME_OF_PLAN[decision.plan].live, error: undefined };
     if (decision.plan !== 'fail' && decision.plan !== 'report' && decision.plan !== 'retry') return planned;
-    if (options.signal?.aborted) return stoodDown(decision, 'defer', `sweep stopped before acting, waits for the next sweep (was: ${decision.detail})`);
+    if (options.signal?.aborted)
+      return stoodDown(decision, 'defer', `sweep stopped before acting, waits for the next sweep (was: ${decision.detail})`);
     const written: WriteResult =
       decision.plan === 'report'
         ? await reportJob(gateway, decision, reporter)
@@ -72,7 +73,11 @@ async function actOne(gateway: KubeGateway, first: Decision, options: ActOptions
           : await failJob(gateway, decision, reporter, options.claim);
     switch (written.kind) {
       case 'done':
-        return { ...planned, decision: written.detail === undefined ? decision : { ...decision, detail: written.detail }, error: written.error };
+        return {
+          ...planned,
+          decision: written.detail === undefined ? decision : { ...decision, detail: written.detail },
+          error: written.error,
+        };
       case 'gone':
         return stoodDown(decision, 'skip', 'Job or pod no longer exists');
       case 'failed':

@@ -24,8 +24,13 @@ export function claimAnnotations(d: Decision, now: Date, claim: string): Record<
  */
 export function claimJob(gateway: KubeGateway, d: Decision, now: Date, claim: string): Promise<WriteOutcome> {
   const job = d.jobView!;
-  const metadata = { resourceVersion: job.resourceVersion, annotations: claimAnnotations(d, now, claim), labels: { [LABELS.pending]: 'true' } };
-  const patch = d.mechanism === 'podFailurePolicy' ? { metadata } : { metadata, spec: { activeDeadlineSeconds: passedDeadlineSeconds(job, now) } };
+  const metadata = {
+    resourceVersion: job.resourceVersion,
+    annotations: claimAnnotations(d, now, claim),
+    labels: { [LABELS.pending]: 'true' },
+  };
+  const patch =
+    d.mechanism === 'podFailurePolicy' ? { metadata } : { metadata, spec: { activeDeadlineSeconds: passedDeadlineSeconds(job, now) } };
   return tryWrite(
     'update',
     () => gateway.mergePatchJob(job.namespace, job.name, patch),

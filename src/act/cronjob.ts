@@ -36,7 +36,11 @@ export interface CronJobActOptions {
 }
 
 /** The CronJobs behind this sweep's failed Jobs (would-fail in a dry run): count, and suspend. */
-export async function actOnCronJobs(gateway: KubeGateway, results: readonly ActResult[], options: CronJobActOptions): Promise<CronJobResult[]> {
+export async function actOnCronJobs(
+  gateway: KubeGateway,
+  results: readonly ActResult[],
+  options: CronJobActOptions,
+): Promise<CronJobResult[]> {
   if (options.suspendAfter <= 0) return [];
   const groups = new Map<string, { namespace: string; cronJob: string; uid: string | undefined; failures: CronJobFailure[] }>();
   for (const { decision: d, outcome } of results) {
@@ -46,7 +50,9 @@ export async function actOnCronJobs(gateway: KubeGateway, results: readonly ActR
     group.failures.push({ job: d.job, image: d.image, stuckSince: d.stuckSince });
     groups.set(key, group);
   }
-  return mapBounded([...groups.values()], options.concurrency, async (g) => cronJobAsDryRun(gateway, await actOnCronJob(gateway, g, options)));
+  return mapBounded([...groups.values()], options.concurrency, async (g) =>
+    cronJobAsDryRun(gateway, await actOnCronJob(gateway, g, options)),
+  );
 }
 
 async function actOnCronJob(
@@ -66,7 +72,14 @@ async function actOnCronJob(
   });
   const at = rfc3339Seconds(options.now);
   const maxConflicts = options.maxConflicts ?? 3;
-  const skipped = (detail: string): CronJobResult => ({ ...base, image: undefined, failedInARow: undefined, jobs: [], outcome: OUTCOME.skip.live, detail });
+  const skipped = (detail: string): CronJobResult => ({
+    ...base,
+    image: undefined,
+    failedInARow: undefined,
+    jobs: [],
+    outcome: OUTCOME.skip.live,
+    detail,
+  });
   for (let conflicts = 0; ; conflicts += 1) {
     let view;
     try {
@@ -74,7 +87,15 @@ async function actOnCronJob(
     } catch (error) {
       const failure = describeApiError(error);
       if (failure.status === 404) return skipped('CronJob no longer exists');
-      return { ...base, image: undefined, failedInARow: undefined, jobs: g.failures.map((f) => f.job), outcome: 'error', detail: 'could not record or suspend', error: failureText(failure) };
+      return {
+        ...base,
+        image: undefined,
+        failedInARow: undefined,
+        jobs: g.failures.map((f) => f.job),
+        outcome: 'error',
+        detail: 'could not record or suspend',
+        error: failureText(failure),
+      };
     }
     if (g.uid !== undefined && view.uid !== g.uid) return skipped('CronJob was replaced (uid differs)');
     const verdict = judgeCronJob(view, g.failures, { suspendAfter: options.suspendAfter, at });
@@ -87,13 +108,26 @@ async function actOnCronJob(
     if (!patched.landed) {
       if (patched.why === 'gone') return skipped('CronJob no longer exists');
       if (patched.why === 'conflict' && conflicts < maxConflicts) continue;
-      return { ...base, image: undefined, failedInARow: undefined, jobs: g.failures.map((f) => f.job), outcome: 'error', detail: 'could not record or suspend', error: failureText(patched.failure) };
+      return {
+        ...base,
+        image: undefined,
+        failedInARow: undefined,
+        jobs: g.failures.map((f) => f.job),
+        outcome: 'error',
+        detail: 'could not record or suspend',
+        error: failureText(patched.failure),
+      };
     }
     if (verdict.kind === 'count') return result(verdict, OUTCOME.count.live);
-    const event = suspendedCronJobEvent({ namespace: g.namespace, name: g.cronJob, uid: view.uid }, verdict.streak.jobs.at(-1), verdict.message, {
-      instance: options.instance,
-      now: options.now,
-    });
+    const event = suspendedCronJobEvent(
+      { namespace: g.namespace, name: g.cronJob, uid: view.uid },
+      verdict.streak.jobs.at(-1),
+      verdict.message,
+      {
+        instance: options.instance,
+        now: options.now,
+      },
+    );
     const written = await tryWrite('create', () => gateway.createEvent(g.namespace, event));
     if (written.landed) return result(verdict, OUTCOME.suspend.live);
     return result(verdict, OUTCOME.suspend.live, `CronJob suspended, but its Event was not written: ${written.failure.message}`);

@@ -19,7 +19,11 @@ export function asDryRun(gateway: KubeGateway, planned: Decision, result: ActRes
   if (result.decision.plan !== planned.plan) return { ...result, outcome: dryRunOutcome(result.outcome) };
   const deleted = new Set(writes.filter((w) => w.method === 'deletePod').map((w) => w.args[2]));
   const forced = (planned.forceDelete ?? []).filter((t) => deleted.has(t.uid)).map((t) => `would force-delete ${describeTarget(t)}`);
-  return { decision: { ...result.decision, detail: [planned.detail, ...forced].join('; ') }, outcome: dryRunOutcome(result.outcome), error: result.error };
+  return {
+    decision: { ...result.decision, detail: [planned.detail, ...forced].join('; ') },
+    outcome: dryRunOutcome(result.outcome),
+    error: result.error,
+  };
 }
 
 export function cronJobAsDryRun(gateway: KubeGateway, result: CronJobResult): CronJobResult {

@@ -95,7 +95,9 @@ export function invalidPolicyEvent(
  * the Event is emitted once per distinct problem set (again once the API server expires it).
  */
 export function invalidPolicyEventName(configMap: { name: string; uid: string | undefined }, problems: readonly string[]): string {
-  const hash = createHash('sha256').update(`${configMap.uid ?? '(no uid)'}\n${problems.join('\n')}`).digest('hex');
+  const hash = createHash('sha256')
+    .update(`${configMap.uid ?? '(no uid)'}\n${problems.join('\n')}`)
+    .digest('hex');
   return `${configMap.name.slice(0, 200)}.invalid-policy.${hash.slice(0, 16)}`;
 }
 

@@ -51,12 +51,17 @@ export async function failPod(gateway: KubeGateway, d: Decision, now: Date): Pro
     current = undefined;
     const gone = async () => {
       current = await readPod(gateway, d.namespace, d.pod);
-      return current === 'gone' || current === undefined ? current === 'gone' : current.metadata?.uid !== d.podUid || !!current.metadata?.deletionTimestamp;
+      return current === 'gone' || current === undefined
+        ? current === 'gone'
+        : current.metadata?.uid !== d.podUid || !!current.metadata?.deletionTimestamp;
     };
-    const deleted = await tryWrite('delete', () => gateway.deletePod(d.namespace, d.pod, d.podUid, resourceVersion), gone, { confirmConflicts: true });
+    const deleted = await tryWrite('delete', () => gateway.deletePod(d.namespace, d.pod, d.podUid, resourceVersion), gone, {
+      confirmConflicts: true,
+    });
     if (deleted.landed) return { kind: 'done' };
     const seen = current as V1Pod | 'gone' | undefined;
-    if (seen === undefined || seen === 'gone' || deleted.why !== 'conflict' || attempt >= DELETE_ATTEMPTS) return { kind: 'failed', failure: deleted.failure };
+    if (seen === undefined || seen === 'gone' || deleted.why !== 'conflict' || attempt >= DELETE_ATTEMPTS)
+      return { kind: 'failed', failure: deleted.failure };
     // The kubelet wrote the pod in between: delete it as it is now, if it is still stuck.
     if (!marked(seen) || stuckNow(seen).length === 0) return { kind: 'changed', stuck: stuckNow(seen) };
     resourceVersion = seen.metadata?.resourceVersion ?? resourceVersion;

@@ -22,9 +22,12 @@ export async function forceDeletePods(gateway: KubeGateway, d: Decision, reporte
   const errors: string[] = [];
   for (const target of d.forceDelete ?? []) {
     const what = `force-deleted ${describeTarget(target)}`;
-    const deleted = await tryWrite('delete', () => gateway.deletePod(job.namespace, target.pod, target.uid, target.resourceVersion, { gracePeriodSeconds: 0 }));
+    const deleted = await tryWrite('delete', () =>
+      gateway.deletePod(job.namespace, target.pod, target.uid, target.resourceVersion, { gracePeriodSeconds: 0 }),
+    );
     if (!deleted.landed) {
-      if (deleted.why === 'conflict') done.push(`pod ${target.pod} changed since it was read (another pod, or a new status), left for the next sweep`);
+      if (deleted.why === 'conflict')
+        done.push(`pod ${target.pod} changed since it was read (another pod, or a new status), left for the next sweep`);
       else errors.push(`could not force-delete pod ${target.pod}: ${failureText(deleted.failure)}`);
       continue;
     }

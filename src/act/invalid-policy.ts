@@ -14,5 +14,7 @@ export async function writeInvalidPolicyEvent(
 ): Promise<InvalidPolicyWrite> {
   const event = invalidPolicyEvent(configMap, problems, reporter);
   const written = await tryWrite('create', () => gateway.createEvent(configMap.namespace, event));
-  return written.landed ? { written: true, already: written.already, name: event.metadata?.name } : { written: false, error: written.failure.message };
+  return written.landed
+    ? { written: true, already: written.already, name: event.metadata?.name }
+    : { written: false, error: written.failure.message };
 }

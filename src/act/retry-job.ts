@@ -39,10 +39,14 @@ export function describePodsFound(pods: readonly V1Pod[], now: Date): string {
   const parts: string[] = [];
   const terminating = pods.filter((p) => p.metadata?.deletionTimestamp);
   if (terminating.length > 0) {
-    const since = terminating.map((p) => new Date(p.metadata!.deletionTimestamp!).getTime() - (p.metadata?.deletionGracePeriodSeconds ?? 0) * 1000);
+    const since = terminating.map(
+      (p) => new Date(p.metadata!.deletionTimestamp!).getTime() - (p.metadata?.deletionGracePeriodSeconds ?? 0) * 1000,
+    );
     const longest = Math.max(0, Math.floor((now.getTime() - Math.min(...since)) / 1000));
     const nodes = [...new Set(terminating.map((p) => p.spec?.nodeName).filter(Boolean))];
-    parts.push(`${terminating.length} pod(s) terminating for ${formatDuration(longest)}${nodes.length ? ` on node(s) ${nodes.join(', ')}` : ''}`);
+    parts.push(
+      `${terminating.length} pod(s) terminating for ${formatDuration(longest)}${nodes.length ? ` on node(s) ${nodes.join(', ')}` : ''}`,
+    );
   }
   const byPhase = new Map<string, Set<string>>();
   for (const p of pods.filter((p) => !p.metadata?.deletionTimestamp)) {

@@ -48,7 +48,8 @@ export async function attributeToJobs(
             listPage,
             () => new Map<string, JobView>(),
             (acc, jobs) => {
-              for (const job of jobs) if (names.has(job.metadata?.name ?? '')) acc.set(`${namespace}/${job.metadata!.name}`, toJobView(job));
+              for (const job of jobs)
+                if (names.has(job.metadata?.name ?? '')) acc.set(`${namespace}/${job.metadata!.name}`, toJobView(job));
             },
             { onRestart },
           );

@@ -59,10 +59,7 @@ const DOUBLE_QUOTED = /"((?:[^"\\]|\\.)*)"/g;
 const SINGLE_QUOTED = /'[^'\s]*'/g;
 const ERROR_CODE = /^[A-Z][A-Z_]*$/;
 const DIGEST = /\b[a-z0-9]+(?:[+._-][a-z0-9]+)*:[a-f0-9]{32,}\b/gi;
-const REGISTRY_REF = new RegExp(
-  `${BEFORE_REF}${HOST_PATTERN}(?:/[\\w.-]+)+${TAG_OR_DIGEST}${AFTER_REF}`,
-  'gi',
-);
+const REGISTRY_REF = new RegExp(`${BEFORE_REF}${HOST_PATTERN}(?:/[\\w.-]+)+${TAG_OR_DIGEST}${AFTER_REF}`, 'gi');
 
 interface Slot {
   /** Where the runtime prints it (file in the runtime's repository). */
@@ -80,16 +77,36 @@ function slot(source: string, pattern: string, keep: string): Slot {
  * rule nor the `host.tld/path` rule would catch it. Each is blanked to the words around it.
  */
 const NAME_SLOTS: readonly Slot[] = [
-  slot('kubernetes pkg/kubelet/images/image_manager.go (evalCRIPullErr)', String.raw`\bimage pull failed for \S+ because`, 'image pull failed because'),
-  slot('containers/image docker/docker_image_src.go (fetchManifest)', String.raw`\breading manifest \S+ in \S+?(?=:\s|:$|\s|$)`, 'reading manifest in'),
-  slot('containers/image docker/docker_client.go (detectProperties)', String.raw`\bpinging (?:container|docker) registry ${TOKEN}`, 'pinging registry'),
-  slot('containers/image docker/docker_image_dest.go (blobExists)', String.raw`\bwhether a blob \S+ exists in ${TOKEN}`, 'whether a blob exists in'),
+  slot(
+    'kubernetes pkg/kubelet/images/image_manager.go (evalCRIPullErr)',
+    String.raw`\bimage pull failed for \S+ because`,
+    'image pull failed because',
+  ),
+  slot(
+    'containers/image docker/docker_image_src.go (fetchManifest)',
+    String.raw`\breading manifest \S+ in \S+?(?=:\s|:$|\s|$)`,
+    'reading manifest in',
+  ),
+  slot(
+    'containers/image docker/docker_client.go (detectProperties)',
+    String.raw`\bpinging (?:container|docker) registry ${TOKEN}`,
+    'pinging registry',
+  ),
+  slot(
+    'containers/image docker/docker_image_dest.go (blobExists)',
+    String.raw`\bwhether a blob \S+ exists in ${TOKEN}`,
+    'whether a blob exists in',
+  ),
   slot('containerd <= 1.6.24 remotes/docker/resolver.go (Resolve)', String.raw`\bfrom host \S+`, 'from host'),
   slot('containerd <= 1.6.24 remotes/docker/resolver.go (Resolve)', String.raw`\[(?:manifests|blobs)\s[^\]]*\]`, '[]'),
   slot('Go net (DNS errors: lookup HOST on SERVER)', String.raw`\blookup ${TOKEN}`, 'lookup'),
   slot('moby distribution/errors.go (TranslatePullError)', String.raw`\bpull access denied for [^\s,]+`, 'pull access denied'),
   slot('moby distribution/errors.go (TranslatePullError)', String.raw`\bmanifest for \S+ not found`, 'manifest not found'),
-  slot('moby distribution/errors.go; Harbor registry messages', String.raw`\b(repository|artifact) (?!does\b|name\b|with\b)\S+ not found`, '$1 not found'),
+  slot(
+    'moby distribution/errors.go; Harbor registry messages',
+    String.raw`\b(repository|artifact) (?!does\b|name\b|with\b)\S+ not found`,
+    '$1 not found',
+  ),
   slot('registry error detail printed as a Go map', String.raw`\bName:\S+`, 'Name:'),
 ];
 
@@ -101,7 +118,9 @@ const NAME_SLOTS: readonly Slot[] = [
  */
 export function stripImageReferences(text: string, image?: string): string {
   let out = text.replace(URL, ' ');
-  out = out.replace(DOUBLE_QUOTED, (all, inner: string) => (/\s/.test(inner) || ERROR_CODE.test(inner) ? all : '""')).replace(SINGLE_QUOTED, "''");
+  out = out
+    .replace(DOUBLE_QUOTED, (all, inner: string) => (/\s/.test(inner) || ERROR_CODE.test(inner) ? all : '""'))
+    .replace(SINGLE_QUOTED, "''");
   for (const s of NAME_SLOTS) out = out.replace(s.pattern, s.keep);
   for (const name of imageReferenceNames(image ?? '')) {
     out = out.replace(new RegExp(`${BEFORE_REF}${escapeRegExp(name)}${TAG_OR_DIGEST}${AFTER_REF}`, 'gi'), ' ');

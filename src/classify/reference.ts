@@ -35,7 +35,12 @@ export function parseImageReference(image: string): ImageReference {
   const first = slash === -1 ? '' : written.slice(0, slash);
   if (first !== '' && looksLikeHost(first)) {
     const host = first.toLowerCase();
-    return { host: DEFAULT_REGISTRY_ALIASES.includes(host) ? DEFAULT_REGISTRY : host, path: written.slice(slash + 1), written, hasHost: true };
+    return {
+      host: DEFAULT_REGISTRY_ALIASES.includes(host) ? DEFAULT_REGISTRY : host,
+      path: written.slice(slash + 1),
+      written,
+      hasHost: true,
+    };
   }
   const path = written === '' ? '' : slash === -1 ? `library/${written}` : written;
   return { host: DEFAULT_REGISTRY, path, written, hasHost: false };

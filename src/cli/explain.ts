@@ -4,7 +4,14 @@ import { PULL_CLASSES } from '../model.ts';
 import { ANNOTATIONS, ignoredByAnnotation } from '../policy/annotations.ts';
 import type { LoadedPolicy } from '../policy/load.ts';
 import { formatDuration } from '../policy/duration.ts';
-import { describeGraceSource, explainRules, graceForJob, policyNeedsNamespaceLabels, resolveForNamespace, type RuleMatch } from '../policy/resolve.ts';
+import {
+  describeGraceSource,
+  explainRules,
+  graceForJob,
+  policyNeedsNamespaceLabels,
+  resolveForNamespace,
+  type RuleMatch,
+} from '../policy/resolve.ts';
 import type { EffectivePolicy, JobGrace } from '../policy/types.ts';
 import type { OutputFormat } from '../report/logger.ts';
 import { EXIT } from './exit.ts';

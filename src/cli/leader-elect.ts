@@ -20,15 +20,23 @@ export interface LeaderElectFlags {
 export function withLeaderElectOptions(cmd: Command): Command {
   return cmd
     .option('--leader-elect', 'sweep only while holding a Lease, so that one of several replicas sweeps')
-    .option('--leader-elect-namespace <ns>', "the Lease's namespace (default: the pod's own; outside a cluster the kubeconfig context's, else default)")
-    .option('--leader-elect-lease-name <name>', 'the Lease\'s name', 'imagepull-sweeper')
+    .option(
+      '--leader-elect-namespace <ns>',
+      "the Lease's namespace (default: the pod's own; outside a cluster the kubeconfig context's, else default)",
+    )
+    .option('--leader-elect-lease-name <name>', "the Lease's name", 'imagepull-sweeper')
     .option('--leader-elect-lease-duration <duration>', 'how long followers wait after the last renewal they saw before taking over', '15s')
     .option('--leader-elect-renew-deadline <duration>', 'how long the leader retries renewing before it stops sweeping', '10s')
     .option('--leader-elect-retry-period <duration>', 'between attempts to acquire or renew', '2s');
 }
 
 /** Runs `lead` whenever this process holds the Lease, until `stop`; releases the Lease on stop. */
-export async function runAsLeader(flags: LeaderElectFlags, logger: winston.Logger, lead: (signal: AbortSignal) => Promise<void>, stop: AbortSignal): Promise<void> {
+export async function runAsLeader(
+  flags: LeaderElectFlags,
+  logger: winston.Logger,
+  lead: (signal: AbortSignal) => Promise<void>,
+  stop: AbortSignal,
+): Promise<void> {
   const timings = {
     leaseDurationMs: durationMs('--leader-elect-lease-duration', flags.leaderElectLeaseDuration ?? '15s'),
     renewDeadlineMs: durationMs('--leader-elect-renew-deadline', flags.leaderElectRenewDeadline ?? '10s'),
@@ -44,7 +52,9 @@ export async function runAsLeader(flags: LeaderElectFlags, logger: winston.Logge
   if (problem) throw new UsageError(`--leader-elect timings: ${problem}`);
   const kubeConfig = loadKubeConfig(flags);
   const name = flags.leaderElectLeaseName ?? 'imagepull-sweeper';
-  const store = createLeaseStore(kubeConfig, leaseNamespace(flags.leaderElectNamespace, kubeConfig), name, { timeoutMs: timings.renewDeadlineMs });
+  const store = createLeaseStore(kubeConfig, leaseNamespace(flags.leaderElectNamespace, kubeConfig), name, {
+    timeoutMs: timings.renewDeadlineMs,
+  });
   const elector = new LeaderElector({
     store,
     // Unique per process, as client-go's hostname_uuid: a restarted pod is a new candidate.
@@ -59,7 +69,10 @@ export async function runAsLeader(flags: LeaderElectFlags, logger: winston.Logge
 }
 
 /** --leader-elect-namespace; in a pod its own namespace; else the kubeconfig context's, else default. */
-export function leaseNamespace(flag: string | undefined, kubeConfig: { getCurrentContext(): string; getContextObject(name: string): { namespace?: string } | null }): string {
+export function leaseNamespace(
+  flag: string | undefined,
+  kubeConfig: { getCurrentContext(): string; getContextObject(name: string): { namespace?: string } | null },
+): string {
   if (flag) return flag;
   const context = kubeConfig.getCurrentContext();
   if (context === 'inClusterContext') return ownNamespace();

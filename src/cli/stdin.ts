@@ -9,5 +9,7 @@ export async function readStdin(): Promise<string> {
     chunks.push(chunk as Buffer);
     length += (chunk as Buffer).length;
   }
-  return Buffer.concat(chunks).subarray(0, MAX_POLICY_BYTES + 1).toString('utf8');
+  return Buffer.concat(chunks)
+    .subarray(0, MAX_POLICY_BYTES + 1)
+    .toString('utf8');
 }

@@ -61,7 +61,12 @@ function trimmed(value: number, digits: number): string {
 /** An amount the way a manifest would say it: "500m" or "2" cpu, "1.5Gi" memory, "4" GPUs. */
 export function formatAmount(resource: string, value: number): string {
   if (BYTE_RESOURCES.test(resource)) {
-    for (const [suffix, size] of [['Ti', 2 ** 40], ['Gi', 2 ** 30], ['Mi', 2 ** 20], ['Ki', 2 ** 10]] as const) {
+    for (const [suffix, size] of [
+      ['Ti', 2 ** 40],
+      ['Gi', 2 ** 30],
+      ['Mi', 2 ** 20],
+      ['Ki', 2 ** 10],
+    ] as const) {
       if (value >= size) return `${trimmed(value / size, 2)}${suffix}`;
     }
     return trimmed(value, 0);

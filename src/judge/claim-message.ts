@@ -31,7 +31,8 @@ export interface ClaimMessage {
   rule: string;
 }
 
-const MESSAGE = /^(init|sidecar|regular) container (\S+) of pod (\S+)(?: \(\d+ pods stuck\))? waited \S+ on image (\S+) \(class (\w+), rule ([^,;)]+)/;
+const MESSAGE =
+  /^(init|sidecar|regular) container (\S+) of pod (\S+)(?: \(\d+ pods stuck\))? waited \S+ on image (\S+) \(class (\w+), rule ([^,;)]+)/;
 
 export function parseClaimMessage(text: string): ClaimMessage | undefined {
   const m = MESSAGE.exec(text);

@@ -59,7 +59,11 @@ export function judgeCronJob(
   if (ignore.ignored) return skip(ignore.warning ?? `annotation ${ANNOTATIONS.ignore}=true on the CronJob: never suspended`);
   const suspendedBySweeper = cronJob.annotations[ANNOTATIONS.suspendedAt] !== undefined;
   if (cronJob.suspended) {
-    return skip(suspendedBySweeper ? `already suspended by imagepull-sweeper at ${cronJob.annotations[ANNOTATIONS.suspendedAt]}` : 'already suspended by its owner');
+    return skip(
+      suspendedBySweeper
+        ? `already suspended by imagepull-sweeper at ${cronJob.annotations[ANNOTATIONS.suspendedAt]}`
+        : 'already suspended by its owner',
+    );
   }
   if (failures.length === 0) return skip('no Job of it failed in this sweep');
 
@@ -101,4 +105,3 @@ export function judgeCronJob(
     annotations: { ...annotations, [ANNOTATIONS.suspendedAt]: options.at, [ANNOTATIONS.message]: message },
   };
 }
-

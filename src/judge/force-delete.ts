@@ -69,7 +69,8 @@ export function planForceDeletes(pods: readonly V1Pod[], jobUid: string, now: Da
     if (!pod.metadata?.deletionTimestamp || !uid) continue;
     if (!(pod.metadata.ownerReferences ?? []).some((r) => r.controller && r.uid === jobUid)) continue;
     const since = terminatingSeconds(pod, now);
-    const spare = (why: string) => plan.spared.push({ pod: name, why: `pod ${name} terminating ${formatDuration(since)}, not force-deleted: ${why}` });
+    const spare = (why: string) =>
+      plan.spared.push({ pod: name, why: `pod ${name} terminating ${formatDuration(since)}, not force-deleted: ${why}` });
     const ran = containerThatRan(pod);
     const phase = pod.status?.phase;
     if (ran) spare(`its ${ran} has run`);

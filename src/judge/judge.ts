@@ -96,7 +96,14 @@ function decideGroup(group: OwnerGroup, input: JudgeInput, outage: OutageAssessm
   }
   const choice = chooseMechanism(job);
   if (effective.action === 'report') {
-    return makeDecision(worst, input.now, { ...base, plan: 'report', graceSeconds, graceSource, warnings, detail: reportDetail(job, `rule ${effective.rule}: report only`) });
+    return makeDecision(worst, input.now, {
+      ...base,
+      plan: 'report',
+      graceSeconds,
+      graceSource,
+      warnings,
+      detail: reportDetail(job, `rule ${effective.rule}: report only`),
+    });
   }
   const trip = tripFor(outage, worst);
   if (trip) {
@@ -107,10 +114,14 @@ function decideGroup(group: OwnerGroup, input: JudgeInput, outage: OutageAssessm
       graceSeconds,
       graceSource,
       warnings,
-      detail: reportDetail(job, `outage breaker tripped (${describeTrip(trip)}): ${trip.pullClass} failures are reported, not failed, this sweep`),
+      detail: reportDetail(
+        job,
+        `outage breaker tripped (${describeTrip(trip)}): ${trip.pullClass} failures are reported, not failed, this sweep`,
+      ),
     });
   }
-  const shadowed = choice.mechanism === 'activeDeadlineSeconds' && job.podFailureRules.length > 0 ? `; ${choice.why}, so by the deadline` : '';
+  const shadowed =
+    choice.mechanism === 'activeDeadlineSeconds' && job.podFailureRules.length > 0 ? `; ${choice.why}, so by the deadline` : '';
   return makeDecision(worst, input.now, {
     ...base,
     plan: 'fail',

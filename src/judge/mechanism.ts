@@ -38,12 +38,20 @@ export function chooseMechanism(job: Pick<JobView, 'podFailureRules' | 'containe
       if (pattern.status !== 'True' || KUBELET_OWNED.has(pattern.type)) continue;
       const first = rules.findIndex((r, i) => i <= index && matches(r, job.containerNames, pattern.type) !== 'no');
       if (first === index) {
-        return { mechanism: 'podFailurePolicy', conditionType: pattern.type, why: `podFailurePolicy rule ${index + 1} (FailJob on ${pattern.type})` };
+        return {
+          mechanism: 'podFailurePolicy',
+          conditionType: pattern.type,
+          why: `podFailurePolicy rule ${index + 1} (FailJob on ${pattern.type})`,
+        };
       }
       shadowed ??= `podFailurePolicy rule ${first + 1} (${describeRule(rules[first]!)}) would match the deleted pod before rule ${index + 1} (FailJob on ${pattern.type})`;
     }
   }
-  return { mechanism: 'activeDeadlineSeconds', conditionType: undefined, why: shadowed ?? 'no podFailurePolicy FailJob rule on a pod condition' };
+  return {
+    mechanism: 'activeDeadlineSeconds',
+    conditionType: undefined,
+    why: shadowed ?? 'no podFailurePolicy FailJob rule on a pod condition',
+  };
 }
 
 /** Whether `rule` matches the pod the kubelet leaves after the sweeper added `added` and deleted it. */

@@ -37,7 +37,8 @@ function pendingJobs(input: Pick<PendingInput, 'labelled' | 'decisions'>): { byU
   const byUid = new Map<string, JobView>();
   for (const d of input.decisions) {
     const job = d.jobView;
-    if (job && job.annotations[ANNOTATIONS.failedAt] !== undefined && (!job.finished || job.failing) && !job.deleting) byUid.set(job.uid, job);
+    if (job && job.annotations[ANNOTATIONS.failedAt] !== undefined && (!job.finished || job.failing) && !job.deleting)
+      byUid.set(job.uid, job);
   }
   const finished: JobView[] = [];
   for (const job of input.labelled) {

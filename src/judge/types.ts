@@ -8,11 +8,20 @@ import type { ForceDeleteTarget } from './force-delete.ts';
 export type FailMechanism = 'podFailurePolicy' | 'activeDeadlineSeconds';
 
 /** One decision per Job (or per pod without a Job), about its most overdue stuck container. */
-export interface Decision
-  extends Pick<
-    StuckContainer,
-    'namespace' | 'pod' | 'podUid' | 'podResourceVersion' | 'container' | 'containerKind' | 'image' | 'reason' | 'message' | 'pullClass' | 'stuckSince'
-  > {
+export interface Decision extends Pick<
+  StuckContainer,
+  | 'namespace'
+  | 'pod'
+  | 'podUid'
+  | 'podResourceVersion'
+  | 'container'
+  | 'containerKind'
+  | 'image'
+  | 'reason'
+  | 'message'
+  | 'pullClass'
+  | 'stuckSince'
+> {
   job: string | undefined;
   cronJob: string | undefined;
   stuckSeconds: number;

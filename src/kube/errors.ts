@@ -14,7 +14,9 @@ export class ApiStatusError extends Error {
 /** Ours, or client-node's ApiException (same fields): an HTTP status with the server's body. */
 function statusError(error: unknown): { code: number; body: unknown; headers: unknown } | undefined {
   const e = error as { code?: unknown; body?: unknown; headers?: unknown } | null | undefined;
-  return typeof e?.code === 'number' && e.code >= 100 && e.code <= 599 && 'body' in e ? (e as { code: number; body: unknown; headers: unknown }) : undefined;
+  return typeof e?.code === 'number' && e.code >= 100 && e.code <= 599 && 'body' in e
+    ? (e as { code: number; body: unknown; headers: unknown })
+    : undefined;
 }
 
 const UNREACHABLE_CODES = new Set([
@@ -63,7 +65,9 @@ export function describeApiError(error: unknown): ApiFailure {
   const code = networkCode(error);
   const aborted = ['AbortError', 'TimeoutError'].includes(String((error as { name?: unknown } | undefined)?.name));
   const message = aborted ? 'no answer within the request timeout' : error instanceof Error ? error.message : String(error);
-  const untrusted = (code !== undefined && TLS_TRUST_CODE.test(code)) || /self[- ]signed|unable to (verify|get (local )?issuer)|altnames|certificate/i.test(message);
+  const untrusted =
+    (code !== undefined && TLS_TRUST_CODE.test(code)) ||
+    /self[- ]signed|unable to (verify|get (local )?issuer)|altnames|certificate/i.test(message);
   return {
     status: undefined,
     unreachable: untrusted || code !== undefined || /socket hang up|fetch failed/i.test(message),
@@ -75,7 +79,17 @@ export function describeApiError(error: unknown): ApiFailure {
 }
 
 const REFUSED_CREDENTIALS = 'the cluster refused the credentials (401 Unauthorized)';
-const STATUS_REASONS: Record<number, string> = { 401: 'Unauthorized', 403: 'Forbidden', 404: 'NotFound', 409: 'Conflict', 410: 'Expired', 429: 'TooManyRequests', 500: 'InternalError', 503: 'ServiceUnavailable', 504: 'Timeout' };
+const STATUS_REASONS: Record<number, string> = {
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'NotFound',
+  409: 'Conflict',
+  410: 'Expired',
+  429: 'TooManyRequests',
+  500: 'InternalError',
+  503: 'ServiceUnavailable',
+  504: 'Timeout',
+};
 const TLS_TRUST_CODE = /^(ERR_TLS_CERT|CERT_|DEPTH_ZERO|UNABLE_TO_(VERIFY|GET_ISSUER)|SELF_SIGNED)/;
 
 /** Worth another try: throttled, server-side trouble, or the connection dropped (never an untrusted certificate). */

@@ -32,7 +32,13 @@ export interface KubeGateway {
   listAllPodRows(opts: { fieldSelector: string; limit: number; continueToken?: string }): Promise<Page<PodRow>>;
   readPod(namespace: string, name: string): Promise<V1Pod>;
   /** Pods of one namespace in full, by label (a pending Job's pods) or by field (the Pending ones, when many are candidates). */
-  listPods(opts: { namespace: string; labelSelector?: string; fieldSelector?: string; limit: number; continueToken?: string }): Promise<Page<V1Pod>>;
+  listPods(opts: {
+    namespace: string;
+    labelSelector?: string;
+    fieldSelector?: string;
+    limit: number;
+    continueToken?: string;
+  }): Promise<Page<V1Pod>>;
   /** Without a namespace: every namespace. */
   listJobs(opts: { namespace?: string; labelSelector?: string; limit: number; continueToken?: string }): Promise<Page<V1Job>>;
   readJob(namespace: string, name: string): Promise<V1Job>;
@@ -83,7 +89,10 @@ export function createGateway(kubeConfig: KubeConfig, options: { timeoutMs?: num
   const ignoreAnswer = true;
   return {
     async listNamespaceNames({ limit, continueToken }) {
-      const table = asTable(await raw.getJson('/api/v1/namespaces', { limit, continue: continueToken, includeObject: 'None' }, { accept: TABLE }), 'namespaces');
+      const table = asTable(
+        await raw.getJson('/api/v1/namespaces', { limit, continue: continueToken, includeObject: 'None' }, { accept: TABLE }),
+        'namespaces',
+      );
       const name = columnIndex(table, 'Name', 0);
       return { items: table.rows.map((r) => String(r.cells[name])), continueToken: table.metadata?.continue || undefined };
     },
@@ -100,7 +109,11 @@ export function createGateway(kubeConfig: KubeConfig, options: { timeoutMs?: num
       const table = asTable(await raw.getJson('/api/v1/pods', query, { accept: TABLE }), 'pods');
       const name = columnIndex(table, 'Name', 0);
       const status = columnIndex(table, 'Status', 2);
-      const items = table.rows.map((r) => ({ namespace: String(r.object?.metadata?.namespace ?? ''), name: String(r.cells[name]), status: String(r.cells[status]) }));
+      const items = table.rows.map((r) => ({
+        namespace: String(r.object?.metadata?.namespace ?? ''),
+        name: String(r.cells[name]),
+        status: String(r.cells[status]),
+      }));
       return { items, continueToken: table.metadata?.continue || undefined };
     },
     readPod: async (namespace, name) => (await raw.getJson(`/api/v1/namespaces/${path(namespace)}/pods/${path(name)}`, {})) as V1Pod,
@@ -114,15 +127,27 @@ export function createGateway(kubeConfig: KubeConfig, options: { timeoutMs?: num
     },
     readJob: async (namespace, name) => (await raw.getJson(`/apis/batch/v1/namespaces/${path(namespace)}/jobs/${path(name)}`, {})) as V1Job,
     readNamespace: async (name) => (await raw.getJson(`/api/v1/namespaces/${path(name)}`, {})) as V1Namespace,
-    readConfigMap: async (namespace, name) => (await raw.getJson(`/api/v1/namespaces/${path(namespace)}/configmaps/${path(name)}`, {})) as V1ConfigMap,
+    readConfigMap: async (namespace, name) =>
+      (await raw.getJson(`/api/v1/namespaces/${path(namespace)}/configmaps/${path(name)}`, {})) as V1ConfigMap,
     async mergePatchJob(namespace, name, body) {
-      await raw.send('PATCH', `/apis/batch/v1/namespaces/${path(namespace)}/jobs/${path(name)}`, { body, contentType: MERGE_PATCH, ignoreAnswer });
+      await raw.send('PATCH', `/apis/batch/v1/namespaces/${path(namespace)}/jobs/${path(name)}`, {
+        body,
+        contentType: MERGE_PATCH,
+        ignoreAnswer,
+      });
     },
     async jsonPatchJob(namespace, name, body) {
-      await raw.send('PATCH', `/apis/batch/v1/namespaces/${path(namespace)}/jobs/${path(name)}`, { body, contentType: JSON_PATCH, ignoreAnswer });
+      await raw.send('PATCH', `/apis/batch/v1/namespaces/${path(namespace)}/jobs/${path(name)}`, {
+        body,
+        contentType: JSON_PATCH,
+        ignoreAnswer,
+      });
     },
     patchPodStatus: async (namespace, name, body) =>
-      (await raw.send('PATCH', `/api/v1/namespaces/${path(namespace)}/pods/${path(name)}/status`, { body, contentType: STRATEGIC_MERGE_PATCH })) as V1Pod,
+      (await raw.send('PATCH', `/api/v1/namespaces/${path(namespace)}/pods/${path(name)}/status`, {
+        body,
+        contentType: STRATEGIC_MERGE_PATCH,
+      })) as V1Pod,
     async deletePod(namespace, name, uid, resourceVersion, options = {}) {
       // In the body: with a body, the API server ignores a gracePeriodSeconds query parameter.
       const body = { preconditions: { uid, resourceVersion }, gracePeriodSeconds: options.gracePeriodSeconds };
@@ -131,9 +156,14 @@ export function createGateway(kubeConfig: KubeConfig, options: { timeoutMs?: num
     async createEvent(namespace, body) {
       await raw.send('POST', `/apis/events.k8s.io/v1/namespaces/${path(namespace)}/events`, { body, ignoreAnswer });
     },
-    readCronJob: async (namespace, name) => (await raw.getJson(`/apis/batch/v1/namespaces/${path(namespace)}/cronjobs/${path(name)}`, {})) as V1CronJob,
+    readCronJob: async (namespace, name) =>
+      (await raw.getJson(`/apis/batch/v1/namespaces/${path(namespace)}/cronjobs/${path(name)}`, {})) as V1CronJob,
     async mergePatchCronJob(namespace, name, body) {
-      await raw.send('PATCH', `/apis/batch/v1/namespaces/${path(namespace)}/cronjobs/${path(name)}`, { body, contentType: MERGE_PATCH, ignoreAnswer });
+      await raw.send('PATCH', `/apis/batch/v1/namespaces/${path(namespace)}/cronjobs/${path(name)}`, {
+        body,
+        contentType: MERGE_PATCH,
+        ignoreAnswer,
+      });
     },
     lastServerDate: () => raw.lastServerDate(),
     readServerVersion: async () => (await raw.getJson('/version', {})) as ServerVersion,

@@ -9,7 +9,12 @@ import { createKubeHttp } from './http.ts';
  * One Lease, by namespace and name: read (undefined when absent), create, and replace with the
  * resourceVersion it was read at (a 409 Conflict means someone else wrote it first: `false`).
  */
-export function createLeaseStore(kubeConfig: KubeConfig, namespace: string, name: string, options: { timeoutMs?: number } = {}): LeaseStore {
+export function createLeaseStore(
+  kubeConfig: KubeConfig,
+  namespace: string,
+  name: string,
+  options: { timeoutMs?: number } = {},
+): LeaseStore {
   const raw = createKubeHttp(kubeConfig, options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS);
   const collection = `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/leases`;
   const item = `${collection}/${encodeURIComponent(name)}`;
@@ -27,11 +32,17 @@ export function createLeaseStore(kubeConfig: KubeConfig, namespace: string, name
       }),
     create: (spec) =>
       raw
-        .send('POST', collection, { body: { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name, namespace }, spec }, ignoreAnswer: true })
+        .send('POST', collection, {
+          body: { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name, namespace }, spec },
+          ignoreAnswer: true,
+        })
         .then(() => true as const, conflictIsFalse),
     replace: (resourceVersion, spec) =>
       raw
-        .send('PUT', item, { body: { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name, namespace, resourceVersion }, spec }, ignoreAnswer: true })
+        .send('PUT', item, {
+          body: { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name, namespace, resourceVersion }, spec },
+          ignoreAnswer: true,
+        })
         .then(() => true as const, conflictIsFalse),
   };
 }

@@ -96,29 +96,41 @@ export function withRetries(plain: KubeGateway, options: Partial<RetryPolicy> = 
     patchPodStatus: (namespace, name, patch) =>
       retry(`patchPodStatus ${namespace}/${name}`, () => plain.patchPodStatus(namespace, name, patch)),
     mergePatchJob: (namespace, name, patch) =>
-      retry(`mergePatchJob ${namespace}/${name}`, () => plain.mergePatchJob(namespace, name, patch), async (error, retried) => {
-        if (!retried || !isConditional(patch) || !conflicted(error)) return FAILED;
-        const current = await gateway.readJob(namespace, name).catch(() => undefined);
-        return current && carriesAnnotations(current, patch) ? undefined : FAILED;
-      }),
+      retry(
+        `mergePatchJob ${namespace}/${name}`,
+        () => plain.mergePatchJob(namespace, name, patch),
+        async (error, retried) => {
+          if (!retried || !isConditional(patch) || !conflicted(error)) return FAILED;
+          const current = await gateway.readJob(namespace, name).catch(() => undefined);
+          return current && carriesAnnotations(current, patch) ? undefined : FAILED;
+        },
+      ),
     // A test operation that fails after a retry is left to the caller, which re-reads the Job.
     jsonPatchJob: (namespace, name, operations) =>
       retry(`jsonPatchJob ${namespace}/${name}`, () => plain.jsonPatchJob(namespace, name, operations)),
     deletePod: (namespace, name, uid, resourceVersion, options) =>
-      retry(`deletePod ${namespace}/${name}`, () => plain.deletePod(namespace, name, uid, resourceVersion, options), async (error) =>
-        judgeWriteError('delete', error).landed ? undefined : FAILED,
+      retry(
+        `deletePod ${namespace}/${name}`,
+        () => plain.deletePod(namespace, name, uid, resourceVersion, options),
+        async (error) => (judgeWriteError('delete', error).landed ? undefined : FAILED),
       ),
     createEvent: (namespace, event) =>
-      retry(`createEvent ${namespace}/${event.metadata?.name ?? ''}`, () => plain.createEvent(namespace, event), async (error, retried) =>
-        retried && judgeWriteError('create', error).landed ? undefined : FAILED,
+      retry(
+        `createEvent ${namespace}/${event.metadata?.name ?? ''}`,
+        () => plain.createEvent(namespace, event),
+        async (error, retried) => (retried && judgeWriteError('create', error).landed ? undefined : FAILED),
       ),
     readCronJob: (namespace, name) => retry(`readCronJob ${namespace}/${name}`, () => plain.readCronJob(namespace, name)),
     mergePatchCronJob: (namespace, name, patch) =>
-      retry(`mergePatchCronJob ${namespace}/${name}`, () => plain.mergePatchCronJob(namespace, name, patch), async (error, retried) => {
-        if (!retried || !isConditional(patch) || !conflicted(error)) return FAILED;
-        const current = await gateway.readCronJob(namespace, name).catch(() => undefined);
-        return current && carriesAnnotations(current, patch) ? undefined : FAILED;
-      }),
+      retry(
+        `mergePatchCronJob ${namespace}/${name}`,
+        () => plain.mergePatchCronJob(namespace, name, patch),
+        async (error, retried) => {
+          if (!retried || !isConditional(patch) || !conflicted(error)) return FAILED;
+          const current = await gateway.readCronJob(namespace, name).catch(() => undefined);
+          return current && carriesAnnotations(current, patch) ? undefined : FAILED;
+        },
+      ),
     lastServerDate: () => plain.lastServerDate(),
     readServerVersion: () => retry('readServerVersion', () => plain.readServerVersion()),
   };

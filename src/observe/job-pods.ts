@@ -16,9 +16,21 @@ export async function readJobPods(
   const byJob = new Map<string, V1Pod[] | string>();
   await mapBounded(jobs, concurrency, async (job) => {
     const listPage = (continueToken: string | undefined) =>
-      gateway.listPods({ namespace: job.namespace, labelSelector: `batch.kubernetes.io/controller-uid=${job.uid}`, limit: 500, continueToken });
+      gateway.listPods({
+        namespace: job.namespace,
+        labelSelector: `batch.kubernetes.io/controller-uid=${job.uid}`,
+        limit: 500,
+        continueToken,
+      });
     try {
-      byJob.set(job.uid, await listFromStart(listPage, (): V1Pod[] => [], (acc, page) => acc.push(...page)));
+      byJob.set(
+        job.uid,
+        await listFromStart(
+          listPage,
+          (): V1Pod[] => [],
+          (acc, page) => acc.push(...page),
+        ),
+      );
     } catch (error) {
       const failure = describeApiError(error);
       byJob.set(job.uid, `${failure.reason}: ${failure.message}`);

@@ -16,9 +16,14 @@ export async function listPendingJobs(
   for (const namespace of scopes) {
     const listPage = (continueToken: string | undefined) =>
       gateway.listJobs({ namespace, labelSelector: `${LABELS.pending}=true`, limit: 500, continueToken });
-    const views = await listFromStart(listPage, (): JobView[] => [], (acc, page) => acc.push(...page.map(toJobView)), {
-      onRestart: (restart) => onRestart(namespace, restart),
-    });
+    const views = await listFromStart(
+      listPage,
+      (): JobView[] => [],
+      (acc, page) => acc.push(...page.map(toJobView)),
+      {
+        onRestart: (restart) => onRestart(namespace, restart),
+      },
+    );
     jobs.push(...views);
   }
   return jobs;

@@ -96,7 +96,10 @@ function toDate(value: Date | string | undefined | null): Date | undefined {
 /** Capacity is reserved when the scheduler binds the pod; a pod waiting to be scheduled holds none. */
 export function podHeldSince(pod: V1Pod): Date | undefined {
   const scheduled = pod.status?.conditions?.find((c) => c.type === 'PodScheduled' && c.status === 'True');
-  return toDate(scheduled?.lastTransitionTime as Date | string | undefined) ?? toDate(pod.metadata?.creationTimestamp as Date | string | undefined);
+  return (
+    toDate(scheduled?.lastTransitionTime as Date | string | undefined) ??
+    toDate(pod.metadata?.creationTimestamp as Date | string | undefined)
+  );
 }
 
 export function podCapacity(pod: V1Pod): PodCapacity {

@@ -63,11 +63,25 @@ export interface Observation {
  * of every namespace's Pending pods: its cost grows with Pending pods, not with namespaces.
  */
 export async function observeStuckContainers(gateway: KubeGateway, options: ObserveOptions): Promise<Observation> {
-  const result: Observation = { stuck: [], podsScanned: 0, candidates: 0, pages: 0, nodesWithoutSandboxCondition: new Set(), sandboxWaits: [], podCapacity: new Map() };
+  const result: Observation = {
+    stuck: [],
+    podsScanned: 0,
+    candidates: 0,
+    pages: 0,
+    nodesWithoutSandboxCondition: new Set(),
+    sandboxWaits: [],
+    podCapacity: new Map(),
+  };
   const judged = (pod: V1Pod): StuckContainer[] => {
     if (lacksSandboxCondition(pod)) result.nodesWithoutSandboxCondition.add(pod.spec?.nodeName ?? '');
     const since = sandboxNotReadySince(pod);
-    if (since) result.sandboxWaits.push({ namespace: pod.metadata?.namespace ?? '', pod: pod.metadata?.name ?? '', node: pod.spec?.nodeName ?? '', since });
+    if (since)
+      result.sandboxWaits.push({
+        namespace: pod.metadata?.namespace ?? '',
+        pod: pod.metadata?.name ?? '',
+        node: pod.spec?.nodeName ?? '',
+        since,
+      });
     const stuck = findStuckContainers(pod);
     if (stuck.length > 0) result.podCapacity.set(stuck[0]!.podUid, podCapacity(pod));
     return stuck;
@@ -81,7 +95,9 @@ export async function observeStuckContainers(gateway: KubeGateway, options: Obse
   };
   const named = options.namespaces.length > 0 ? [...new Set(options.namespaces)] : await fewNamespaces(gateway, options, result);
   if (named) {
-    await mapBounded(named, options.listConcurrency ?? 4, async (namespace) => note(namespace, await listNamespace(gateway, namespace, options)));
+    await mapBounded(named, options.listConcurrency ?? 4, async (namespace) =>
+      note(namespace, await listNamespace(gateway, namespace, options)),
+    );
   } else {
     const everywhere = await listEverywhere(gateway, options);
     result.pages += everywhere.pages;
@@ -141,12 +157,18 @@ const candidatesOf = (acc: Scoped, rows: PodRow[]) => {
 async function listNamespace(gateway: KubeGateway, namespace: string, options: ObserveOptions): Promise<Scoped> {
   const listPage = (continueToken: string | undefined) =>
     gateway.listPodRows({ namespace, fieldSelector: PENDING_PODS, limit: options.pageSize, continueToken });
-  return listFromStart(listPage, (): Scoped => ({ candidates: [], podsScanned: 0, pages: 0 }), candidatesOf, restartOptions(namespace, options));
+  return listFromStart(
+    listPage,
+    (): Scoped => ({ candidates: [], podsScanned: 0, pages: 0 }),
+    candidatesOf,
+    restartOptions(namespace, options),
+  );
 }
 
 /** Every namespace's Pending pods in one paged list, grouped by namespace (only those with Pending pods). */
 async function listEverywhere(gateway: KubeGateway, options: ObserveOptions): Promise<{ byNamespace: Map<string, Scoped>; pages: number }> {
-  const listPage = (continueToken: string | undefined) => gateway.listAllPodRows({ fieldSelector: PENDING_PODS, limit: options.pageSize, continueToken });
+  const listPage = (continueToken: string | undefined) =>
+    gateway.listAllPodRows({ fieldSelector: PENDING_PODS, limit: options.pageSize, continueToken });
   const fresh = () => ({ byNamespace: new Map<string, Scoped>(), pages: 0 });
   const onPage = (acc: ReturnType<typeof fresh>, rows: PodRow[]) => {
     acc.pages += 1;
@@ -158,7 +180,10 @@ async function listEverywhere(gateway: KubeGateway, options: ObserveOptions): Pr
     }
   };
   const onRestart = (restart: number) => options.onRestart?.(undefined, restart);
-  return listFromStart(listPage, fresh, onPage, { ...(options.maxRestarts !== undefined ? { maxRestarts: options.maxRestarts } : {}), onRestart });
+  return listFromStart(listPage, fresh, onPage, {
+    ...(options.maxRestarts !== undefined ? { maxRestarts: options.maxRestarts } : {}),
+    onRestart,
+  });
 }
 
 /**
@@ -172,7 +197,8 @@ async function readCandidatesByList(
   judged: (pod: V1Pod) => StuckContainer[],
   options: ObserveOptions,
 ): Promise<{ stuck: StuckContainer[]; pages: number }> {
-  const listPage = (continueToken: string | undefined) => gateway.listPods({ namespace, fieldSelector: PENDING_PODS, limit: options.pageSize, continueToken });
+  const listPage = (continueToken: string | undefined) =>
+    gateway.listPods({ namespace, fieldSelector: PENDING_PODS, limit: options.pageSize, continueToken });
   const fresh = () => ({ stuck: [] as StuckContainer[], pages: 0 });
   const onPage = (acc: { stuck: StuckContainer[]; pages: number }, pods: V1Pod[]) => {
     acc.pages += 1;

@@ -14,9 +14,10 @@ function secondsOr(text: string | 0 | undefined, fallback: number): number {
 /** The typed Policy of a validated file, with built-in defaults filled in. */
 export function toPolicy(file: PolicyFile): Policy {
   const defaults = DEFAULT_POLICY_DEFAULTS;
-  const grace = Object.fromEntries(
-    PULL_CLASSES.map((cls) => [cls, secondsOr(file.defaults?.grace?.[cls], defaults.grace[cls])]),
-  ) as Record<PullClass, number>;
+  const grace = Object.fromEntries(PULL_CLASSES.map((cls) => [cls, secondsOr(file.defaults?.grace?.[cls], defaults.grace[cls])])) as Record<
+    PullClass,
+    number
+  >;
   const overrides = file.defaults?.jobOverrides;
   const limits = file.limits;
   return {

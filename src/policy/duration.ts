@@ -3,8 +3,8 @@
 const UNIT_NANOS: Record<string, number> = {
   ns: 1,
   us: 1e3,
-  'µs': 1e3, // U+00B5
-  'μs': 1e3, // U+03BC
+  µs: 1e3, // U+00B5
+  μs: 1e3, // U+03BC
   ms: 1e6,
   s: 1e9,
   m: 60e9,
@@ -77,9 +77,7 @@ export function formatDuration(seconds: number): string {
   const hours = Math.floor(nanos / 3600e9);
   const minutes = Math.floor((nanos % 3600e9) / 60e9);
   const secNanos = nanos % 60e9;
-  return (
-    (hours > 0 ? `${hours}h` : '') + (minutes > 0 ? `${minutes}m` : '') + (secNanos > 0 ? `${decimal(secNanos, 9)}s` : '')
-  );
+  return (hours > 0 ? `${hours}h` : '') + (minutes > 0 ? `${minutes}m` : '') + (secNanos > 0 ? `${decimal(secNanos, 9)}s` : '');
 }
 
 /** `value / 10^exponent` without floating-point noise. */

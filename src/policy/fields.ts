@@ -27,21 +27,20 @@ export function duration(description: string, defaultValue?: string) {
 
 /** A duration, or the number 0 (YAML `0`: never). */
 export function durationOrNever(description: string, defaultValue: string) {
-  const expected = (iss: { input?: unknown }) => `expected a duration string such as "60s", or 0 for never, got ${describeValue(iss.input)}`;
-  return z.union([duration(description), z.literal(0)], { error: expected }).meta({ description: `${description} Go duration syntax, e.g. "30s", "10m".`, default: defaultValue });
+  const expected = (iss: { input?: unknown }) =>
+    `expected a duration string such as "60s", or 0 for never, got ${describeValue(iss.input)}`;
+  return z
+    .union([duration(description), z.literal(0)], { error: expected })
+    .meta({ description: `${description} Go duration syntax, e.g. "30s", "10m".`, default: defaultValue });
 }
 
 export function positiveInt(description: string, defaultValue: number) {
   const message = (iss: { input?: unknown }) =>
     iss.input === undefined ? undefined : `expected a positive integer, got ${describeValue(iss.input)}`;
-  return z
-    .int({ error: message })
-    .min(1, { error: message })
-    .meta({ description, default: defaultValue });
+  return z.int({ error: message }).min(1, { error: message }).meta({ description, default: defaultValue });
 }
 
-const fractionMessage = (iss: { input?: unknown }) =>
-  `expected a fraction greater than 0 and at most 1, got ${describeValue(iss.input)}`;
+const fractionMessage = (iss: { input?: unknown }) => `expected a fraction greater than 0 and at most 1, got ${describeValue(iss.input)}`;
 
 export function fraction(description: string, defaultValue: number) {
   return z
@@ -88,4 +87,3 @@ export const globSchema = z
   .string()
   .superRefine((glob, ctx) => issueFrom(namespaceGlobError(glob), ctx))
   .meta({ pattern: '^[a-z0-9*?\\[\\]!-]+$' });
-

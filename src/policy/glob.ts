@@ -48,11 +48,7 @@ export function parseNamespaceGlob(glob: string): GlobParse {
   return { ok: true, regex: new RegExp(`^${source}$`) };
 }
 
-function parseClass(
-  chars: string[],
-  open: number,
-  glob: string,
-): { ok: true; source: string; end: number } | { ok: false; error: string } {
+function parseClass(chars: string[], open: number, glob: string): { ok: true; source: string; end: number } | { ok: false; error: string } {
   let i = open + 1;
   const negate = chars[i] === '!';
   if (negate) i++;

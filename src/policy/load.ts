@@ -88,7 +88,14 @@ export async function loadPolicy(gateway: KubeGateway | undefined, location: Pol
     }
     if (failure.status === 404) {
       const message = `${description} does not exist; create it (key ${JSON.stringify(POLICY_KEY)}), or leave out --policy-configmap to use the default policy ConfigMap`;
-      return { ok: false, kind: 'invalid', description, problems: [{ line: 1, column: 1, path: '', message }], configMapUid: undefined, missing: true };
+      return {
+        ok: false,
+        kind: 'invalid',
+        description,
+        problems: [{ line: 1, column: 1, path: '', message }],
+        configMapUid: undefined,
+        missing: true,
+      };
     }
     return { ok: false, kind: 'unreachable', description, failure };
   }

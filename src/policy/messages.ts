@@ -52,4 +52,3 @@ export function issueFrom(message: string | undefined, ctx: z.RefinementCtx, ext
     ...(extra.at ? { params: { at: extra.at } } : {}),
   });
 }
-

@@ -14,12 +14,9 @@ export const MAX_POLICY_BYTES = 1024 * 1024;
 /** Aliases expanded when reading the YAML; more is an alias bomb, not a policy. */
 export const MAX_ALIAS_COUNT = 100;
 
-export type PolicyParseResult =
-  | { ok: true; policy: Policy; warnings: PolicyProblem[] }
-  | { ok: false; problems: PolicyProblem[] };
+export type PolicyParseResult = { ok: true; policy: Policy; warnings: PolicyProblem[] } | { ok: false; problems: PolicyProblem[] };
 
-const EMPTY_POLICY_MESSAGE =
-  'the policy is empty (nothing but comments, or null); write {} to mean "all built-in defaults"';
+const EMPTY_POLICY_MESSAGE = 'the policy is empty (nothing but comments, or null); write {} to mean "all built-in defaults"';
 
 /** The problem of a text over MAX_POLICY_BYTES, or undefined. Counts bytes, never parses. */
 export function oversizedProblem(text: string): PolicyProblem | undefined {

@@ -93,7 +93,8 @@ function policyGraceSources(effective: EffectivePolicy): Record<PullClass, Grace
   const sources = {} as Record<PullClass, GraceSource>;
   for (const cls of PULL_CLASSES) {
     const from = effective.sources.grace[cls];
-    sources[cls] = from === DEFAULTS_SOURCE ? { kind: 'defaults', rule: undefined, clamped: false } : { kind: 'rule', rule: from, clamped: false };
+    sources[cls] =
+      from === DEFAULTS_SOURCE ? { kind: 'defaults', rule: undefined, clamped: false } : { kind: 'rule', rule: from, clamped: false };
   }
   return sources;
 }
@@ -107,7 +108,9 @@ export function graceForJob(effective: EffectivePolicy, annotations: Record<stri
   if (!effective.jobOverrides.allowed) {
     return {
       ...base,
-      warnings: [`annotation ${shown} ignored: per-Job grace is not allowed (jobOverrides.allowed is false in ${where(effective, 'allowed')})`],
+      warnings: [
+        `annotation ${shown} ignored: per-Job grace is not allowed (jobOverrides.allowed is false in ${where(effective, 'allowed')})`,
+      ],
     };
   }
   const parsed = tryParseGoDuration(raw.trim());

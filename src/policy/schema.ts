@@ -38,12 +38,13 @@ export function ruleNameError(name: string): string | undefined {
 }
 
 const CLASS_DESCRIPTIONS: Record<PullClass, string> = {
-  permanent: 'Image or tag not found, manifest unknown, invalid name, ErrImageNeverPull, no image for this platform, an image the runtime refuses for good (schema 1 on containerd 2, a short name that resolves nowhere).',
+  permanent:
+    'Image or tag not found, manifest unknown, invalid name, ErrImageNeverPull, no image for this platform, an image the runtime refuses for good (schema 1 on containerd 2, a short name that resolves nowhere).',
   auth: 'Unauthorized, denied, insufficient_scope, no credentials.',
   transient: '429/toomanyrequests, pull QPS exceeded, 5xx, dial/DNS/TLS/timeouts.',
   unknown: 'Any other pull failure.',
   stalled:
-    'No pull error at all, but the container has waited in ContainerCreating since its pod\'s sandbox was ready (a registry that never answers), or a pull the runtime cancelled for lack of progress (code = Canceled ... context canceled).',
+    "No pull error at all, but the container has waited in ContainerCreating since its pod's sandbox was ready (a registry that never answers), or a pull the runtime cancelled for lack of progress (code = Canceled ... context canceled).",
 };
 
 function graceSchema(withDefaults: boolean) {
@@ -123,7 +124,10 @@ const rulesSchema = z
 
 const outageSchema = z
   .strictObject({
-    minStuckPods: positiveInt('Stuck pods needed in one sweep to suspect a registry outage.', DEFAULT_LIMITS.outage.minStuckPods).optional(),
+    minStuckPods: positiveInt(
+      'Stuck pods needed in one sweep to suspect a registry outage.',
+      DEFAULT_LIMITS.outage.minStuckPods,
+    ).optional(),
     minImages: positiveInt('Distinct stuck images needed to suspect a registry outage.', DEFAULT_LIMITS.outage.minImages).optional(),
     transientFraction: fraction(
       'Fraction (0 < f <= 1) of stuck pods that must be transient for the breaker to trip for the transient class.',
@@ -136,7 +140,7 @@ const outageSchema = z
   })
   .meta({
     description:
-      'Outage breaker, evaluated for the whole sweep and for each registry host: when it trips for a class, that class\'s Jobs are reported, not failed, that sweep. A burst of not-found on one host (minStuckPods pods across minImages repositories) holds that host\'s permanent-class Jobs the same way.',
+      "Outage breaker, evaluated for the whole sweep and for each registry host: when it trips for a class, that class's Jobs are reported, not failed, that sweep. A burst of not-found on one host (minStuckPods pods across minImages repositories) holds that host's permanent-class Jobs the same way.",
   });
 
 const cronJobsSchema = z
@@ -165,7 +169,10 @@ export const policyFileSchema = z
     rules: rulesSchema.optional(),
     limits: z
       .strictObject({
-        maxJobsPerSweep: positiveInt('Most Jobs acted on in one sweep; the rest wait, oldest stuck first.', DEFAULT_LIMITS.maxJobsPerSweep).optional(),
+        maxJobsPerSweep: positiveInt(
+          'Most Jobs acted on in one sweep; the rest wait, oldest stuck first.',
+          DEFAULT_LIMITS.maxJobsPerSweep,
+        ).optional(),
         maxJobsPerNamespace: positiveInt('Most Jobs acted on per namespace in one sweep.', DEFAULT_LIMITS.maxJobsPerNamespace).optional(),
         outage: outageSchema.optional(),
         confirmWithin: duration(
@@ -187,4 +194,3 @@ export const policyFileSchema = z
   });
 
 export type PolicyFile = z.output<typeof policyFileSchema>;
-

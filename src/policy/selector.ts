@@ -10,8 +10,7 @@ export function isLabelName(text: string): boolean {
 }
 
 const DNS_SUBDOMAIN_RE = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-const NAME_RULE =
-  "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
+const NAME_RULE = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
 
 /** Error message for an invalid label key (`[prefix/]name`), or undefined. */
 export function labelKeyError(key: string): string | undefined {

@@ -187,6 +187,8 @@ export function summarize(input: SummaryInput): SweepSummary {
     cronJobs,
     outage: input.outage,
     exitCode: actionErrors > 0 ? 1 : 0,
-    freed: sumCapacity(input.results.filter((r) => FREEING.has(r.outcome)).flatMap((r) => (r.decision.capacity ? [r.decision.capacity] : []))),
+    freed: sumCapacity(
+      input.results.filter((r) => FREEING.has(r.outcome)).flatMap((r) => (r.decision.capacity ? [r.decision.capacity] : [])),
+    ),
   };
 }

@@ -75,7 +75,10 @@ function renderDecision(l: AuditLine): string {
 function renderCronJob(l: CronJobAuditLine): string {
   const word = outcomeWord(l.outcome, l.dryRun);
   const run = l.failedInARow === null ? '' : `  ${l.failedInARow}/${l.suspendAfter} failed in a row on ${l.image ?? '?'}`;
-  const lines = [`${word.padEnd(12)} ${l.namespace}/cronjob/${l.cronJob}${run}`, `             ${l.detail}${l.jobs.length > 0 ? ` (Jobs: ${l.jobs.join(', ')})` : ''}`];
+  const lines = [
+    `${word.padEnd(12)} ${l.namespace}/cronjob/${l.cronJob}${run}`,
+    `             ${l.detail}${l.jobs.length > 0 ? ` (Jobs: ${l.jobs.join(', ')})` : ''}`,
+  ];
   if (l.error) lines.push(`             error: ${l.error}`);
   return lines.join('\n');
 }

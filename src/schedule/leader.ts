@@ -53,14 +53,18 @@ export interface Observation {
   atMs: number;
 }
 
-export type LeaseVerdict =
-  | { kind: 'held'; holder: string; expiresInMs: number }
-  | { kind: 'take'; spec: LeaseSpec };
+export type LeaseVerdict = { kind: 'held'; holder: string; expiresInMs: number } | { kind: 'take'; spec: LeaseSpec };
 
 /** The record's fields as they are, for "has it changed": no timestamp is interpreted. */
 export function fingerprint(spec: LeaseSpec | undefined): string {
   const s = spec ?? {};
-  return JSON.stringify([s.holderIdentity ?? '', s.leaseDurationSeconds ?? null, s.acquireTime ?? '', s.renewTime ?? '', s.leaseTransitions ?? 0]);
+  return JSON.stringify([
+    s.holderIdentity ?? '',
+    s.leaseDurationSeconds ?? null,
+    s.acquireTime ?? '',
+    s.renewTime ?? '',
+    s.leaseTransitions ?? 0,
+  ]);
 }
 
 /** MicroTime as the API server writes it (six fractional digits). */
@@ -128,12 +132,14 @@ export class LeaderElector {
     if (this.seen?.fingerprint !== seenFingerprint) this.seen = { fingerprint: seenFingerprint, atMs: nowMs };
     const holder = current?.spec?.holderIdentity ?? '';
     if (holder !== this.lastHolder) {
-      if (holder !== '' && holder !== identity) this.deps.logger.info('lease held by another sweeper', { lease: `${store.namespace}/${store.name}`, holder });
+      if (holder !== '' && holder !== identity)
+        this.deps.logger.info('lease held by another sweeper', { lease: `${store.namespace}/${store.name}`, holder });
       this.lastHolder = holder;
     }
     const verdict = judgeLease(current?.spec, this.seen, identity, nowMs, this.deps.wallClock(), timings);
     if (verdict.kind === 'held') return false;
-    const written = current === undefined ? await store.create(verdict.spec) : await store.replace(current.metadata?.resourceVersion ?? '', verdict.spec);
+    const written =
+      current === undefined ? await store.create(verdict.spec) : await store.replace(current.metadata?.resourceVersion ?? '', verdict.spec);
     if (written) this.seen = { fingerprint: fingerprint(verdict.spec), atMs: nowMs };
     return written;
   }
@@ -158,7 +164,10 @@ export class LeaderElector {
         await this.release();
         return;
       }
-      logger.error('lost the lease (not renewed within the renew deadline): stopped sweeping', { lease, renewDeadlineMs: timings.renewDeadlineMs });
+      logger.error('lost the lease (not renewed within the renew deadline): stopped sweeping', {
+        lease,
+        renewDeadlineMs: timings.renewDeadlineMs,
+      });
     }
   }
 
@@ -192,7 +201,10 @@ export class LeaderElector {
     try {
       return await Promise.race([this.tryAcquireOrRenew(), timeout]);
     } catch (error) {
-      this.deps.logger.warn(`lease ${what} failed`, { lease: `${this.deps.store.namespace}/${this.deps.store.name}`, error: (error as Error).message });
+      this.deps.logger.warn(`lease ${what} failed`, {
+        lease: `${this.deps.store.namespace}/${this.deps.store.name}`,
+        error: (error as Error).message,
+      });
       return false;
     } finally {
       clearTimeout(timer);
@@ -206,9 +218,17 @@ export class LeaderElector {
       const current = await store.read();
       if (current?.spec?.holderIdentity !== identity) return;
       const now = microTime(this.deps.wallClock());
-      const spec: LeaseSpec = { holderIdentity: null, leaseDurationSeconds: 1, acquireTime: now, renewTime: now, leaseTransitions: current.spec.leaseTransitions ?? 0 };
+      const spec: LeaseSpec = {
+        holderIdentity: null,
+        leaseDurationSeconds: 1,
+        acquireTime: now,
+        renewTime: now,
+        leaseTransitions: current.spec.leaseTransitions ?? 0,
+      };
       const released = await store.replace(current.metadata?.resourceVersion ?? '', spec);
-      logger.info(released ? 'released the lease' : 'could not release the lease (changed meanwhile)', { lease: `${store.namespace}/${store.name}` });
+      logger.info(released ? 'released the lease' : 'could not release the lease (changed meanwhile)', {
+        lease: `${store.namespace}/${store.name}`,
+      });
     } catch (error) {
       logger.warn('releasing the lease failed; a follower takes over when it expires', { error: (error as Error).message });
     }

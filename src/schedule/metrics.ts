@@ -165,7 +165,8 @@ export class SweepMetrics {
     for (const { decision: d } of result.results) {
       if (!isWithinGrace(d)) continue;
       this.withinGrace.inc({ namespace: d.namespace, class: d.pullClass }, d.stuckPods);
-      for (const [resource, v] of Object.entries(d.capacity?.requests ?? {})) this.graceRequests.inc({ namespace: d.namespace, resource }, v);
+      for (const [resource, v] of Object.entries(d.capacity?.requests ?? {}))
+        this.graceRequests.inc({ namespace: d.namespace, resource }, v);
     }
   }
 }

@@ -111,42 +111,62 @@ describe('malformed policies', () => {
   });
 
   it('policy validate - (stdin) says the same as with the file', { timeout: 300_000 }, async () => {
-    const sample = cases.filter((c) => /^(tabs-indent|duplicate-key|unknown-key-namespace|duration-days|alias-bomb|binary-garbage)\.yaml$/.test(c.name));
-    await mapBounded(sample, 3, async (c) => check(await measured(['policy', 'validate', '-'], readFileSync(c.path, 'utf8')), c, '<stdin>', 'stdin'));
-  });
-
-  it('sweep --policy-file and --policy-configmap: exit 2, nothing written but the InvalidPolicy Event', { timeout: 1_800_000 }, async () => {
-    const ns = await env.namespace('badpolicy');
-    await createStuckJob(kc, ns, 'stuck', { stuckFor: 99_999 });
-    const before = await settledSnapshot(kc, ns);
-    const core = kc.makeApiClient(CoreV1Api);
-    const base = ['sweep', '--kubeconfig', kubeconfig, '--namespace', ns, '--output', 'json'];
-
-    await mapBounded(cases, 3, async (c) => check(await measured([...base, '--policy-file', c.path]), c, c.path, '--policy-file'));
-
-    const inConfigMaps = cases.filter((c) => c.configMap);
-    const configMaps = new Map<string, string | undefined>();
-    await mapBounded(inConfigMaps, 3, async (c) => {
-      const name = `policy-${c.name.replace(/\.yaml$/, '').replace(/[^a-z0-9-]/g, '-')}`.slice(0, 63);
-      const text = readFileSync(c.path, 'utf8');
-      const created = await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name }, data: { 'policy.yaml': text } } });
-      configMaps.set(name, created.metadata?.resourceVersion);
-      check(await measured([...base, '--policy-configmap', `${ns}/${name}`]), c, `${ns}/${name}:policy.yaml`, 'ConfigMap');
-    });
-
-    const after = await settledSnapshot(kc, ns);
-    assert.deepEqual(after, before, 'no Job or Pod was written');
-    for (const [name, resourceVersion] of configMaps) {
-      const now = await core.readNamespacedConfigMap({ namespace: ns, name });
-      assert.equal(now.metadata?.resourceVersion, resourceVersion, `ConfigMap ${name} was written`);
-    }
-    const events = await sweeperEvents(kc, ns);
-    assert.deepEqual(events.filter((e) => e.reason !== 'InvalidPolicy').map((e) => `${e.reason} ${e.regarding?.name}`), []);
-    assert.ok(events.every((e) => e.regarding?.kind === 'ConfigMap' && configMaps.has(e.regarding.name ?? '')), 'InvalidPolicy Events only on the policy ConfigMaps');
-    assert.ok(events.length <= configMaps.size, `one InvalidPolicy Event per ConfigMap at most, got ${events.length} for ${configMaps.size}`);
-    process.stderr.write(
-      `[bad-policies] ${cases.length} cases (${inConfigMaps.length} also as ConfigMaps), ${runs} CLI runs, heap capped at ${HEAP_MB} MB; ` +
-        `peak RSS ${peak.rssMb} MB (${peak.rssWhat}); most CPU ${peak.cpuS} s (${peak.cpuWhat})\n`,
+    const sample = cases.filter((c) =>
+      /^(tabs-indent|duplicate-key|unknown-key-namespace|duration-days|alias-bomb|binary-garbage)\.yaml$/.test(c.name),
+    );
+    await mapBounded(sample, 3, async (c) =>
+      check(await measured(['policy', 'validate', '-'], readFileSync(c.path, 'utf8')), c, '<stdin>', 'stdin'),
     );
   });
+
+  it(
+    'sweep --policy-file and --policy-configmap: exit 2, nothing written but the InvalidPolicy Event',
+    { timeout: 1_800_000 },
+    async () => {
+      const ns = await env.namespace('badpolicy');
+      await createStuckJob(kc, ns, 'stuck', { stuckFor: 99_999 });
+      const before = await settledSnapshot(kc, ns);
+      const core = kc.makeApiClient(CoreV1Api);
+      const base = ['sweep', '--kubeconfig', kubeconfig, '--namespace', ns, '--output', 'json'];
+
+      await mapBounded(cases, 3, async (c) => check(await measured([...base, '--policy-file', c.path]), c, c.path, '--policy-file'));
+
+      const inConfigMaps = cases.filter((c) => c.configMap);
+      const configMaps = new Map<string, string | undefined>();
+      await mapBounded(inConfigMaps, 3, async (c) => {
+        const name = `policy-${c.name.replace(/\.yaml$/, '').replace(/[^a-z0-9-]/g, '-')}`.slice(0, 63);
+        const text = readFileSync(c.path, 'utf8');
+        const created = await core.createNamespacedConfigMap({
+          namespace: ns,
+          body: { metadata: { name }, data: { 'policy.yaml': text } },
+        });
+        configMaps.set(name, created.metadata?.resourceVersion);
+        check(await measured([...base, '--policy-configmap', `${ns}/${name}`]), c, `${ns}/${name}:policy.yaml`, 'ConfigMap');
+      });
+
+      const after = await settledSnapshot(kc, ns);
+      assert.deepEqual(after, before, 'no Job or Pod was written');
+      for (const [name, resourceVersion] of configMaps) {
+        const now = await core.readNamespacedConfigMap({ namespace: ns, name });
+        assert.equal(now.metadata?.resourceVersion, resourceVersion, `ConfigMap ${name} was written`);
+      }
+      const events = await sweeperEvents(kc, ns);
+      assert.deepEqual(
+        events.filter((e) => e.reason !== 'InvalidPolicy').map((e) => `${e.reason} ${e.regarding?.name}`),
+        [],
+      );
+      assert.ok(
+        events.every((e) => e.regarding?.kind === 'ConfigMap' && configMaps.has(e.regarding.name ?? '')),
+        'InvalidPolicy Events only on the policy ConfigMaps',
+      );
+      assert.ok(
+        events.length <= configMaps.size,
+        `one InvalidPolicy Event per ConfigMap at most, got ${events.length} for ${configMaps.size}`,
+      );
+      process.stderr.write(
+        `[bad-policies] ${cases.length} cases (${inConfigMaps.length} also as ConfigMaps), ${runs} CLI runs, heap capped at ${HEAP_MB} MB; ` +
+          `peak RSS ${peak.rssMb} MB (${peak.rssWhat}); most CPU ${peak.cpuS} s (${peak.cpuWhat})\n`,
+      );
+    },
+  );
 });

@@ -14,7 +14,16 @@ import { useTestCluster } from '../support/hooks.ts';
 import { setImagePullStuck, waitFor, waitForJobPods } from '../support/kubelet.ts';
 import { nodeSkipReason, testNode } from '../support/node.ts';
 import { nodePodSpec, observeReasons } from '../support/node-cases.ts';
-import { MISSING_IMAGE, NOT_FOUND_MESSAGE, policyFile, readJob, runSweep, sweeperEvents, trueCondition, waitForJobFailed } from '../support/sweeper.ts';
+import {
+  MISSING_IMAGE,
+  NOT_FOUND_MESSAGE,
+  policyFile,
+  readJob,
+  runSweep,
+  sweeperEvents,
+  trueCondition,
+  waitForJobFailed,
+} from '../support/sweeper.ts';
 
 const TIMEOUT = { timeout: 180_000 };
 const MI = 2 ** 20;
@@ -30,7 +39,9 @@ const env = useTestCluster((hooks) => {
 async function stuckTrainingJob(ns: string, name: string, stuckFor: number): Promise<void> {
   const job = jobManifest(name, MISSING_IMAGE, { parallelism: 2, completions: 2 });
   const spec = job.spec!.template.spec!;
-  spec.initContainers = [{ name: 'proxy', image: 'busybox:1.36', restartPolicy: 'Always', resources: { requests: { cpu: '100m', memory: '32Mi' } } }];
+  spec.initContainers = [
+    { name: 'proxy', image: 'busybox:1.36', restartPolicy: 'Always', resources: { requests: { cpu: '100m', memory: '32Mi' } } },
+  ];
   spec.containers[0]!.resources = { requests: { cpu: '500m', memory: '256Mi' }, limits: { 'example.com/widget': '2' } };
   await kc.makeApiClient(BatchV1Api).createNamespacedJob({ namespace: ns, body: job });
   const core = kc.makeApiClient(CoreV1Api);
@@ -55,7 +66,18 @@ describe('the capacity a failed Job frees', () => {
     const policy = policyFile('{}\n');
 
     // The CronJob mode's command, as text: what a dry run would free.
-    const dry = await runCli(['sweep', '--dry-run', '--namespace', ns, '--policy-file', policy.kind === 'file' ? policy.path : '', '--kubeconfig', kubeconfig, '--output', 'text']);
+    const dry = await runCli([
+      'sweep',
+      '--dry-run',
+      '--namespace',
+      ns,
+      '--policy-file',
+      policy.kind === 'file' ? policy.path : '',
+      '--kubeconfig',
+      kubeconfig,
+      '--output',
+      'text',
+    ]);
     assert.equal(dry.code, 0, dry.stderr);
     assert.match(dry.stdout, new RegExp(`would free ${FREED.source}`));
     assert.match(dry.stdout, new RegExp(`^Would free ${FREED.source}\\.$`, 'm'));
@@ -78,7 +100,10 @@ describe('the capacity a failed Job frees', () => {
 
     const job = await waitForJobFailed(kc, ns, 'train');
     assert.ok(trueCondition(job, 'Failed'));
-    assert.match((await readJob(kc, ns, 'train')).metadata!.annotations!['imagepull-sweeper/message']!, new RegExp(`; frees ${FREED.source}\\): ImagePullBackOff`));
+    assert.match(
+      (await readJob(kc, ns, 'train')).metadata!.annotations!['imagepull-sweeper/message']!,
+      new RegExp(`; frees ${FREED.source}\\): ImagePullBackOff`),
+    );
     const events = await sweeperEvents(kc, ns);
     assert.equal(events.length, 1);
     assert.match(events[0]!.note!, new RegExp(`^Failing Job: .*frees ${FREED.source}`));
@@ -92,19 +117,34 @@ describe('the capacity a failed Job frees, on the real node', () => {
     const core = kc.makeApiClient(CoreV1Api);
     const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
     const advertise = (count: string | null) =>
-      core.patchNodeStatus({ name: node.name, body: { status: { capacity: { 'example.com/widget': count }, allocatable: { 'example.com/widget': count } } } }, merge);
+      core.patchNodeStatus(
+        { name: node.name, body: { status: { capacity: { 'example.com/widget': count }, allocatable: { 'example.com/widget': count } } } },
+        merge,
+      );
     await advertise('3');
     try {
-      await waitFor(async () => (await core.readNode({ name: node.name })).status?.allocatable?.['example.com/widget'] === '3', 30_000, 'the node advertises example.com/widget');
+      await waitFor(
+        async () => (await core.readNode({ name: node.name })).status?.allocatable?.['example.com/widget'] === '3',
+        30_000,
+        'the node advertises example.com/widget',
+      );
       const ns = await env.namespace('capacity-node');
       const image = `${node.registry}/team/missing:1`;
       const job = jobManifest('infer', image);
       job.spec!.template.spec = nodePodSpec(node, [
-        { name: 'main', image, resources: { requests: { cpu: '100m', memory: '32Mi', 'example.com/widget': '2' }, limits: { 'example.com/widget': '2' } } },
+        {
+          name: 'main',
+          image,
+          resources: { requests: { cpu: '100m', memory: '32Mi', 'example.com/widget': '2' }, limits: { 'example.com/widget': '2' } },
+        },
       ]);
       await kc.makeApiClient(BatchV1Api).createNamespacedJob({ namespace: ns, body: job });
       const [pod] = await waitForJobPods(core, ns, 'infer');
-      await observeReasons(kc, ns, pod!.metadata!.name!, { container: 'main', containerKind: 'regular', reasons: ['ErrImagePull', 'ImagePullBackOff'] });
+      await observeReasons(kc, ns, pod!.metadata!.name!, {
+        container: 'main',
+        containerKind: 'regular',
+        reasons: ['ErrImagePull', 'ImagePullBackOff'],
+      });
       await new Promise((r) => setTimeout(r, 2_000)); // past the 1 s grace
 
       const run = await runSweep(kc, { namespaces: [ns], policy: policyFile('defaults: { grace: { permanent: 1s } }\n') });

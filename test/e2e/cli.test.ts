@@ -101,17 +101,32 @@ describe('policy validate / schema', () => {
   });
 
   it('prints every problem as FILE:LINE:COL path: message and exits 2', async () => {
-    const bad = file('bad.yaml', 'defaults:\n  grace:\n    permanent: soon\n  colour: blue\nrules:\n  - name: x\n    namespaces: ["[oops"]\n');
+    const bad = file(
+      'bad.yaml',
+      'defaults:\n  grace:\n    permanent: soon\n  colour: blue\nrules:\n  - name: x\n    namespaces: ["[oops"]\n',
+    );
     const r = await runCli(['policy', 'validate', bad]);
     assert.equal(r.code, 2);
     const lines = r.stdout.trim().split('\n');
-    assert.ok(lines.some((l) => l.startsWith(`${bad}:3:16 defaults.grace.permanent: `)), r.stdout);
-    assert.ok(lines.some((l) => l.startsWith(`${bad}:4:3 defaults.colour: `)), r.stdout);
-    assert.ok(lines.some((l) => l.startsWith(`${bad}:7:18 rules[0].namespaces[0]: `)), r.stdout);
+    assert.ok(
+      lines.some((l) => l.startsWith(`${bad}:3:16 defaults.grace.permanent: `)),
+      r.stdout,
+    );
+    assert.ok(
+      lines.some((l) => l.startsWith(`${bad}:4:3 defaults.colour: `)),
+      r.stdout,
+    );
+    assert.ok(
+      lines.some((l) => l.startsWith(`${bad}:7:18 rules[0].namespaces[0]: `)),
+      r.stdout,
+    );
   });
 
-  it('maps problems in a ConfigMap manifest to the manifest\'s own lines', async () => {
-    const bad = file('badcm.yaml', 'kind: ConfigMap\napiVersion: v1\nmetadata: { name: p }\ndata:\n  policy.yaml: |\n    limits:\n      maxJobsPerSweep: -1\n');
+  it("maps problems in a ConfigMap manifest to the manifest's own lines", async () => {
+    const bad = file(
+      'badcm.yaml',
+      'kind: ConfigMap\napiVersion: v1\nmetadata: { name: p }\ndata:\n  policy.yaml: |\n    limits:\n      maxJobsPerSweep: -1\n',
+    );
     const r = await runCli(['policy', 'validate', bad]);
     assert.equal(r.code, 2);
     assert.match(r.stdout, new RegExp(`^${bad}:7:24 limits\\.maxJobsPerSweep: `, 'm'));
@@ -142,8 +157,22 @@ describe('policy validate / schema', () => {
 describe('policy explain', () => {
   it('shows the rule, effective values and their sources, with live namespace labels', TIMEOUT, async () => {
     const ns = await namespace('explain', { team: 'batch' });
-    const policy = file('explain.yaml', 'rules:\n  - name: batch\n    namespaceSelector: { matchLabels: { team: batch } }\n    grace: { permanent: 30s }\n');
-    const r = await runCli(['policy', 'explain', '--namespace', ns, '--policy-file', policy, '--kubeconfig', kubeconfig, '--output', 'text']);
+    const policy = file(
+      'explain.yaml',
+      'rules:\n  - name: batch\n    namespaceSelector: { matchLabels: { team: batch } }\n    grace: { permanent: 30s }\n',
+    );
+    const r = await runCli([
+      'policy',
+      'explain',
+      '--namespace',
+      ns,
+      '--policy-file',
+      policy,
+      '--kubeconfig',
+      kubeconfig,
+      '--output',
+      'text',
+    ]);
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /Rule:\s+batch/);
     assert.match(r.stdout, /permanent\s+30s\s+\(from batch\)/);
@@ -153,8 +182,13 @@ describe('policy explain', () => {
   });
 
   it('works offline from a policy file, and says when selectors cannot see labels', async () => {
-    const policy = file('offline.yaml', 'rules:\n  - name: by-label\n    namespaceSelector: { matchLabels: { team: batch } }\n    action: report\n');
-    const r = await runCli(['policy', 'explain', '--namespace', 'ci-1', '--policy-file', policy, '--output', 'text'], { env: { KUBECONFIG: '', HOME: dir } });
+    const policy = file(
+      'offline.yaml',
+      'rules:\n  - name: by-label\n    namespaceSelector: { matchLabels: { team: batch } }\n    action: report\n',
+    );
+    const r = await runCli(['policy', 'explain', '--namespace', 'ci-1', '--policy-file', policy, '--output', 'text'], {
+      env: { KUBECONFIG: '', HOME: dir },
+    });
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /Rule:\s+defaults/);
     assert.match(r.stdout, /no cluster connection/);
@@ -163,20 +197,37 @@ describe('policy explain', () => {
 
   it('shows forceDeleteAfter (0: never) with the other limits', async () => {
     const policy = file('never.yaml', 'limits: { forceDeleteAfter: 0, confirmWithin: 10m }\n');
-    const text = await runCli(['policy', 'explain', '--namespace', 'ci-1', '--policy-file', policy, '--output', 'text'], { env: { KUBECONFIG: '', HOME: dir } });
+    const text = await runCli(['policy', 'explain', '--namespace', 'ci-1', '--policy-file', policy, '--output', 'text'], {
+      env: { KUBECONFIG: '', HOME: dir },
+    });
     assert.equal(text.code, 0, text.stderr);
     assert.match(text.stdout, /Failed Jobs: confirmWithin 10m, forceDeleteAfter 0 \(never\)/);
-    const json = await runCli(['policy', 'explain', '--namespace', 'ci-1', '--policy-file', policy, '--output', 'json'], { env: { KUBECONFIG: '', HOME: dir } });
+    const json = await runCli(['policy', 'explain', '--namespace', 'ci-1', '--policy-file', policy, '--output', 'json'], {
+      env: { KUBECONFIG: '', HOME: dir },
+    });
     assert.equal(json.code, 0, json.stderr);
     const limits = (JSON.parse(json.stdout) as { limits: { confirmWithinSeconds: number; forceDeleteAfterSeconds: number } }).limits;
     assert.deepEqual([limits.confirmWithinSeconds, limits.forceDeleteAfterSeconds], [600, 0]);
   });
 
-  it('applies a Job\'s grace annotation, clamped to maxGrace', TIMEOUT, async () => {
+  it("applies a Job's grace annotation, clamped to maxGrace", TIMEOUT, async () => {
     const ns = await namespace('explainjob');
     await createStuckJob(kc, ns, 'slow', { stuckFor: 1, annotations: { 'imagepull-sweeper/grace': '3h' } });
     const policy = file('explain2.yaml', '{}\n');
-    const r = await runCli(['policy', 'explain', '--namespace', ns, '--job', 'slow', '--policy-file', policy, '--kubeconfig', kubeconfig, '--output', 'json']);
+    const r = await runCli([
+      'policy',
+      'explain',
+      '--namespace',
+      ns,
+      '--job',
+      'slow',
+      '--policy-file',
+      policy,
+      '--kubeconfig',
+      kubeconfig,
+      '--output',
+      'json',
+    ]);
     assert.equal(r.code, 0, r.stderr);
     const out = JSON.parse(r.stdout) as {
       rule: string;
@@ -186,7 +237,20 @@ describe('policy explain', () => {
     assert.equal(out.job.grace.override.applied, 3600);
     assert.equal(out.job.grace.override.clamped, true);
     assert.deepEqual(out.job.grace.sources.permanent, { kind: 'annotation', clamped: true });
-    const text = await runCli(['policy', 'explain', '--namespace', ns, '--job', 'slow', '--policy-file', policy, '--kubeconfig', kubeconfig, '--output', 'text']);
+    const text = await runCli([
+      'policy',
+      'explain',
+      '--namespace',
+      ns,
+      '--job',
+      'slow',
+      '--policy-file',
+      policy,
+      '--kubeconfig',
+      kubeconfig,
+      '--output',
+      'text',
+    ]);
     assert.equal(text.code, 0, text.stderr);
     assert.match(text.stdout, /Grace for this Job:\n\s+permanent\s+1h\s+\(from annotation, clamped to maxGrace\)/);
   });
@@ -195,10 +259,36 @@ describe('policy explain', () => {
     const ns = await namespace('explainignore');
     await createStuckJob(kc, ns, 'opted-out', { stuckFor: 9999, annotations: { 'imagepull-sweeper/ignore': 'True' } });
     const policy = file('explain-ignore.yaml', '{}\n');
-    const json = await runCli(['policy', 'explain', '--namespace', ns, '--job', 'opted-out', '--policy-file', policy, '--kubeconfig', kubeconfig, '--output', 'json']);
+    const json = await runCli([
+      'policy',
+      'explain',
+      '--namespace',
+      ns,
+      '--job',
+      'opted-out',
+      '--policy-file',
+      policy,
+      '--kubeconfig',
+      kubeconfig,
+      '--output',
+      'json',
+    ]);
     assert.equal(json.code, 0, json.stderr);
     assert.equal((JSON.parse(json.stdout) as { job: { ignored: boolean } }).job.ignored, true);
-    const text = await runCli(['policy', 'explain', '--namespace', ns, '--job', 'opted-out', '--policy-file', policy, '--kubeconfig', kubeconfig, '--output', 'text']);
+    const text = await runCli([
+      'policy',
+      'explain',
+      '--namespace',
+      ns,
+      '--job',
+      'opted-out',
+      '--policy-file',
+      policy,
+      '--kubeconfig',
+      kubeconfig,
+      '--output',
+      'text',
+    ]);
     assert.equal(text.code, 0, text.stderr);
     assert.match(text.stdout, /Job:\s+opted-out\s+\(annotation imagepull-sweeper\/ignore=True: never touched\)/);
     const sweep = await runCli(['sweep', '--namespace', ns, '--policy-file', policy, '--kubeconfig', kubeconfig, '--output', 'json']);
@@ -215,7 +305,18 @@ describe('policy explain', () => {
       namespace: ns,
       body: { metadata: { name: 'p' }, data: { 'policy.yaml': 'defaults: { action: report }\n' } },
     });
-    const ok = await runCli(['policy', 'explain', '--namespace', 'anything', '--policy-configmap', `${ns}/p`, '--kubeconfig', kubeconfig, '--output', 'text']);
+    const ok = await runCli([
+      'policy',
+      'explain',
+      '--namespace',
+      'anything',
+      '--policy-configmap',
+      `${ns}/p`,
+      '--kubeconfig',
+      kubeconfig,
+      '--output',
+      'text',
+    ]);
     assert.equal(ok.code, 0, ok.stderr);
     assert.match(ok.stdout, /Action:\s+report\s+\(from defaults\)/);
     await kc.makeApiClient(CoreV1Api).createNamespacedConfigMap({
@@ -231,7 +332,9 @@ describe('sweep', () => {
   it('exits 3 with one line when the cluster cannot be reached', async () => {
     const port = await freePort();
     const config = file('unreachable.kubeconfig', kubeconfigYaml(`https://127.0.0.1:${port}`, 'token'));
-    const r = await runCli(['sweep', '--kubeconfig', config, '--policy-file', file('p0.yaml', '{}\n'), '--output', 'text'], { timeoutMs: 120_000 });
+    const r = await runCli(['sweep', '--kubeconfig', config, '--policy-file', file('p0.yaml', '{}\n'), '--output', 'text'], {
+      timeoutMs: 120_000,
+    });
     assert.equal(r.code, 3, r.stdout + r.stderr);
     assert.match(r.stdout + r.stderr, /could not be reached.*nothing was changed/);
     assert.doesNotMatch(r.stdout + r.stderr, /\n\s+at /);
@@ -245,7 +348,17 @@ describe('sweep', () => {
     try {
       const config = file('blackhole.kubeconfig', kubeconfigYaml(`https://127.0.0.1:${port}`, 'token'));
       const started = Date.now();
-      const r = await runCli(['sweep', '--kubeconfig', config, '--policy-file', file('p-bh.yaml', '{}\n'), '--request-timeout', '500ms', '--output', 'text']);
+      const r = await runCli([
+        'sweep',
+        '--kubeconfig',
+        config,
+        '--policy-file',
+        file('p-bh.yaml', '{}\n'),
+        '--request-timeout',
+        '500ms',
+        '--output',
+        'text',
+      ]);
       assert.equal(r.code, 3, r.stdout + r.stderr);
       assert.match(r.stdout, /could not be reached \(ETIMEDOUT: no answer within the request timeout\)/);
       assert.ok(Date.now() - started < 30_000);
@@ -274,12 +387,26 @@ describe('sweep', () => {
     const ns = await namespace('clisweep');
     await createStuckJob(kc, ns, 'broken', { stuckFor: 9999 });
     const policy = file('p1.yaml', '{}\n');
-    const dry = await runCli(['sweep', '--dry-run', '--namespace', ns, '--policy-file', policy, '--kubeconfig', kubeconfig, '--output', 'text']);
+    const dry = await runCli([
+      'sweep',
+      '--dry-run',
+      '--namespace',
+      ns,
+      '--policy-file',
+      policy,
+      '--kubeconfig',
+      kubeconfig,
+      '--output',
+      'text',
+    ]);
     assert.equal(dry.code, 0, dry.stderr);
     assert.match(dry.stdout, new RegExp(`WOULD FAIL\\s+${ns}/job/broken`));
     assert.match(dry.stdout, /Dry run [0-9a-f]{8}: 1 decision\(s\) \(1 would fail\)/);
     assert.doesNotMatch(dry.stdout, /\bfailed\b/);
-    const dryJson = jsonLines((await runCli(['sweep', '--dry-run', '--namespace', ns, '--policy-file', policy, '--kubeconfig', kubeconfig, '--output', 'json'])).stdout);
+    const dryJson = jsonLines(
+      (await runCli(['sweep', '--dry-run', '--namespace', ns, '--policy-file', policy, '--kubeconfig', kubeconfig, '--output', 'json']))
+        .stdout,
+    );
     assert.equal(dryJson.find((l) => l.message === 'decision')?.outcome, 'would-fail');
     const drySummary = dryJson.find((l) => l.message === 'summary')!;
     assert.equal((drySummary.outcomes as Record<string, number>)['would-fail'], 1);
@@ -287,7 +414,22 @@ describe('sweep', () => {
 
     // `run --dry-run`: the metrics count would-fail, never failed.
     const port = await freePort();
-    const proc = startCli(['run', '--dry-run', '--schedule', '* * * * * *', '--namespace', ns, '--policy-file', policy, '--kubeconfig', kubeconfig, '--listen', `127.0.0.1:${port}`, '--output', 'json']);
+    const proc = startCli([
+      'run',
+      '--dry-run',
+      '--schedule',
+      '* * * * * *',
+      '--namespace',
+      ns,
+      '--policy-file',
+      policy,
+      '--kubeconfig',
+      kubeconfig,
+      '--listen',
+      `127.0.0.1:${port}`,
+      '--output',
+      'json',
+    ]);
     try {
       await waitFor(() => jsonLines(proc.output()).some((l) => l.message === 'summary'), 30_000, 'a first dry-run sweep');
       const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
@@ -315,7 +457,17 @@ describe('sweep', () => {
   it('exits 2 on an invalid policy file and changes nothing', TIMEOUT, async () => {
     const ns = await namespace('clibad');
     await createStuckJob(kc, ns, 'broken', { stuckFor: 9999 });
-    const r = await runCli(['sweep', '--namespace', ns, '--policy-file', file('bad2.yaml', 'limits: { maxJobsPerSweep: lots }\n'), '--kubeconfig', kubeconfig, '--output', 'text']);
+    const r = await runCli([
+      'sweep',
+      '--namespace',
+      ns,
+      '--policy-file',
+      file('bad2.yaml', 'limits: { maxJobsPerSweep: lots }\n'),
+      '--kubeconfig',
+      kubeconfig,
+      '--output',
+      'text',
+    ]);
     assert.equal(r.code, 2);
     assert.match(r.stdout, /bad2\.yaml:1:28 limits\.maxJobsPerSweep/);
     assert.equal(trueCondition(await readJob(kc, ns, 'broken'), 'Failed'), undefined);
@@ -330,8 +482,19 @@ describe('run', () => {
     const policy = file('run.yaml', 'defaults: { action: report }\n');
     const port = await freePort();
     const proc = startCli([
-      'run', '--schedule', '*/2 * * * * *', '--namespace', ns, '--policy-file', policy,
-      '--kubeconfig', kubeconfig, '--listen', `127.0.0.1:${port}`, '--output', 'json',
+      'run',
+      '--schedule',
+      '*/2 * * * * *',
+      '--namespace',
+      ns,
+      '--policy-file',
+      policy,
+      '--kubeconfig',
+      kubeconfig,
+      '--listen',
+      `127.0.0.1:${port}`,
+      '--output',
+      'json',
     ]);
     try {
       await waitFor(() => jsonLines(proc.output()).some((l) => l.message === 'summary'), 30_000, 'a first sweep');
@@ -355,7 +518,11 @@ describe('run', () => {
     }
     assert.equal(await proc.exited, 0, proc.output());
     assert.match(proc.output(), /stop requested/);
-    const ids = new Set(jsonLines(proc.output()).filter((l) => l.message === 'summary').map((l) => l.sweepId));
+    const ids = new Set(
+      jsonLines(proc.output())
+        .filter((l) => l.message === 'summary')
+        .map((l) => l.sweepId),
+    );
     assert.ok(ids.size >= 2);
   });
 });

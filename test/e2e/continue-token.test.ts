@@ -62,7 +62,11 @@ describe('an expired continue token', () => {
         }
       },
     };
-    const { exitCode, summary, lines, records } = await runSweep(kc, { namespaces: [ns], policy: policyFile('{}\n'), pageSize: 2 }, gateway);
+    const { exitCode, summary, lines, records } = await runSweep(
+      kc,
+      { namespaces: [ns], policy: policyFile('{}\n'), pageSize: 2 },
+      gateway,
+    );
 
     assert.ok(compactedAt !== undefined, 'etcd was compacted between pages');
     const expired = pages.findIndex((p) => p.continued && p.status === 410);
@@ -73,12 +77,15 @@ describe('an expired continue token', () => {
     assert.equal(exitCode, 0, 'done');
     assert.equal(summary?.podsScanned, 5, 'pods of the abandoned pass are not counted twice');
     const jobs = lines.map((l) => `${l.job} ${l.outcome}`).sort();
-    assert.deepEqual(jobs, [0, 1, 2, 3, 4].map((i) => `job-${i} failed`));
+    assert.deepEqual(
+      jobs,
+      [0, 1, 2, 3, 4].map((i) => `job-${i} failed`),
+    );
     for (let i = 0; i < 5; i += 1) await waitForJobFailed(kc, ns, `job-${i}`);
     assert.equal((await sweeperEvents(kc, ns)).length, 5);
     process.stderr.write(`[continue] pages: ${JSON.stringify(pages)}; etcd compacted at revision ${compactedAt}\n`);
   });
-  it('restarts the Job lists (a namespace\'s Jobs, the pending Jobs), and every Job is judged once', { timeout: 300_000 }, async () => {
+  it("restarts the Job lists (a namespace's Jobs, the pending Jobs), and every Job is judged once", { timeout: 300_000 }, async () => {
     const kc = cluster.kubeConfig;
     const ns = (await createNamespace(kc, 'continue-jobs')).name;
     const core = kc.makeApiClient(CoreV1Api);

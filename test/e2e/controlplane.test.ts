@@ -16,7 +16,15 @@ import {
 } from '@kubernetes/client-node';
 import { jobManifest } from '../support/fixtures.ts';
 import { useTestCluster } from '../support/hooks.ts';
-import { addPodCondition, realPullMessage, SANDBOX_DELAY_MS, setImagePullStuck, setPodRunning, waitFor, waitForJobPods } from '../support/kubelet.ts';
+import {
+  addPodCondition,
+  realPullMessage,
+  SANDBOX_DELAY_MS,
+  setImagePullStuck,
+  setPodRunning,
+  waitFor,
+  waitForJobPods,
+} from '../support/kubelet.ts';
 
 // Controllers act within seconds; podgc (which fails deleted, never-scheduled pods) runs every
 // 20 s, and some flows need it once. Bounded, generous.

@@ -33,7 +33,10 @@ describe('cronJobs.suspendAfter', () => {
     const batch = kc.makeApiClient(BatchV1Api);
     const cronJob = await createCronJob(kc, ns, 'every-minute', { failedJobsHistoryLimit: 1 });
     // Another CronJob, annotated to be left alone: its Jobs are failed, it is never suspended.
-    const ignored = await createCronJob(kc, ns, 'hands-off', { schedule: '0 3 1 1 *', annotations: { 'imagepull-sweeper/ignore': 'true' } });
+    const ignored = await createCronJob(kc, ns, 'hands-off', {
+      schedule: '0 3 1 1 *',
+      annotations: { 'imagepull-sweeper/ignore': 'true' },
+    });
 
     await createStuckJob(kc, ns, 'every-minute-1', { stuckFor: 9999, ownerReferences: ownedBy(cronJob) });
     await createStuckJob(kc, ns, 'hands-off-1', { stuckFor: 9999, ownerReferences: ownedBy(ignored) });
@@ -96,9 +99,14 @@ describe('cronJobs.suspendAfter', () => {
     assert.equal((await readCronJob(kc, ns, 'every-minute')).spec?.suspend, true);
     assert.equal((await sweeperEvents(kc, ns)).filter((e) => e.action === 'SuspendCronJob').length, 1);
     const jobs = await batch.listNamespacedJob({ namespace: ns });
-    const started = jobs.items.filter((j) => j.metadata?.ownerReferences?.[0]?.name === 'every-minute' && !/^every-minute-\d$/.test(j.metadata!.name!));
+    const started = jobs.items.filter(
+      (j) => j.metadata?.ownerReferences?.[0]?.name === 'every-minute' && !/^every-minute-\d$/.test(j.metadata!.name!),
+    );
     const suspendedAt = new Date(a['imagepull-sweeper/suspended-at']!).getTime();
-    assert.ok(started.every((j) => new Date(j.metadata!.creationTimestamp!).getTime() <= suspendedAt + 1000), 'no Job started after the suspension');
+    assert.ok(
+      started.every((j) => new Date(j.metadata!.creationTimestamp!).getTime() <= suspendedAt + 1000),
+      'no Job started after the suspension',
+    );
 
     // The owner's own act resumes it (and the count starts again).
     await batch.patchNamespacedCronJob({ namespace: ns, name: 'every-minute', body: { spec: { suspend: false } } }, mergePatch);

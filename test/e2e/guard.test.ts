@@ -117,26 +117,31 @@ describe('the admission guard', () => {
     assert.equal(trueCondition(pfp, 'Failed')?.reason, 'PodFailurePolicy');
     for (const job of [deadline, pfp]) {
       const annotations = job.metadata?.annotations ?? {};
-      for (const key of ['failed-at', 'reason', 'message']) assert.ok(annotations[`imagepull-sweeper/${key}`], `${job.metadata?.name}: ${key}`);
+      for (const key of ['failed-at', 'reason', 'message'])
+        assert.ok(annotations[`imagepull-sweeper/${key}`], `${job.metadata?.name}: ${key}`);
     }
     assert.ok((await readJob(kc, reportNs, 'watched')).metadata?.annotations?.['imagepull-sweeper/reported-at']);
     const failEvents = await sweeperEvents(kc, failNs);
     assert.deepEqual(failEvents.map((e) => `${e.regarding?.name} ${e.action}`).sort(), ['deadline FailJob', 'pfp FailJob']);
-    assert.deepEqual((await sweeperEvents(kc, reportNs)).map((e) => `${e.regarding?.name} ${e.action}`), ['watched Report']);
+    assert.deepEqual(
+      (await sweeperEvents(kc, reportNs)).map((e) => `${e.regarding?.name} ${e.action}`),
+      ['watched Report'],
+    );
 
     // A second sweep takes the pending labels off the finished Jobs, and is not refused.
     const again = await runSweep(saKc, { namespaces: [failNs, reportNs], policy });
     assert.equal(again.exitCode, 0, JSON.stringify(again.records, null, 1));
-    for (const name of ['deadline', 'pfp']) assert.equal((await readJob(kc, failNs, name)).metadata?.labels?.['imagepull-sweeper/pending'], undefined, name);
+    for (const name of ['deadline', 'pfp'])
+      assert.equal((await readJob(kc, failNs, name)).metadata?.labels?.['imagepull-sweeper/pending'], undefined, name);
   });
 
-  it('refuses pod status writes other than one added condition on a Job\'s pod', TIMEOUT, async () => {
+  it("refuses pod status writes other than one added condition on a Job's pod", TIMEOUT, async () => {
     const saCore = saKc.makeApiClient(CoreV1Api);
     const { pod } = await createStuckJob(kc, ns, 'stuck', { stuckFor: 10 });
     const condition = (type: string, status: 'True' | 'False' = 'True') => ({ type, status, reason: 'ImagePullBackOff' });
     const rule = 'pods/status: only one condition may be added';
 
-    await assertGuardDenies('a Ready condition on a Job\'s pod', rule, () => addPodCondition(saCore, ns, pod, condition('Ready')));
+    await assertGuardDenies("a Ready condition on a Job's pod", rule, () => addPodCondition(saCore, ns, pod, condition('Ready')));
     await assertGuardDenies('a ContainersReady condition', rule, () => addPodCondition(saCore, ns, pod, condition('ContainersReady')));
     await assertGuardDenies('a False condition', rule, () => addPodCondition(saCore, ns, pod, condition('ImagePullStuck', 'False')));
     await assertGuardDenies('the phase', rule, () =>
@@ -148,7 +153,7 @@ describe('the admission guard', () => {
         setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch),
       ),
     );
-    await assertGuardDenies('removing the kubelet\'s conditions', rule, () =>
+    await assertGuardDenies("removing the kubelet's conditions", rule, () =>
       saCore.patchNamespacedPodStatus({ namespace: ns, name: pod, body: [{ op: 'remove', path: '/status/conditions/0' }] }, jsonPatch),
     );
     // What the sweeper does is allowed, also when repeated (a retried request).
@@ -166,17 +171,29 @@ describe('the admission guard', () => {
       namespace: ns,
       body: {
         metadata: { name: 'web' },
-        spec: { selector: { matchLabels: { app: 'web' } }, template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'c', image: 'x' }] } } },
+        spec: {
+          selector: { matchLabels: { app: 'web' } },
+          template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'c', image: 'x' }] } },
+        },
       },
     });
     const replicaSet = await apps.createNamespacedReplicaSet({
       namespace: ns,
       body: {
-        metadata: { name: 'web-1', ownerReferences: [{ apiVersion: 'apps/v1', kind: 'Deployment', name: 'web', uid: deployment.metadata!.uid!, controller: true }] },
-        spec: { replicas: 0, selector: { matchLabels: { app: 'web' } }, template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'c', image: 'x' }] } } },
+        metadata: {
+          name: 'web-1',
+          ownerReferences: [{ apiVersion: 'apps/v1', kind: 'Deployment', name: 'web', uid: deployment.metadata!.uid!, controller: true }],
+        },
+        spec: {
+          replicas: 0,
+          selector: { matchLabels: { app: 'web' } },
+          template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'c', image: 'x' }] } },
+        },
       },
     });
-    await createPod(ns, 'web-1-abcde', [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'web-1', uid: replicaSet.metadata!.uid!, controller: true }]);
+    await createPod(ns, 'web-1-abcde', [
+      { apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'web-1', uid: replicaSet.metadata!.uid!, controller: true },
+    ]);
     await createPod(ns, 'bare');
     for (const name of ['web-1-abcde', 'bare']) {
       await assertGuardDenies(`a custom condition on pod ${name}`, 'pods/status: only a pod whose controller is a Job', () =>
@@ -191,7 +208,7 @@ describe('the admission guard', () => {
     await addPodCondition(kc.makeApiClient(CoreV1Api), ns, 'bare', condition('Ready'));
   });
 
-  it('admits the sweeper\'s grace-0 delete of a Job\'s pod none of whose containers ran, as its gateway sends it', TIMEOUT, async () => {
+  it("admits the sweeper's grace-0 delete of a Job's pod none of whose containers ran, as its gateway sends it", TIMEOUT, async () => {
     // Bound to a node with no kubelet: the pod keeps its 30 s grace (an unbound pod gets 0 from
     // the API server anyway) and no container status, as while its first pull hangs. A pod one of
     // whose containers ran is refused: test/e2e/node-force-delete.test.ts (a real kubelet's status).
@@ -204,10 +221,14 @@ describe('the admission guard', () => {
     const sa = createGateway(saKc);
     await sa.deletePod(ns, name!, uid!);
     const graceful = await core.readNamespacedPod({ namespace: ns, name: name! });
-    assert.equal(graceful.metadata?.deletionGracePeriodSeconds, 30, 'a plain delete keeps the pod\'s own grace');
+    assert.equal(graceful.metadata?.deletionGracePeriodSeconds, 30, "a plain delete keeps the pod's own grace");
     await sa.deletePod(ns, name!, uid!, undefined, { gracePeriodSeconds: 0 });
     await waitFor(
-      async () => core.readNamespacedPod({ namespace: ns, name: name! }).then(() => false, (e: unknown) => e instanceof ApiException && e.code === 404),
+      async () =>
+        core.readNamespacedPod({ namespace: ns, name: name! }).then(
+          () => false,
+          (e: unknown) => e instanceof ApiException && e.code === 404,
+        ),
       30_000,
       `pod ${name} gone after the grace-0 delete`,
     );
@@ -219,7 +240,10 @@ describe('the admission guard', () => {
     const rule = 'jobs: only imagepull-sweeper/ annotations';
     await batch.createNamespacedJob({
       namespace: ns,
-      body: { ...jobManifest('held', 'registry.invalid/app:1', { suspend: true }), metadata: { name: 'held', labels: { team: 'a' }, annotations: { 'owner/note': 'keep', 'imagepull-sweeper/grace': '1m' } } },
+      body: {
+        ...jobManifest('held', 'registry.invalid/app:1', { suspend: true }),
+        metadata: { name: 'held', labels: { team: 'a' }, annotations: { 'owner/note': 'keep', 'imagepull-sweeper/grace': '1m' } },
+      },
     });
     const patch = (body: object) => () => saBatch.patchNamespacedJob({ namespace: ns, name: 'held', body }, mergePatch);
 
@@ -227,7 +251,11 @@ describe('the admission guard', () => {
     await assertGuardDenies('parallelism', rule, patch({ spec: { parallelism: 5 } }));
     await assertGuardDenies('removing another annotation', rule, patch({ metadata: { annotations: { 'owner/note': null } } }));
     await assertGuardDenies('adding another annotation', rule, patch({ metadata: { annotations: { 'owner/other': 'x' } } }));
-    await assertGuardDenies('the owner\'s grace annotation', rule, patch({ metadata: { annotations: { 'imagepull-sweeper/grace': '1h' } } }));
+    await assertGuardDenies(
+      "the owner's grace annotation",
+      rule,
+      patch({ metadata: { annotations: { 'imagepull-sweeper/grace': '1h' } } }),
+    );
     await assertGuardDenies('resuming the Job', rule, patch({ spec: { suspend: false } }));
     // A suspended Job's pod template may change (scheduling fields): not by the sweeper.
     await assertGuardDenies('the pod template', rule, patch({ spec: { template: { spec: { nodeSelector: { evil: 'yes' } } } } }));
@@ -257,7 +285,10 @@ describe('the admission guard', () => {
     // A Job its owner told the sweeper to ignore is not touched at all.
     await batch.createNamespacedJob({
       namespace: ns,
-      body: { ...jobManifest('ignored', 'registry.invalid/app:1'), metadata: { name: 'ignored', annotations: { 'imagepull-sweeper/ignore': 'true' } } },
+      body: {
+        ...jobManifest('ignored', 'registry.invalid/app:1'),
+        metadata: { name: 'ignored', annotations: { 'imagepull-sweeper/ignore': 'true' } },
+      },
     });
     await assertGuardDenies('failing an ignored Job', 'jobs, cronjobs: never one annotated imagepull-sweeper/ignore', () =>
       saBatch.patchNamespacedJob({ namespace: ns, name: 'ignored', body: { spec: { activeDeadlineSeconds: 1 } } }, mergePatch),
@@ -293,7 +324,10 @@ describe('the admission guard', () => {
       const batch = kc.makeApiClient(BatchV1Api);
       const saBatch = saKc.makeApiClient(BatchV1Api);
       const template = jobManifest('nightly', 'registry.invalid/app:1').spec!;
-      await batch.createNamespacedCronJob({ namespace: ns, body: { metadata: { name: 'nightly' }, spec: { schedule: '0 3 * * *', jobTemplate: { spec: template } } } });
+      await batch.createNamespacedCronJob({
+        namespace: ns,
+        body: { metadata: { name: 'nightly' }, spec: { schedule: '0 3 * * *', jobTemplate: { spec: template } } },
+      });
       const patch = (body: object) => () => saBatch.patchNamespacedCronJob({ namespace: ns, name: 'nightly', body }, mergePatch);
       const rule = 'cronjobs: only imagepull-sweeper/ annotations';
 
@@ -301,7 +335,7 @@ describe('the admission guard', () => {
       await assertGuardDenies('the job template', rule, patch({ spec: { jobTemplate: { spec: { parallelism: 3 } } } }));
       await assertGuardDenies('labels', rule, patch({ metadata: { labels: { a: 'b' } } }));
       await patch({ spec: { suspend: true }, metadata: { annotations: { 'imagepull-sweeper/suspended-at': '2026-11-30T00:00:00Z' } } })();
-      await assertGuardDenies('resuming (the owner\'s act)', rule, patch({ spec: { suspend: false } }));
+      await assertGuardDenies("resuming (the owner's act)", rule, patch({ spec: { suspend: false } }));
       const cronJob = await batch.readNamespacedCronJob({ namespace: ns, name: 'nightly' });
       assert.equal(cronJob.spec?.suspend, true);
       assert.equal(cronJob.spec?.schedule, '0 3 * * *');
@@ -319,24 +353,49 @@ describe('the admission guard', () => {
         saCore.createNamespacedPodEviction({ namespace: ns, name, body: { metadata: { name, namespace: ns } } }),
       );
       await assertGuardDenies('a core/v1 Event', 'events CREATE is not a write the sweeper makes', () =>
-        saCore.createNamespacedEvent({ namespace: ns, body: { metadata: { name: 'x' }, involvedObject: { kind: 'Pod', name, namespace: ns }, reason: 'X' } }),
+        saCore.createNamespacedEvent({
+          namespace: ns,
+          body: { metadata: { name: 'x' }, involvedObject: { kind: 'Pod', name, namespace: ns }, reason: 'X' },
+        }),
       );
       // Leases: RBAC lets it create any (create cannot be limited by name); the guard only its own.
       const saLeases = saKc.makeApiClient(CoordinationV1Api);
       await assertGuardDenies('another Lease', 'leases: only the Lease imagepull-sweeper', () =>
-        saLeases.createNamespacedLease({ namespace: INSTALL_NS, body: { metadata: { name: 'someone-elses-lock' }, spec: { holderIdentity: 'x' } } }),
+        saLeases.createNamespacedLease({
+          namespace: INSTALL_NS,
+          body: { metadata: { name: 'someone-elses-lock' }, spec: { holderIdentity: 'x' } },
+        }),
       );
       const leases = kc.makeApiClient(CoordinationV1Api);
       await leases.deleteNamespacedLease({ namespace: INSTALL_NS, name: 'imagepull-sweeper' }).catch(() => undefined);
-      const own = await saLeases.createNamespacedLease({ namespace: INSTALL_NS, body: { metadata: { name: 'imagepull-sweeper' }, spec: { holderIdentity: 'guard-e2e' } } });
+      const own = await saLeases.createNamespacedLease({
+        namespace: INSTALL_NS,
+        body: { metadata: { name: 'imagepull-sweeper' }, spec: { holderIdentity: 'guard-e2e' } },
+      });
       env.onCleanup(() => leases.deleteNamespacedLease({ namespace: INSTALL_NS, name: 'imagepull-sweeper' }));
-      await saLeases.replaceNamespacedLease({ namespace: INSTALL_NS, name: 'imagepull-sweeper', body: { ...own, spec: { holderIdentity: 'guard-e2e-2' } } });
-      await assert.rejects(saLeases.readNamespacedLease({ namespace: INSTALL_NS, name: 'kube-scheduler' }), (e: unknown) => e instanceof ApiException && e.code === 403);
+      await saLeases.replaceNamespacedLease({
+        namespace: INSTALL_NS,
+        name: 'imagepull-sweeper',
+        body: { ...own, spec: { holderIdentity: 'guard-e2e-2' } },
+      });
+      await assert.rejects(
+        saLeases.readNamespacedLease({ namespace: INSTALL_NS, name: 'kube-scheduler' }),
+        (e: unknown) => e instanceof ApiException && e.code === 403,
+      );
       const saEvents = saKc.makeApiClient(EventsV1Api);
       await assertGuardDenies('an Event of another controller', 'events: only Events with reportingController imagepull-sweeper', () =>
         saEvents.createNamespacedEvent({
           namespace: ns,
-          body: { metadata: { name: 'x' }, eventTime: new V1MicroTime(), reportingController: 'someone-else', reportingInstance: 'x', action: 'A', reason: 'R', type: 'Normal', regarding: { kind: 'Pod', name, namespace: ns } },
+          body: {
+            metadata: { name: 'x' },
+            eventTime: new V1MicroTime(),
+            reportingController: 'someone-else',
+            reportingInstance: 'x',
+            action: 'A',
+            reason: 'R',
+            type: 'Normal',
+            regarding: { kind: 'Pod', name, namespace: ns },
+          },
         }),
       );
     });

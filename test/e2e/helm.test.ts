@@ -63,7 +63,11 @@ describe('the Helm chart', () => {
   it('one source of truth: the default render is manifests/ object by object (the Namespace with createNamespace)', TIMEOUT, async () => {
     const manifests = renderKustomization(MANIFESTS);
     const chart = await helmTemplate(INSTALL_NS);
-    assertSameObjects(chart, manifests.filter((o) => o.kind !== 'Namespace'), 'default');
+    assertSameObjects(
+      chart,
+      manifests.filter((o) => o.kind !== 'Namespace'),
+      'default',
+    );
     assertSameObjects(await helmTemplate(INSTALL_NS, ['createNamespace=true']), manifests, 'createNamespace=true');
   });
 
@@ -78,13 +82,25 @@ describe('the Helm chart', () => {
     const policyFile = join(mkdtempSync(join(tmpdir(), 'ips-helm-values-')), 'policy.yaml');
     writeFileSync(policyFile, policy);
     const r = await helm([
-      'template', 'x', CHART, '-n', 'sweepers', '--set-file', `policy=${policyFile}`,
-      '--set', 'image.repository=registry.example/team/sweeper,image.tag=1.2.3,schedule=*/5 * * * *',
-      '--set', 'resources.limits.memory=300Mi,nodeSelector.pool=infra,tolerations[0].key=infra,tolerations[0].operator=Exists',
-      '--set', 'labels.team=platform,annotations.owner=ops,podAnnotations.scrape=no',
+      'template',
+      'x',
+      CHART,
+      '-n',
+      'sweepers',
+      '--set-file',
+      `policy=${policyFile}`,
+      '--set',
+      'image.repository=registry.example/team/sweeper,image.tag=1.2.3,schedule=*/5 * * * *',
+      '--set',
+      'resources.limits.memory=300Mi,nodeSelector.pool=infra,tolerations[0].key=infra,tolerations[0].operator=Exists',
+      '--set',
+      'labels.team=platform,annotations.owner=ops,podAnnotations.scrape=no',
     ]);
     assert.equal(r.code, 0, r.stderr);
-    const objects = (r.stdout.split(/^---$/m).map((d) => parseYaml(d) as KubernetesObject | null)).filter((o): o is KubernetesObject => o !== null);
+    const objects = r.stdout
+      .split(/^---$/m)
+      .map((d) => parseYaml(d) as KubernetesObject | null)
+      .filter((o): o is KubernetesObject => o !== null);
     for (const o of objects) {
       assert.equal(o.metadata?.labels?.team, 'platform', `${objectKey(o)} label`);
       assert.equal(o.metadata?.annotations?.owner, 'ops', `${objectKey(o)} annotation`);
@@ -99,80 +115,142 @@ describe('the Helm chart', () => {
     assert.equal(pod.metadata!.annotations!.scrape, 'no');
     assert.ok(pod.spec!.containers[0]!.args!.includes('sweepers/imagepull-sweeper-policy'));
     assert.equal(find<{ data: Record<string, string> }>(objects, 'ConfigMap').data['policy.yaml'], policy);
-    const guard = objects.find((o) => o.kind === 'ValidatingAdmissionPolicy') as unknown as { spec: { matchConditions: { expression: string }[] } };
+    const guard = objects.find((o) => o.kind === 'ValidatingAdmissionPolicy') as unknown as {
+      spec: { matchConditions: { expression: string }[] };
+    };
     assert.match(guard.spec.matchConditions[0]!.expression, /system:serviceaccount:sweepers:imagepull-sweeper/);
   });
 
-  it('optional objects: guard off, ServiceMonitor, PrometheusRule (files/alerts.yaml), dashboard (files/dashboard.json)', TIMEOUT, async () => {
-    const noGuard = await helmTemplate('x', ['guard.enabled=false']);
-    assert.ok(!noGuard.some((o) => o.kind?.startsWith('ValidatingAdmissionPolicy')));
-    const all = await helmTemplate('x', ['mode=deployment', 'serviceMonitor.enabled=true', 'prometheusRule.enabled=true', 'dashboard.enabled=true']);
-    const monitor = find<{ spec: { endpoints: { port: string }[]; selector: { matchLabels: Record<string, string> } } }>(all, 'ServiceMonitor');
-    const service = find<{ metadata: { labels: Record<string, string> }; spec: { ports: { name: string }[] } }>(all, 'Service');
-    assert.equal(monitor.spec.endpoints[0]!.port, service.spec.ports[0]!.name);
-    for (const [k, v] of Object.entries(monitor.spec.selector.matchLabels)) assert.equal(service.metadata.labels[k], v);
-    const rule = find<{ spec: { groups: unknown[] } }>(all, 'PrometheusRule');
-    assert.deepEqual(rule.spec.groups, (parseYaml(readFileSync(join(CHART, 'files', 'alerts.yaml'), 'utf8')) as { groups: unknown[] }).groups);
-    const dashboard = all.find((o) => o.kind === 'ConfigMap' && o.metadata?.name === 'imagepull-sweeper-dashboard') as unknown as { metadata: { labels: Record<string, string> }; data: Record<string, string> };
-    assert.equal(dashboard.metadata.labels.grafana_dashboard, '1');
-    assert.deepEqual(JSON.parse(dashboard.data['imagepull-sweeper.json']!), JSON.parse(readFileSync(join(CHART, 'files', 'dashboard.json'), 'utf8')));
-    const refused = await helm(['template', 'x', CHART, '--set', 'serviceMonitor.enabled=true']);
-    assert.notEqual(refused.code, 0);
-    assert.match(refused.stderr, /serviceMonitor.enabled needs mode: deployment/);
-  });
+  it(
+    'optional objects: guard off, ServiceMonitor, PrometheusRule (files/alerts.yaml), dashboard (files/dashboard.json)',
+    TIMEOUT,
+    async () => {
+      const noGuard = await helmTemplate('x', ['guard.enabled=false']);
+      assert.ok(!noGuard.some((o) => o.kind?.startsWith('ValidatingAdmissionPolicy')));
+      const all = await helmTemplate('x', [
+        'mode=deployment',
+        'serviceMonitor.enabled=true',
+        'prometheusRule.enabled=true',
+        'dashboard.enabled=true',
+      ]);
+      const monitor = find<{ spec: { endpoints: { port: string }[]; selector: { matchLabels: Record<string, string> } } }>(
+        all,
+        'ServiceMonitor',
+      );
+      const service = find<{ metadata: { labels: Record<string, string> }; spec: { ports: { name: string }[] } }>(all, 'Service');
+      assert.equal(monitor.spec.endpoints[0]!.port, service.spec.ports[0]!.name);
+      for (const [k, v] of Object.entries(monitor.spec.selector.matchLabels)) assert.equal(service.metadata.labels[k], v);
+      const rule = find<{ spec: { groups: unknown[] } }>(all, 'PrometheusRule');
+      assert.deepEqual(
+        rule.spec.groups,
+        (parseYaml(readFileSync(join(CHART, 'files', 'alerts.yaml'), 'utf8')) as { groups: unknown[] }).groups,
+      );
+      const dashboard = all.find((o) => o.kind === 'ConfigMap' && o.metadata?.name === 'imagepull-sweeper-dashboard') as unknown as {
+        metadata: { labels: Record<string, string> };
+        data: Record<string, string>;
+      };
+      assert.equal(dashboard.metadata.labels.grafana_dashboard, '1');
+      assert.deepEqual(
+        JSON.parse(dashboard.data['imagepull-sweeper.json']!),
+        JSON.parse(readFileSync(join(CHART, 'files', 'dashboard.json'), 'utf8')),
+      );
+      const refused = await helm(['template', 'x', CHART, '--set', 'serviceMonitor.enabled=true']);
+      assert.notEqual(refused.code, 0);
+      assert.match(refused.stderr, /serviceMonitor.enabled needs mode: deployment/);
+    },
+  );
 
-  it('helm install, upgrade to mode=deployment, uninstall on the real control plane; the installed identity sweeps and leader-elects', TIMEOUT, async () => {
-    const release = await env.namespace('helm');
-    const target = await env.namespace('helm-target');
-    const kubeconfig = { KUBECONFIG: env.cluster.kubeconfigPath };
-    // The chart's cluster-scoped objects have fixed names: one sweeper per cluster. Remove those
-    // of manifests/ applied by other test files (each applies them again itself).
-    const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
-    const admission = kc.makeApiClient(AdmissionregistrationV1Api);
-    await rbac.deleteClusterRole({ name: 'imagepull-sweeper' }).catch(() => undefined);
-    await rbac.deleteClusterRoleBinding({ name: 'imagepull-sweeper' }).catch(() => undefined);
-    await admission.deleteValidatingAdmissionPolicy({ name: 'imagepull-sweeper-guard' }).catch(() => undefined);
-    await admission.deleteValidatingAdmissionPolicyBinding({ name: 'imagepull-sweeper-guard' }).catch(() => undefined);
-    env.onCleanup(() => helm(['uninstall', 'imagepull-sweeper', '-n', release], kubeconfig));
+  it(
+    'helm install, upgrade to mode=deployment, uninstall on the real control plane; the installed identity sweeps and leader-elects',
+    TIMEOUT,
+    async () => {
+      const release = await env.namespace('helm');
+      const target = await env.namespace('helm-target');
+      const kubeconfig = { KUBECONFIG: env.cluster.kubeconfigPath };
+      // The chart's cluster-scoped objects have fixed names: one sweeper per cluster. Remove those
+      // of manifests/ applied by other test files (each applies them again itself).
+      const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
+      const admission = kc.makeApiClient(AdmissionregistrationV1Api);
+      await rbac.deleteClusterRole({ name: 'imagepull-sweeper' }).catch(() => undefined);
+      await rbac.deleteClusterRoleBinding({ name: 'imagepull-sweeper' }).catch(() => undefined);
+      await admission.deleteValidatingAdmissionPolicy({ name: 'imagepull-sweeper-guard' }).catch(() => undefined);
+      await admission.deleteValidatingAdmissionPolicyBinding({ name: 'imagepull-sweeper-guard' }).catch(() => undefined);
+      env.onCleanup(() => helm(['uninstall', 'imagepull-sweeper', '-n', release], kubeconfig));
 
-    const install = await helm(['install', 'imagepull-sweeper', CHART, '-n', release, '--wait', '--timeout', '2m'], kubeconfig);
-    assert.equal(install.code, 0, install.stdout + install.stderr);
-    const list = await helm(['list', '-n', release, '-o', 'json'], kubeconfig);
-    assert.equal((JSON.parse(list.stdout) as { status: string }[])[0]?.status, 'deployed');
-    const cron = await kc.makeApiClient(BatchV1Api).readNamespacedCronJob({ namespace: release, name: 'imagepull-sweeper' });
-    assert.equal(cron.metadata?.labels?.['app.kubernetes.io/name'], 'imagepull-sweeper');
+      const install = await helm(['install', 'imagepull-sweeper', CHART, '-n', release, '--wait', '--timeout', '2m'], kubeconfig);
+      assert.equal(install.code, 0, install.stdout + install.stderr);
+      const list = await helm(['list', '-n', release, '-o', 'json'], kubeconfig);
+      assert.equal((JSON.parse(list.stdout) as { status: string }[])[0]?.status, 'deployed');
+      const cron = await kc.makeApiClient(BatchV1Api).readNamespacedCronJob({ namespace: release, name: 'imagepull-sweeper' });
+      assert.equal(cron.metadata?.labels?.['app.kubernetes.io/name'], 'imagepull-sweeper');
 
-    // The installed ServiceAccount, with exactly the chart's RBAC: a sweep fails a stuck Job.
-    const sa = await serviceAccountKubeconfig(kc, release);
-    env.onCleanup(async () => sa.remove());
-    await createStuckJob(kc, target, 'stuck', { stuckFor: 9999 });
-    const saEnv = { ...process.env, POD_NAMESPACE: release, POD_NAME: 'helm-e2e', KUBECONFIG: '/nonexistent' };
-    const sweep = await exec(process.execPath, [CLI, 'sweep', '--kubeconfig', sa.path, '--namespace', target, '--output', 'json'], { env: saEnv, timeoutMs: 90_000 });
-    assert.equal(sweep.code, 0, sweep.stdout + sweep.stderr);
-    await waitForJobFailed(kc, target, 'stuck', 30_000);
-    // ...and holds the release namespace's Lease (the chart's leader-election Role).
-    const run = startCli(['run', '--leader-elect', '--leader-elect-namespace', release, '--schedule', '* * * * * *', '--namespace', target, '--kubeconfig', sa.path, '--output', 'json'], { POD_NAMESPACE: release, POD_NAME: 'helm-e2e' });
-    try {
-      await waitFor(() => jsonLines(run.output()).some((l) => l.message === 'summary'), 60_000, 'a leader-elected sweep');
-    } catch (error) {
-      throw new Error(`${(error as Error).message}\n${run.output()}`);
-    } finally {
-      run.child.kill('SIGTERM');
-    }
-    assert.equal(await run.exited, 0, run.output());
-    const lease = await kc.makeApiClient(CoordinationV1Api).readNamespacedLease({ namespace: release, name: 'imagepull-sweeper' });
-    assert.equal(lease.spec?.holderIdentity ?? undefined, undefined, 'released');
+      // The installed ServiceAccount, with exactly the chart's RBAC: a sweep fails a stuck Job.
+      const sa = await serviceAccountKubeconfig(kc, release);
+      env.onCleanup(async () => sa.remove());
+      await createStuckJob(kc, target, 'stuck', { stuckFor: 9999 });
+      const saEnv = { ...process.env, POD_NAMESPACE: release, POD_NAME: 'helm-e2e', KUBECONFIG: '/nonexistent' };
+      const sweep = await exec(process.execPath, [CLI, 'sweep', '--kubeconfig', sa.path, '--namespace', target, '--output', 'json'], {
+        env: saEnv,
+        timeoutMs: 90_000,
+      });
+      assert.equal(sweep.code, 0, sweep.stdout + sweep.stderr);
+      await waitForJobFailed(kc, target, 'stuck', 30_000);
+      // ...and holds the release namespace's Lease (the chart's leader-election Role).
+      const run = startCli(
+        [
+          'run',
+          '--leader-elect',
+          '--leader-elect-namespace',
+          release,
+          '--schedule',
+          '* * * * * *',
+          '--namespace',
+          target,
+          '--kubeconfig',
+          sa.path,
+          '--output',
+          'json',
+        ],
+        { POD_NAMESPACE: release, POD_NAME: 'helm-e2e' },
+      );
+      try {
+        await waitFor(() => jsonLines(run.output()).some((l) => l.message === 'summary'), 60_000, 'a leader-elected sweep');
+      } catch (error) {
+        throw new Error(`${(error as Error).message}\n${run.output()}`);
+      } finally {
+        run.child.kill('SIGTERM');
+      }
+      assert.equal(await run.exited, 0, run.output());
+      const lease = await kc.makeApiClient(CoordinationV1Api).readNamespacedLease({ namespace: release, name: 'imagepull-sweeper' });
+      assert.equal(lease.spec?.holderIdentity ?? undefined, undefined, 'released');
 
-    const upgrade = await helm(['upgrade', 'imagepull-sweeper', CHART, '-n', release, '--set', 'mode=deployment,deployment.replicas=0', '--wait', '--timeout', '2m'], kubeconfig);
-    assert.equal(upgrade.code, 0, upgrade.stdout + upgrade.stderr);
-    const deployment: V1Deployment = await kc.makeApiClient(AppsV1Api).readNamespacedDeployment({ namespace: release, name: 'imagepull-sweeper' });
-    assert.ok(deployment.spec?.template.spec?.containers[0]?.args?.includes('--leader-elect'));
-    await kc.makeApiClient(CoreV1Api).readNamespacedService({ namespace: release, name: 'imagepull-sweeper' });
-    await assert.rejects(kc.makeApiClient(BatchV1Api).readNamespacedCronJob({ namespace: release, name: 'imagepull-sweeper' }));
+      const upgrade = await helm(
+        [
+          'upgrade',
+          'imagepull-sweeper',
+          CHART,
+          '-n',
+          release,
+          '--set',
+          'mode=deployment,deployment.replicas=0',
+          '--wait',
+          '--timeout',
+          '2m',
+        ],
+        kubeconfig,
+      );
+      assert.equal(upgrade.code, 0, upgrade.stdout + upgrade.stderr);
+      const deployment: V1Deployment = await kc
+        .makeApiClient(AppsV1Api)
+        .readNamespacedDeployment({ namespace: release, name: 'imagepull-sweeper' });
+      assert.ok(deployment.spec?.template.spec?.containers[0]?.args?.includes('--leader-elect'));
+      await kc.makeApiClient(CoreV1Api).readNamespacedService({ namespace: release, name: 'imagepull-sweeper' });
+      await assert.rejects(kc.makeApiClient(BatchV1Api).readNamespacedCronJob({ namespace: release, name: 'imagepull-sweeper' }));
 
-    const uninstall = await helm(['uninstall', 'imagepull-sweeper', '-n', release, '--wait'], kubeconfig);
-    assert.equal(uninstall.code, 0, uninstall.stdout + uninstall.stderr);
-    await assert.rejects(rbac.readClusterRole({ name: 'imagepull-sweeper' }));
-    await assert.rejects(kc.makeApiClient(CoreV1Api).readNamespacedConfigMap({ namespace: release, name: 'imagepull-sweeper-policy' }));
-  });
+      const uninstall = await helm(['uninstall', 'imagepull-sweeper', '-n', release, '--wait'], kubeconfig);
+      assert.equal(uninstall.code, 0, uninstall.stdout + uninstall.stderr);
+      await assert.rejects(rbac.readClusterRole({ name: 'imagepull-sweeper' }));
+      await assert.rejects(kc.makeApiClient(CoreV1Api).readNamespacedConfigMap({ namespace: release, name: 'imagepull-sweeper-policy' }));
+    },
+  );
 });

@@ -10,7 +10,16 @@ import { WAITING_MESSAGE_LIMIT } from '../../src/report/audit.ts';
 import { CONTROLLERS, startCluster, type Cluster } from '../support/cluster.ts';
 import { createNamespace, jobManifest } from '../support/fixtures.ts';
 import { setImagePullStuck, setPodRunning, waitForJobPods } from '../support/kubelet.ts';
-import { MISSING_IMAGE, NOT_FOUND_MESSAGE, createStuckJob, policyFile, runSweep, settledSnapshot, snapshot, waitForJobFailed } from '../support/sweeper.ts';
+import {
+  MISSING_IMAGE,
+  NOT_FOUND_MESSAGE,
+  createStuckJob,
+  policyFile,
+  runSweep,
+  settledSnapshot,
+  snapshot,
+  waitForJobFailed,
+} from '../support/sweeper.ts';
 
 let cluster: Cluster;
 before(async () => {
@@ -40,7 +49,9 @@ describe('hostile cluster data', () => {
     assert.ok(Buffer.byteLength(run.lines[0]!.waitingMessage) <= WAITING_MESSAGE_LIMIT);
     const job = await waitForJobFailed(kc, ns, 'loud');
     assert.ok(Buffer.byteLength(job.metadata!.annotations!['imagepull-sweeper/message']!) <= 4096);
-    const events = (await kc.makeApiClient(EventsV1Api).listNamespacedEvent({ namespace: ns })).items.filter((e) => e.reportingController === 'imagepull-sweeper');
+    const events = (await kc.makeApiClient(EventsV1Api).listNamespacedEvent({ namespace: ns })).items.filter(
+      (e) => e.reportingController === 'imagepull-sweeper',
+    );
     assert.equal(events.length, 1);
     assert.ok(Buffer.byteLength(events[0]!.note!) <= 1024);
     const longest = Math.max(...run.records.map((r) => JSON.stringify(r).length));
@@ -57,16 +68,29 @@ describe('hostile cluster data', () => {
     await setPodRunning(core, ns, name, { since: HOUR_AGO() });
     // Add a waiting status for a container named nowhere in the spec.
     const pod = await core.readNamespacedPod({ namespace: ns, name });
-    const ghost = { name: 'ghost', image: MISSING_IMAGE, imageID: '', ready: false, restartCount: 0, state: { waiting: { reason: 'ImagePullBackOff', message: NOT_FOUND_MESSAGE } } };
+    const ghost = {
+      name: 'ghost',
+      image: MISSING_IMAGE,
+      imageID: '',
+      ready: false,
+      restartCount: 0,
+      state: { waiting: { reason: 'ImagePullBackOff', message: NOT_FOUND_MESSAGE } },
+    };
     let accepted = true;
     try {
-      await core.replaceNamespacedPodStatus({ namespace: ns, name, body: { ...pod, status: { ...pod.status, phase: 'Pending', containerStatuses: [...pod.status!.containerStatuses!, ghost] } } });
+      await core.replaceNamespacedPodStatus({
+        namespace: ns,
+        name,
+        body: { ...pod, status: { ...pod.status, phase: 'Pending', containerStatuses: [...pod.status!.containerStatuses!, ghost] } },
+      });
     } catch {
       accepted = false;
     }
     const before = await settledSnapshot(kc, ns);
     const run = await runSweep(kc, { namespaces: [ns], policy: POLICY, dryRun: true });
-    process.stderr.write(`[hostile] ghost container status ${accepted ? 'stored' : 'rejected'} by the API server; dry-run decisions: ${JSON.stringify(run.lines.map((l) => [l.container, l.outcome, l.detail]))}\n`);
+    process.stderr.write(
+      `[hostile] ghost container status ${accepted ? 'stored' : 'rejected'} by the API server; dry-run decisions: ${JSON.stringify(run.lines.map((l) => [l.container, l.outcome, l.detail]))}\n`,
+    );
     assert.ok(accepted, 'the API server (v1.37) stores a status for a container the spec does not have');
     assert.equal(run.exitCode, 0);
     assert.deepEqual(await snapshot(kc, ns), before, 'a dry run wrote nothing');
@@ -85,11 +109,17 @@ describe('hostile cluster data', () => {
       await core.createNamespacedPod({
         namespace: ns,
         body: {
-          metadata: { name: podName, ownerReferences: [{ apiVersion: 'batch/v1', kind: 'Job', name: owner.name, uid: owner.uid, controller: true }] },
+          metadata: {
+            name: podName,
+            ownerReferences: [{ apiVersion: 'batch/v1', kind: 'Job', name: owner.name, uid: owner.uid, controller: true }],
+          },
           spec: { restartPolicy: 'Never', containers: [{ name: 'main', image: MISSING_IMAGE }] },
         },
       });
-      await setImagePullStuck(core, ns, podName, { since: HOUR_AGO(), stuck: [{ container: 'main', reason: 'ImagePullBackOff', message: NOT_FOUND_MESSAGE }] });
+      await setImagePullStuck(core, ns, podName, {
+        since: HOUR_AGO(),
+        stuck: [{ container: 'main', reason: 'ImagePullBackOff', message: NOT_FOUND_MESSAGE }],
+      });
     };
     await orphan('impostor', { name: 'real', uid: '00000000-0000-4000-8000-000000000001' });
     await orphan('left-behind', { name: 'deleted-long-ago', uid: '00000000-0000-4000-8000-000000000002' });
@@ -111,8 +141,13 @@ describe('hostile cluster data', () => {
     assert.match(byPod.get('impostor')!.detail, /uid differs|replaced/);
     assert.match(byPod.get('left-behind')!.detail, /no longer exists/);
     assert.deepEqual(await snapshot(kc, ns), before, 'no Job or Pod was written');
-    const events = (await kc.makeApiClient(EventsV1Api).listNamespacedEvent({ namespace: ns })).items.filter((e) => e.reportingController === 'imagepull-sweeper');
-    assert.deepEqual(events.map((e) => `${e.action} ${e.regarding?.kind}/${e.regarding?.name}`), []);
+    const events = (await kc.makeApiClient(EventsV1Api).listNamespacedEvent({ namespace: ns })).items.filter(
+      (e) => e.reportingController === 'imagepull-sweeper',
+    );
+    assert.deepEqual(
+      events.map((e) => `${e.action} ${e.regarding?.kind}/${e.regarding?.name}`),
+      [],
+    );
   });
 });
 

@@ -34,7 +34,17 @@ function bundledPackages(): BundledPackage[] {
 }
 
 /** Permissive licences only: no copyleft in what the image ships. */
-const ALLOWED_LICENSES = new Set(['MIT', 'ISC', 'Apache-2.0', 'BSD-2-Clause', 'BSD-3-Clause', '0BSD', 'Unlicense', 'Python-2.0', 'BlueOak-1.0.0']);
+const ALLOWED_LICENSES = new Set([
+  'MIT',
+  'ISC',
+  'Apache-2.0',
+  'BSD-2-Clause',
+  'BSD-3-Clause',
+  '0BSD',
+  'Unlicense',
+  'Python-2.0',
+  'BlueOak-1.0.0',
+]);
 
 let appDir: string;
 let workdir: string;
@@ -75,12 +85,18 @@ describe('Dockerfile', () => {
     assert.ok(stages.length >= 2, 'multi-stage');
     const build = stages.find((s) => s.instructions.some((i) => i.op === 'RUN' && npmCommand(i.args, 'run')?.join(' ') === 'run build'));
     assert.ok(build?.name, 'a named stage runs `npm run build`');
-    assert.ok(build.instructions.some((i) => i.op === 'RUN' && npmCommand(i.args, 'ci')), 'the build stage runs npm ci');
+    assert.ok(
+      build.instructions.some((i) => i.op === 'RUN' && npmCommand(i.args, 'ci')),
+      'the build stage runs npm ci',
+    );
     const major = /^node:(\d+)(?:-[a-z]+)?-(?:slim|alpine)$/.exec(runtime.from)?.[1];
     assert.ok(major, `runtime base ${runtime.from} is a slim or alpine official Node image`);
     assert.ok(Number(major) >= 20 && Number(major) % 2 === 0, `Node ${major} is an LTS line`);
     assert.notEqual(runtime, build, 'the runtime stage is not the build stage');
-    assert.deepEqual(instructions('USER').map((i) => i.args), ['65532:65532']);
+    assert.deepEqual(
+      instructions('USER').map((i) => i.args),
+      ['65532:65532'],
+    );
     assert.deepEqual(execForm(runtime, 'CMD'), ['sweep']);
     assert.deepEqual(execForm(runtime, 'ENTRYPOINT'), ['node', '/app/dist/src/cli/main.js']);
     assert.ok(instructions('ENV').some((i) => /^NODE_ENV=production$/.test(i.args)));
@@ -94,9 +110,14 @@ describe('Dockerfile', () => {
     assert.equal(ignore[0], '*', 'an allow-list: everything is ignored first');
     const allowed = new Set(ignore.slice(1).map((l) => l.replace(/^!/, '').replace(/\/$/, '')));
     const copied = stages.flatMap((s) =>
-      s.instructions.filter((i) => i.op === 'COPY').map((i) => copyParts(i.args)).filter((c) => !c.from).flatMap((c) => c.sources),
+      s.instructions
+        .filter((i) => i.op === 'COPY')
+        .map((i) => copyParts(i.args))
+        .filter((c) => !c.from)
+        .flatMap((c) => c.sources),
     );
-    for (const source of copied) assert.ok(allowed.has(source.replace(/^\.\//, '').replace(/\/$/, '')), `${source} is in the build context`);
+    for (const source of copied)
+      assert.ok(allowed.has(source.replace(/^\.\//, '').replace(/\/$/, '')), `${source} is in the build context`);
     for (const excluded of ['node_modules', 'dist', '.git', 'test', '.ci']) assert.ok(!allowed.has(excluded), `${excluded} stays out`);
   });
 });
@@ -124,7 +145,11 @@ describe('the runtime stage, repeated in a clean directory', () => {
     assert.ok(!existsSync(join(appDir, 'node_modules')), 'no node_modules in the image');
     const files = listTree(appDir);
     assert.ok(files.includes('package.json'));
-    assert.deepEqual(files.filter((f) => f !== 'package.json' && !f.startsWith('dist/')), [], 'only package.json and dist/');
+    assert.deepEqual(
+      files.filter((f) => f !== 'package.json' && !f.startsWith('dist/')),
+      [],
+      'only package.json and dist/',
+    );
     assert.ok(existsSync(toLocal(entrypoint[1]!)), `${entrypoint[1]} is in the image`);
   });
 
@@ -141,7 +166,8 @@ describe('the runtime stage, repeated in a clean directory', () => {
       assert.equal(p.version, locked.version, `${p.path}: bundled ${p.version}, locked ${locked.version}`);
     }
     const names = new Set(bundled.map((p) => p.name));
-    for (const dependency of Object.keys(manifest.dependencies)) assert.ok(names.has(dependency), `dependency ${dependency} is used, so bundled`);
+    for (const dependency of Object.keys(manifest.dependencies))
+      assert.ok(names.has(dependency), `dependency ${dependency} is used, so bundled`);
     assert.ok(!names.has('typescript') && !names.has('esbuild') && !names.has('tsx'), 'no build tool in the bundle');
   });
 
@@ -188,7 +214,16 @@ describe('the runtime stage, repeated in a clean directory', () => {
       'apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]\n' +
         'users: [{name: u, user: {token: not-a-token}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n',
     );
-    const r = await runImage(['sweep', '--dry-run', '--policy-file', join(REPO, 'manifests', 'policy-configmap.yaml'), '--kubeconfig', kubeconfig, '--output', 'json']);
+    const r = await runImage([
+      'sweep',
+      '--dry-run',
+      '--policy-file',
+      join(REPO, 'manifests', 'policy-configmap.yaml'),
+      '--kubeconfig',
+      kubeconfig,
+      '--output',
+      'json',
+    ]);
     assert.equal(r.code, 3, r.stdout + r.stderr);
     assert.match(r.stdout + r.stderr, /the cluster could not be reached \(ECONNREFUSED/);
     assert.doesNotMatch(r.stderr, /DeprecationWarning/, 'the bundle prints no Node deprecation warning (punycode: scripts/build.ts)');
@@ -212,23 +247,33 @@ function listTree(dir: string, prefix = ''): string[] {
 }
 
 describe('the OCI image the real node runs (test/support/sweeper-image.ts)', () => {
-  it('holds the runtime stage\'s files, on the image\'s Node, with the Dockerfile\'s user, env and entrypoint', { timeout: 600_000, skip: nodeSkipReason() }, async () => {
-    assert.ok(appDir, 'the runtime stage was repeated above');
-    const image = await sweeperImage();
-    const { config, layers } = imageContents(image.layout);
-    assert.equal(layers.length, 2, 'a runtime layer and an app layer');
-    const [runtimeLayer, appLayer] = layers as [string[], string[]];
-    const appPrefix = `${workdir.replace(/^\//, '')}/`;
-    const inImage = appLayer.filter((e) => e !== appPrefix).map((e) => e.slice(appPrefix.length)).sort();
-    assert.ok(appLayer.every((e) => e.startsWith(appPrefix)), 'the app layer holds WORKDIR only');
-    assert.deepEqual(inImage, listTree(appDir).sort(), 'the same files as the Dockerfile\'s runtime stage');
-    assert.ok(runtimeLayer.includes('usr/local/bin/node'));
-    assert.ok(!runtimeLayer.some((e) => e.startsWith(appPrefix)), 'no app files in the runtime layer');
-    const c = config.config as { User?: string; WorkingDir?: string; Entrypoint?: string[]; Cmd?: string[]; Env?: string[] };
-    assert.equal(c.User, instructions('USER')[0]!.args);
-    assert.equal(c.WorkingDir, workdir);
-    assert.deepEqual(c.Entrypoint, entrypoint);
-    assert.deepEqual(c.Cmd, execForm(runtime, 'CMD'));
-    for (const i of instructions('ENV')) assert.ok(c.Env?.includes(i.args), `ENV ${i.args}`);
-  });
+  it(
+    "holds the runtime stage's files, on the image's Node, with the Dockerfile's user, env and entrypoint",
+    { timeout: 600_000, skip: nodeSkipReason() },
+    async () => {
+      assert.ok(appDir, 'the runtime stage was repeated above');
+      const image = await sweeperImage();
+      const { config, layers } = imageContents(image.layout);
+      assert.equal(layers.length, 2, 'a runtime layer and an app layer');
+      const [runtimeLayer, appLayer] = layers as [string[], string[]];
+      const appPrefix = `${workdir.replace(/^\//, '')}/`;
+      const inImage = appLayer
+        .filter((e) => e !== appPrefix)
+        .map((e) => e.slice(appPrefix.length))
+        .sort();
+      assert.ok(
+        appLayer.every((e) => e.startsWith(appPrefix)),
+        'the app layer holds WORKDIR only',
+      );
+      assert.deepEqual(inImage, listTree(appDir).sort(), "the same files as the Dockerfile's runtime stage");
+      assert.ok(runtimeLayer.includes('usr/local/bin/node'));
+      assert.ok(!runtimeLayer.some((e) => e.startsWith(appPrefix)), 'no app files in the runtime layer');
+      const c = config.config as { User?: string; WorkingDir?: string; Entrypoint?: string[]; Cmd?: string[]; Env?: string[] };
+      assert.equal(c.User, instructions('USER')[0]!.args);
+      assert.equal(c.WorkingDir, workdir);
+      assert.deepEqual(c.Entrypoint, entrypoint);
+      assert.deepEqual(c.Cmd, execForm(runtime, 'CMD'));
+      for (const i of instructions('ENV')) assert.ok(c.Env?.includes(i.args), `ENV ${i.args}`);
+    },
+  );
 });

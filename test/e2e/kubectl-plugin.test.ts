@@ -50,7 +50,10 @@ describe('the kubectl plugin', () => {
       for (const f of platform.files) assert.ok(existsSync(join(unpacked, '..', f.from)), `${f.from} is in the archive`);
       const installed = platform.files.find((f) => platform.bin.startsWith(`${f.to.replace(/^\.$/, '')}`) && f.to !== '.');
       assert.ok(installed, `${platform.bin} comes from the archive`);
-      assert.equal(join(installed.from.replace(/^package\//, ''), platform.bin.slice(installed.to.length)), bin['kubectl-imagepull_sweeper']!.replace(/^\.\//, ''));
+      assert.equal(
+        join(installed.from.replace(/^package\//, ''), platform.bin.slice(installed.to.length)),
+        bin['kubectl-imagepull_sweeper']!.replace(/^\.\//, ''),
+      );
     }
   });
 

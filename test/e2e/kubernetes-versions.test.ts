@@ -70,7 +70,10 @@ describe(`Kubernetes ${minor}`, () => {
     assert.equal(run.exitCode, 0);
     assert.ok(run.summary, 'the sweep reached its summary (and the version check after the pod list)');
     const warnings = run.records.filter((r) => r.level === 'warn').map((r) => String(r.message));
-    assert.deepEqual(warnings.filter((m) => /Kubernetes|PodReadyToStartContainers/.test(m)), []);
+    assert.deepEqual(
+      warnings.filter((m) => /Kubernetes|PodReadyToStartContainers/.test(m)),
+      [],
+    );
   });
 
   describe('a pull that hangs without an error', () => {
@@ -108,7 +111,10 @@ describe(`Kubernetes ${minor}`, () => {
         const warning = run.records.find((r) => r.level === 'warn' && /waited over 30 s for their sandbox/.test(String(r.message)));
         if (marksSandboxEarly) {
           assert.equal(ready, 'True');
-          assert.deepEqual(run.lines.map((l) => [l.job, l.class, l.outcome]), [['hung', 'stalled', 'would-fail']]);
+          assert.deepEqual(
+            run.lines.map((l) => [l.job, l.class, l.outcome]),
+            [['hung', 'stalled', 'would-fail']],
+          );
           assert.equal(warning, undefined);
         } else {
           assert.equal(ready, 'False');
@@ -127,7 +133,11 @@ describe(`Kubernetes ${minor}`, () => {
     before(async () => {
       if (gateSkip) return;
       hung = await hungServer();
-      node = await startNode({ kubeconfigPath: env.cluster.kubeconfigPath, serializeImagePulls: false, kubeletFeatureGates: { [GATE]: false } });
+      node = await startNode({
+        kubeconfigPath: env.cluster.kubeconfigPath,
+        serializeImagePulls: false,
+        kubeletFeatureGates: { [GATE]: false },
+      });
       addRegistryHost(node, hung.host);
     });
     after(async () => {
@@ -136,33 +146,37 @@ describe(`Kubernetes ${minor}`, () => {
       await node?.stop();
     });
 
-    it('the sweep warns naming the node, still fails a Job whose pull errors, and leaves a hung pull alone', { ...TIMEOUT, skip: gateSkip }, async () => {
-      const ns = await env.namespace('k8s-gate-off');
-      await createJob(env.kc, ns, node!, 'missing', `${node!.registry}/team/missing:1`);
-      await createJob(env.kc, ns, node!, 'hung', `${hung!.host}/team/app:1`);
-      const missing = await waitingPod(env.kc, ns, 'missing', ['ErrImagePull', 'ImagePullBackOff']);
-      const stalled = await waitingPod(env.kc, ns, 'hung', ['ContainerCreating']);
-      // What this kubelet writes: Initialized, and no PodReadyToStartContainers, on both pods.
-      for (const pod of [missing, stalled]) {
-        assert.ok(hasCondition(pod, 'Initialized'), JSON.stringify(pod.status?.conditions));
-        assert.ok(!hasCondition(pod, 'PodReadyToStartContainers'), JSON.stringify(pod.status?.conditions));
-      }
-      await sleep(6_000); // past both graces
+    it(
+      'the sweep warns naming the node, still fails a Job whose pull errors, and leaves a hung pull alone',
+      { ...TIMEOUT, skip: gateSkip },
+      async () => {
+        const ns = await env.namespace('k8s-gate-off');
+        await createJob(env.kc, ns, node!, 'missing', `${node!.registry}/team/missing:1`);
+        await createJob(env.kc, ns, node!, 'hung', `${hung!.host}/team/app:1`);
+        const missing = await waitingPod(env.kc, ns, 'missing', ['ErrImagePull', 'ImagePullBackOff']);
+        const stalled = await waitingPod(env.kc, ns, 'hung', ['ContainerCreating']);
+        // What this kubelet writes: Initialized, and no PodReadyToStartContainers, on both pods.
+        for (const pod of [missing, stalled]) {
+          assert.ok(hasCondition(pod, 'Initialized'), JSON.stringify(pod.status?.conditions));
+          assert.ok(!hasCondition(pod, 'PodReadyToStartContainers'), JSON.stringify(pod.status?.conditions));
+        }
+        await sleep(6_000); // past both graces
 
-      const run = await runSweep(env.kc, { namespaces: [ns], policy: POLICY });
-      assert.equal(run.exitCode, 0);
-      const warning = run.records.find((r) => r.level === 'warn' && /PodReadyToStartContainers/.test(String(r.message)));
-      assert.ok(warning, JSON.stringify(run.records));
-      assert.deepEqual(warning.nodes, [node!.name]);
-      assert.deepEqual(
-        run.lines.map((l) => [l.job, l.outcome]),
-        [['missing', 'failed']],
-        'the Job whose pull errors is failed; the hung pull is not seen as stuck',
-      );
-      const failed = await waitForJobFailed(env.kc, ns, 'missing');
-      assert.equal(trueCondition(failed, 'Failed')?.reason, 'DeadlineExceeded');
-      const hungJob = await env.kc.makeApiClient(BatchV1Api).readNamespacedJob({ namespace: ns, name: 'hung' });
-      assert.equal(trueCondition(hungJob, 'Failed'), undefined);
-    });
+        const run = await runSweep(env.kc, { namespaces: [ns], policy: POLICY });
+        assert.equal(run.exitCode, 0);
+        const warning = run.records.find((r) => r.level === 'warn' && /PodReadyToStartContainers/.test(String(r.message)));
+        assert.ok(warning, JSON.stringify(run.records));
+        assert.deepEqual(warning.nodes, [node!.name]);
+        assert.deepEqual(
+          run.lines.map((l) => [l.job, l.outcome]),
+          [['missing', 'failed']],
+          'the Job whose pull errors is failed; the hung pull is not seen as stuck',
+        );
+        const failed = await waitForJobFailed(env.kc, ns, 'missing');
+        assert.equal(trueCondition(failed, 'Failed')?.reason, 'DeadlineExceeded');
+        const hungJob = await env.kc.makeApiClient(BatchV1Api).readNamespacedJob({ namespace: ns, name: 'hung' });
+        assert.equal(trueCondition(hungJob, 'Failed'), undefined);
+      },
+    );
   });
 });

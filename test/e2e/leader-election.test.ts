@@ -53,8 +53,22 @@ describe('run --leader-elect', () => {
     const replica = {
       name,
       ...startCli(
-        ['run', '--leader-elect', '--leader-elect-namespace', INSTALL_NS, '--schedule', '*/2 * * * * *', '--namespace', ns,
-          '--policy-file', policy, '--kubeconfig', saKubeconfig, '--output', 'json'],
+        [
+          'run',
+          '--leader-elect',
+          '--leader-elect-namespace',
+          INSTALL_NS,
+          '--schedule',
+          '*/2 * * * * *',
+          '--namespace',
+          ns,
+          '--policy-file',
+          policy,
+          '--kubeconfig',
+          saKubeconfig,
+          '--output',
+          'json',
+        ],
         { POD_NAME: name, POD_NAMESPACE: INSTALL_NS },
       ),
     };
@@ -64,7 +78,9 @@ describe('run --leader-elect', () => {
   const lines = (r: Replica, message: string) => jsonLines(r.output()).filter((l) => l.message === message);
   const leads = (r: Replica) => lines(r, 'became the leader: sweeping').length > 0;
   const sweeps = (r: Replica) => lines(r, 'summary').length;
-  const holder = async () => (await kc.makeApiClient(CoordinationV1Api).readNamespacedLease({ namespace: INSTALL_NS, name: LEASE })).spec?.holderIdentity ?? undefined;
+  const holder = async () =>
+    (await kc.makeApiClient(CoordinationV1Api).readNamespacedLease({ namespace: INSTALL_NS, name: LEASE })).spec?.holderIdentity ??
+    undefined;
 
   it('two replicas: exactly one sweeps; SIGKILL hands over within the lease duration; SIGTERM releases', TIMEOUT, async () => {
     const a = start('replica-a');
@@ -83,7 +99,9 @@ describe('run --leader-elect', () => {
     const killedAt = performance.now();
     await waitFor(() => leads(follower), LEASE_DURATION_MS * 3, 'the follower takes over');
     const takeoverMs = performance.now() - killedAt;
-    process.stderr.write(`[leader-election] takeover after SIGKILL: ${Math.round(takeoverMs)} ms (lease duration ${LEASE_DURATION_MS} ms)\n`);
+    process.stderr.write(
+      `[leader-election] takeover after SIGKILL: ${Math.round(takeoverMs)} ms (lease duration ${LEASE_DURATION_MS} ms)\n`,
+    );
     // At most a lease duration after the last renewal it saw, plus one jittered retry period.
     assert.ok(takeoverMs <= LEASE_DURATION_MS + 1.2 * RETRY_MS + 2_000, `took ${Math.round(takeoverMs)} ms`);
     await waitFor(() => sweeps(follower) >= 1, 30_000, 'the new leader sweeps');

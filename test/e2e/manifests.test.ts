@@ -108,7 +108,9 @@ describe('manifests/', () => {
     assert.deepEqual(role('Role').rules, [
       { apiGroups: [''], resources: ['configmaps'], resourceNames: [POLICY_CONFIGMAP], verbs: ['get'] },
     ]);
-    const leaderElection = rbac.find((o) => o.kind === 'Role' && o.metadata?.name === 'imagepull-sweeper-leader-election') as unknown as { rules: unknown[] };
+    const leaderElection = rbac.find((o) => o.kind === 'Role' && o.metadata?.name === 'imagepull-sweeper-leader-election') as unknown as {
+      rules: unknown[];
+    };
     assert.deepEqual(leaderElection.rules, [
       { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
       { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: ['imagepull-sweeper'], verbs: ['get', 'update'] },
@@ -134,7 +136,7 @@ describe('manifests/', () => {
     assert.deepEqual(second, first, 'a second apply must not change any object (resourceVersion)');
   });
 
-  it('the CronJob\'s pod passes admission: restricted Pod Security, opted-in token', TIMEOUT, async () => {
+  it("the CronJob's pod passes admission: restricted Pod Security, opted-in token", TIMEOUT, async () => {
     await applied();
     const core = kc.makeApiClient(CoreV1Api);
     const batch = kc.makeApiClient(BatchV1Api);
@@ -184,13 +186,20 @@ describe('the imagepull-sweeper ServiceAccount', () => {
   });
 
   /** The built CLI, as the CronJob runs it, with the ServiceAccount's token. */
-  async function sweepAsServiceAccount(ns: string, extra: string[] = []): Promise<{ code: number | null; records: Record<string, unknown>[]; output: string }> {
+  async function sweepAsServiceAccount(
+    ns: string,
+    extra: string[] = [],
+  ): Promise<{ code: number | null; records: Record<string, unknown>[]; output: string }> {
     const env: NodeJS.ProcessEnv = { ...process.env, POD_NAMESPACE: INSTALL_NS, POD_NAME };
     delete env.KUBECONFIG;
-    const r = await exec(process.execPath, [CLI, 'sweep', '--kubeconfig', tokenKubeconfig, '--output', 'json', '--namespace', ns, ...extra], {
-      env,
-      timeoutMs: 90_000,
-    });
+    const r = await exec(
+      process.execPath,
+      [CLI, 'sweep', '--kubeconfig', tokenKubeconfig, '--output', 'json', '--namespace', ns, ...extra],
+      {
+        env,
+        timeoutMs: 90_000,
+      },
+    );
     const records = r.stdout
       .split('\n')
       .filter((l) => l.trim())
@@ -267,10 +276,15 @@ describe('the imagepull-sweeper ServiceAccount', () => {
     assert.equal(after.spec?.suspend, true);
     assert.ok(after.metadata?.annotations?.['imagepull-sweeper/suspended-at']);
     const events = await sweeperEvents(kc, ns);
-    assert.ok(events.some((e) => e.action === 'SuspendCronJob' && e.regarding?.kind === 'CronJob'), JSON.stringify(events));
+    assert.ok(
+      events.some((e) => e.action === 'SuspendCronJob' && e.regarding?.kind === 'CronJob'),
+      JSON.stringify(events),
+    );
     // The same identity may not resume it, nor delete it.
     const saBatch = saKc.makeApiClient(BatchV1Api);
-    await assert.rejects(() => saBatch.patchNamespacedCronJob({ namespace: ns, name: 'nightly', body: { spec: { suspend: false } } }, mergePatch));
+    await assert.rejects(() =>
+      saBatch.patchNamespacedCronJob({ namespace: ns, name: 'nightly', body: { spec: { suspend: false } } }, mergePatch),
+    );
     await assertForbidden('delete a CronJob', () => saBatch.deleteNamespacedCronJob({ namespace: ns, name: 'nightly' }));
   });
 
@@ -281,11 +295,16 @@ describe('the imagepull-sweeper ServiceAccount', () => {
     const batch = saKc.makeApiClient(BatchV1Api);
     await createStuckJob(kc, ns, 'victim', { stuckFor: 10 });
     await adminCore.createNamespacedSecret({ namespace: ns, body: { metadata: { name: 'creds' }, stringData: { password: 'x' } } });
-    await adminCore.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: POLICY_CONFIGMAP }, data: { 'policy.yaml': '' } } });
-    const other = 'imagepull-sweeper-e2e-other';
-    await adminCore.createNamespacedConfigMap({ namespace: INSTALL_NS, body: { metadata: { name: other }, data: {} } }).catch((e: unknown) => {
-      if (!(e instanceof ApiException && e.code === 409)) throw e;
+    await adminCore.createNamespacedConfigMap({
+      namespace: ns,
+      body: { metadata: { name: POLICY_CONFIGMAP }, data: { 'policy.yaml': '' } },
     });
+    const other = 'imagepull-sweeper-e2e-other';
+    await adminCore
+      .createNamespacedConfigMap({ namespace: INSTALL_NS, body: { metadata: { name: other }, data: {} } })
+      .catch((e: unknown) => {
+        if (!(e instanceof ApiException && e.code === 409)) throw e;
+      });
     env.onCleanup(async () => {
       await adminCore.deleteNamespacedConfigMap({ namespace: INSTALL_NS, name: other });
     });
@@ -300,9 +319,17 @@ describe('the imagepull-sweeper ServiceAccount', () => {
     await assertForbidden('list Secrets in its own namespace', () => core.listNamespacedSecret({ namespace: INSTALL_NS }));
     await assertForbidden('delete a Job', () => batch.deleteNamespacedJob({ namespace: ns, name: 'victim' }));
     await assertForbidden('create a Job', () =>
-      batch.createNamespacedJob({ namespace: ns, body: { metadata: { name: 'x' }, spec: { template: { spec: { restartPolicy: 'Never', containers: [{ name: 'c', image: 'x' }] } } } } }),
+      batch.createNamespacedJob({
+        namespace: ns,
+        body: {
+          metadata: { name: 'x' },
+          spec: { template: { spec: { restartPolicy: 'Never', containers: [{ name: 'c', image: 'x' }] } } },
+        },
+      }),
     );
-    await assertForbidden('get another ConfigMap in its own namespace', () => core.readNamespacedConfigMap({ namespace: INSTALL_NS, name: other }));
+    await assertForbidden('get another ConfigMap in its own namespace', () =>
+      core.readNamespacedConfigMap({ namespace: INSTALL_NS, name: other }),
+    );
     await assertForbidden('list ConfigMaps in its own namespace', () => core.listNamespacedConfigMap({ namespace: INSTALL_NS }));
     await assertForbidden('get the policy ConfigMap name in another namespace', () =>
       core.readNamespacedConfigMap({ namespace: ns, name: POLICY_CONFIGMAP }),

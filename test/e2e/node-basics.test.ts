@@ -40,65 +40,70 @@ function nodePids(node: TestNodeHandle): Set<number> {
   return pids;
 }
 
-for (const runtime of testRuntimes()) describe(`the real node: ${runtimeLabel(runtime)}`, () => {
-  let node: TestNodeHandle;
-  before(async () => {
-    if (skip) return;
-    node = await testNode(env.cluster.kubeconfigPath, { runtime });
-  });
+for (const runtime of testRuntimes())
+  describe(`the real node: ${runtimeLabel(runtime)}`, () => {
+    let node: TestNodeHandle;
+    before(async () => {
+      if (skip) return;
+      node = await testNode(env.cluster.kubeconfigPath, { runtime });
+    });
 
-  it('is Ready and runs a pod whose image comes from the local registry', TIMEOUT, async () => {
-    const core = env.kc.makeApiClient(CoreV1Api);
-    const n = await core.readNode({ name: node.name });
-    assert.ok(n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
-    assert.equal(n.status?.nodeInfo?.kubeletVersion, 'v1.37.2');
-    assert.match(n.status?.nodeInfo?.containerRuntimeVersion ?? '', RUNTIME_VERSION[runtime]);
-    assert.equal(node.runtimeVersion, n.status?.nodeInfo?.containerRuntimeVersion);
+    it('is Ready and runs a pod whose image comes from the local registry', TIMEOUT, async () => {
+      const core = env.kc.makeApiClient(CoreV1Api);
+      const n = await core.readNode({ name: node.name });
+      assert.ok(n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
+      assert.equal(n.status?.nodeInfo?.kubeletVersion, 'v1.37.2');
+      assert.match(n.status?.nodeInfo?.containerRuntimeVersion ?? '', RUNTIME_VERSION[runtime]);
+      assert.equal(node.runtimeVersion, n.status?.nodeInfo?.containerRuntimeVersion);
 
-    const ns = await env.namespace(`node-run-${runtime}`);
-    await core.createNamespacedSecret({
-      namespace: ns,
-      body: {
-        metadata: { name: 'pull' },
-        type: 'kubernetes.io/dockerconfigjson',
-        stringData: {
-          '.dockerconfigjson': JSON.stringify({ auths: { [node.authRegistry]: { username: node.authUser, password: node.authPassword } } }),
+      const ns = await env.namespace(`node-run-${runtime}`);
+      await core.createNamespacedSecret({
+        namespace: ns,
+        body: {
+          metadata: { name: 'pull' },
+          type: 'kubernetes.io/dockerconfigjson',
+          stringData: {
+            '.dockerconfigjson': JSON.stringify({
+              auths: { [node.authRegistry]: { username: node.authUser, password: node.authPassword } },
+            }),
+          },
         },
-      },
+      });
+      await core.createNamespacedPod({
+        namespace: ns,
+        body: {
+          metadata: { name: 'runs' },
+          spec: nodePodSpec(
+            node,
+            [
+              { name: 'open', image: node.pauseImage },
+              { name: 'private', image: `${node.authRegistry}/pause:3.10` },
+            ],
+            { imagePullSecrets: [{ name: 'pull' }] },
+          ),
+        },
+      });
+      const pod = await waitFor(
+        async () => {
+          const p = await core.readNamespacedPod({ namespace: ns, name: 'runs' });
+          return p.status?.phase === 'Running' && p.status.containerStatuses?.every((c) => c.ready) ? p : undefined;
+        },
+        60_000,
+        'pod runs Running and ready',
+        250,
+      );
+      assert.equal(pod.status?.containerStatuses?.length, 2);
+      assert.ok(pod.status?.podIP, 'the CNI bridge gave the pod an address');
     });
-    await core.createNamespacedPod({
-      namespace: ns,
-      body: {
-        metadata: { name: 'runs' },
-        spec: nodePodSpec(node, [
-          { name: 'open', image: node.pauseImage },
-          { name: 'private', image: `${node.authRegistry}/pause:3.10` },
-        ], { imagePullSecrets: [{ name: 'pull' }] }),
-      },
-    });
-    const pod = await waitFor(
-      async () => {
-        const p = await core.readNamespacedPod({ namespace: ns, name: 'runs' });
-        return p.status?.phase === 'Running' && p.status.containerStatuses?.every((c) => c.ready) ? p : undefined;
-      },
-      60_000,
-      'pod runs Running and ready',
-      250,
-    );
-    assert.equal(pod.status?.containerStatuses?.length, 2);
-    assert.ok(pod.status?.podIP, 'the CNI bridge gave the pod an address');
-  });
 
-  it('listens on nothing but 127.0.0.1', TIMEOUT, () => {
-    const pids = nodePids(node);
-    const out = execFileSync('ss', ['-H', '-l', '-t', '-n', '-p'], { encoding: 'utf8' });
-    const ours = out
-      .split('\n')
-      .filter((l) => [...l.matchAll(/pid=(\d+)/g)].some((m) => pids.has(Number(m[1]))));
-    assert.ok(ours.length >= 3, `the kubelet, the registries and the runtime's stream server listen:\n${out}`);
-    for (const l of ours) {
-      const local = l.trim().split(/\s+/)[3] ?? '';
-      assert.match(local, /^127\.0\.0\.1:\d+$/, `listening beyond loopback: ${l}`);
-    }
+    it('listens on nothing but 127.0.0.1', TIMEOUT, () => {
+      const pids = nodePids(node);
+      const out = execFileSync('ss', ['-H', '-l', '-t', '-n', '-p'], { encoding: 'utf8' });
+      const ours = out.split('\n').filter((l) => [...l.matchAll(/pid=(\d+)/g)].some((m) => pids.has(Number(m[1]))));
+      assert.ok(ours.length >= 3, `the kubelet, the registries and the runtime's stream server listen:\n${out}`);
+      for (const l of ours) {
+        const local = l.trim().split(/\s+/)[3] ?? '';
+        assert.match(local, /^127\.0\.0\.1:\d+$/, `listening beyond loopback: ${l}`);
+      }
+    });
   });
-});

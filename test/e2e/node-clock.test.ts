@@ -37,7 +37,11 @@ const LIBFAKETIME = ['/usr/lib', ...(existsSync('/usr/lib') ? readdirSync('/usr/
   .map((dir) => join(dir, 'faketime', 'libfaketimeMT.so.1'))
   .find((path) => existsSync(path));
 /** The wall clock moved by `offset` (e.g. +15m); the monotonic clock left alone, as on a real node. */
-const skewed = (offset: string): Record<string, string> => ({ LD_PRELOAD: LIBFAKETIME ?? '', FAKETIME: offset, FAKETIME_DONT_FAKE_MONOTONIC: '1' });
+const skewed = (offset: string): Record<string, string> => ({
+  LD_PRELOAD: LIBFAKETIME ?? '',
+  FAKETIME: offset,
+  FAKETIME_DONT_FAKE_MONOTONIC: '1',
+});
 
 describe('"now" is the API server\'s clock, whatever the sweeper\'s says', () => {
   let node: TestNodeHandle;
@@ -73,12 +77,15 @@ describe('"now" is the API server\'s clock, whatever the sweeper\'s says', () =>
       lines: records.filter((r) => r.message === 'decision') as unknown as AuditLine[],
       summary: records.find((r) => r.message === 'summary') as unknown as SweepSummary | undefined,
       /** How far the CLI's own clock was from the real one: its log timestamps are local. */
-      skewMs: (Date.parse(String(records.at(-1)?.timestamp)) - (before + after) / 2),
+      skewMs: Date.parse(String(records.at(-1)?.timestamp)) - (before + after) / 2,
     };
   }
 
   const within = (t: number, from: number, to: number, what: string) =>
-    assert.ok(t >= from && t <= to, `${what} ${new Date(t).toISOString()} not in ${new Date(from).toISOString()} .. ${new Date(to).toISOString()}`);
+    assert.ok(
+      t >= from && t <= to,
+      `${what} ${new Date(t).toISOString()} not in ${new Date(from).toISOString()} .. ${new Date(to).toISOString()}`,
+    );
 
   it('15 minutes ahead: a Job stuck seconds under a 2-minute grace is not failed', TIMEOUT, async () => {
     const ns = await env.namespace('clock-ahead');
@@ -97,7 +104,7 @@ describe('"now" is the API server\'s clock, whatever the sweeper\'s says', () =>
     assert.deepEqual(await sweeperEvents(env.kc, ns), []);
   });
 
-  it('15 minutes behind: a Job stuck past its grace is failed, failed-at and Event on the server\'s clock', TIMEOUT, async () => {
+  it("15 minutes behind: a Job stuck past its grace is failed, failed-at and Event on the server's clock", TIMEOUT, async () => {
     const ns = await env.namespace('clock-behind');
     await stuckJob(ns, 'build');
     await new Promise((r) => setTimeout(r, 2_000)); // past the 1 s grace
@@ -115,10 +122,22 @@ describe('"now" is the API server\'s clock, whatever the sweeper\'s says', () =>
     within(new Date(events[0]!.eventTime as unknown as string).getTime(), s.before - 1_000, s.after, 'Event eventTime');
   });
 
-  it('`run` 15 minutes ahead: every scheduled sweep judges on the server\'s clock', TIMEOUT, async () => {
+  it("`run` 15 minutes ahead: every scheduled sweep judges on the server's clock", TIMEOUT, async () => {
     const ns = await env.namespace('clock-run');
     await stuckJob(ns, 'build');
-    const args = ['run', '--schedule', '*/2 * * * * *', '--kubeconfig', env.cluster.kubeconfigPath, '--policy-file', TWO_MINUTES, '--namespace', ns, '--output', 'json'];
+    const args = [
+      'run',
+      '--schedule',
+      '*/2 * * * * *',
+      '--kubeconfig',
+      env.cluster.kubeconfigPath,
+      '--policy-file',
+      TWO_MINUTES,
+      '--namespace',
+      ns,
+      '--output',
+      'json',
+    ];
     const { child, output, exited } = startCli(args, skewed('+15m'));
     try {
       await waitFor(() => jsonLines(output()).filter((r) => r.message === 'summary').length >= 3, 30_000, 'three scheduled sweeps', 200);
@@ -145,7 +164,10 @@ describe('"now" is the API server\'s clock, whatever the sweeper\'s says', () =>
       // Even a clock that would fail the Job is not fallen back on.
       const s = await sweepSkewed('+15m', ns, ONE_SECOND, proxy.writeKubeconfig(admin));
       assert.equal(s.run.code, 3, s.run.stdout + s.run.stderr);
-      assert.ok(s.records.some((r) => r.level === 'error' && /Date header.*nothing was changed/.test(String(r.message))), s.run.stdout);
+      assert.ok(
+        s.records.some((r) => r.level === 'error' && /Date header.*nothing was changed/.test(String(r.message))),
+        s.run.stdout,
+      );
       assert.deepEqual(s.lines, []);
       assert.equal(s.summary, undefined);
     } finally {

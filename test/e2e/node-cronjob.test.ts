@@ -112,7 +112,12 @@ async function probeSweeper(node: TestNodeHandle, uid: string, done: () => boole
 
 /** The JSON lines the sweeper container wrote (the kubelet's CRI log file on the node). */
 function containerLog(node: TestNodeHandle, pod: V1Pod): Record<string, unknown>[] {
-  const dir = path.join(node.runDir, 'pod-logs', `${pod.metadata!.namespace}_${pod.metadata!.name}_${pod.metadata!.uid}`, 'imagepull-sweeper');
+  const dir = path.join(
+    node.runDir,
+    'pod-logs',
+    `${pod.metadata!.namespace}_${pod.metadata!.name}_${pod.metadata!.uid}`,
+    'imagepull-sweeper',
+  );
   const text = fs
     .readdirSync(dir)
     .sort()
@@ -174,7 +179,9 @@ describe(`the shipped CronJob${FROM_HELM ? ' (installed from the Helm chart)' : 
       await batch.deleteNamespacedCronJob({ namespace: INSTALL_NS, name: CRONJOB, propagationPolicy: 'Background' }).catch(() => undefined);
       const jobs = await batch.listNamespacedJob({ namespace: INSTALL_NS });
       for (const j of jobs.items) {
-        await batch.deleteNamespacedJob({ namespace: INSTALL_NS, name: j.metadata!.name!, propagationPolicy: 'Background' }).catch(() => undefined);
+        await batch
+          .deleteNamespacedJob({ namespace: INSTALL_NS, name: j.metadata!.name!, propagationPolicy: 'Background' })
+          .catch(() => undefined);
       }
       await core.deleteNamespacedConfigMap({ namespace: INSTALL_NS, name: 'imagepull-sweeper-policy' }).catch(() => undefined);
       // Back to the shipped Pod Security level for the other test files.
@@ -208,127 +215,160 @@ describe(`the shipped CronJob${FROM_HELM ? ' (installed from the Helm chart)' : 
     assert.equal(pod.automountServiceAccountToken, true);
   });
 
-  it('the API server is trusted in-cluster: kube-root-ca.crt holds the CA that signed its cert, which names 127.0.0.1', TIMEOUT, async () => {
-    const core = env.kc.makeApiClient(CoreV1Api);
-    const cm = await waitFor(
-      () => core.readNamespacedConfigMap({ namespace: INSTALL_NS, name: 'kube-root-ca.crt' }),
-      30_000,
-      'kube-root-ca.crt published',
-    );
-    const bundle = cm.data!['ca.crt']!;
-    const certs = bundle.split(/(?<=-----END CERTIFICATE-----)\s*/).filter((c) => c.includes('BEGIN')).map((c) => new X509Certificate(c));
-    const api = new URL(env.cluster.server);
-    const served = await new Promise<X509Certificate>((resolve, reject) => {
-      const s = tls.connect({ host: api.hostname, port: Number(api.port), rejectUnauthorized: false }, () => {
-        const raw = s.getPeerX509Certificate();
-        s.end();
-        if (raw) resolve(raw);
-        else reject(new Error('no peer certificate'));
+  it(
+    'the API server is trusted in-cluster: kube-root-ca.crt holds the CA that signed its cert, which names 127.0.0.1',
+    TIMEOUT,
+    async () => {
+      const core = env.kc.makeApiClient(CoreV1Api);
+      const cm = await waitFor(
+        () => core.readNamespacedConfigMap({ namespace: INSTALL_NS, name: 'kube-root-ca.crt' }),
+        30_000,
+        'kube-root-ca.crt published',
+      );
+      const bundle = cm.data!['ca.crt']!;
+      const certs = bundle
+        .split(/(?<=-----END CERTIFICATE-----)\s*/)
+        .filter((c) => c.includes('BEGIN'))
+        .map((c) => new X509Certificate(c));
+      const api = new URL(env.cluster.server);
+      const served = await new Promise<X509Certificate>((resolve, reject) => {
+        const s = tls.connect({ host: api.hostname, port: Number(api.port), rejectUnauthorized: false }, () => {
+          const raw = s.getPeerX509Certificate();
+          s.end();
+          if (raw) resolve(raw);
+          else reject(new Error('no peer certificate'));
+        });
+        s.on('error', reject);
       });
-      s.on('error', reject);
-    });
-    assert.equal(served.checkIP('127.0.0.1'), '127.0.0.1', `serving cert SANs: ${served.subjectAltName}`);
-    const signer = certs.find((c) => c.ca && served.checkIssued(c) && served.verify(c.publicKey));
-    assert.ok(signer, `a CA in kube-root-ca.crt signed the serving cert (issuer ${served.issuer}); bundle: ${certs.map((c) => c.subject).join(' | ')}`);
-  });
+      assert.equal(served.checkIP('127.0.0.1'), '127.0.0.1', `serving cert SANs: ${served.subjectAltName}`);
+      const signer = certs.find((c) => c.ca && served.checkIssued(c) && served.verify(c.publicKey));
+      assert.ok(
+        signer,
+        `a CA in kube-root-ca.crt signed the serving cert (issuer ${served.issuer}); bundle: ${certs.map((c) => c.subject).join(' | ')}`,
+      );
+    },
+  );
 
-  it('a scheduled run fails a stuck Job (Event, annotations) in-cluster, as non-root, read-only, under its memory limit; a second run changes nothing', TIMEOUT, async () => {
-    const core = env.kc.makeApiClient(CoreV1Api);
-    const batch = env.kc.makeApiClient(BatchV1Api);
-    ns = await env.namespace('node-cronjob');
-    const stuckImage = `${node.registry}/team/missing:1`;
-    const stuck = jobManifest('nightly', stuckImage);
-    stuck.metadata!.annotations = { 'imagepull-sweeper/grace': '5s' };
-    stuck.spec!.template.spec = nodePodSpec(node, [{ name: 'main', image: stuckImage }]);
-    await batch.createNamespacedJob({ namespace: ns, body: stuck });
-    const [stuckPod] = await waitForJobPods(core, ns, 'nightly');
-    await observeReasons(env.kc, ns, stuckPod!.metadata!.name!, { container: 'main', containerKind: 'regular', reasons: ['ErrImagePull'] });
-    await new Promise((r) => setTimeout(r, 6_000)); // past the Job's 5s grace
+  it(
+    'a scheduled run fails a stuck Job (Event, annotations) in-cluster, as non-root, read-only, under its memory limit; a second run changes nothing',
+    TIMEOUT,
+    async () => {
+      const core = env.kc.makeApiClient(CoreV1Api);
+      const batch = env.kc.makeApiClient(BatchV1Api);
+      ns = await env.namespace('node-cronjob');
+      const stuckImage = `${node.registry}/team/missing:1`;
+      const stuck = jobManifest('nightly', stuckImage);
+      stuck.metadata!.annotations = { 'imagepull-sweeper/grace': '5s' };
+      stuck.spec!.template.spec = nodePodSpec(node, [{ name: 'main', image: stuckImage }]);
+      await batch.createNamespacedJob({ namespace: ns, body: stuck });
+      const [stuckPod] = await waitForJobPods(core, ns, 'nightly');
+      await observeReasons(env.kc, ns, stuckPod!.metadata!.name!, {
+        container: 'main',
+        containerKind: 'regular',
+        reasons: ['ErrImagePull'],
+      });
+      await new Promise((r) => setTimeout(r, 6_000)); // past the Job's 5s grace
 
-    // Run 1: scheduled by the cronjob controller (every minute for the test; shipped: */2).
-    const tSchedule = Date.now();
-    await batch.patchNamespacedCronJob({ namespace: INSTALL_NS, name: CRONJOB, body: { spec: { schedule: '* * * * *', suspend: false } } }, mergePatch);
-    const scheduled = await waitFor(
-      async () => (await batch.listNamespacedJob({ namespace: INSTALL_NS })).items.find((j) => j.metadata?.ownerReferences?.[0]?.uid === cronJobUid),
-      75_000,
-      'a Job scheduled by the cronjob controller',
-      250,
-    );
-    await batch.patchNamespacedCronJob({ namespace: INSTALL_NS, name: CRONJOB, body: { spec: { suspend: true } } }, mergePatch);
-    const tStart = Date.now();
-    assert.ok(scheduled.metadata!.annotations?.['batch.kubernetes.io/cronjob-scheduled-timestamp'], 'created by the controller on schedule');
-    let stopProbe = false;
-    const run1 = await finished(node, scheduled.metadata!.name!, (pod) => {
-      probe = probeSweeper(node, pod.metadata!.uid!, () => stopProbe);
-    });
-    stopProbe = true;
-    const seen = await probe;
-    log(
-      `run 1: scheduled ${tStart - tSchedule} ms after unsuspending; Job Complete ${Date.now() - tStart} ms after creation; ` +
-        `memory peak ${((seen.memoryPeak ?? 0) / 2 ** 20).toFixed(1)} MiB of ${((seen.memoryLimit ?? 0) / 2 ** 20).toFixed(0)} MiB; ${seen.samples} samples`,
-    );
+      // Run 1: scheduled by the cronjob controller (every minute for the test; shipped: */2).
+      const tSchedule = Date.now();
+      await batch.patchNamespacedCronJob(
+        { namespace: INSTALL_NS, name: CRONJOB, body: { spec: { schedule: '* * * * *', suspend: false } } },
+        mergePatch,
+      );
+      const scheduled = await waitFor(
+        async () =>
+          (await batch.listNamespacedJob({ namespace: INSTALL_NS })).items.find(
+            (j) => j.metadata?.ownerReferences?.[0]?.uid === cronJobUid,
+          ),
+        75_000,
+        'a Job scheduled by the cronjob controller',
+        250,
+      );
+      await batch.patchNamespacedCronJob({ namespace: INSTALL_NS, name: CRONJOB, body: { spec: { suspend: true } } }, mergePatch);
+      const tStart = Date.now();
+      assert.ok(
+        scheduled.metadata!.annotations?.['batch.kubernetes.io/cronjob-scheduled-timestamp'],
+        'created by the controller on schedule',
+      );
+      let stopProbe = false;
+      const run1 = await finished(node, scheduled.metadata!.name!, (pod) => {
+        probe = probeSweeper(node, pod.metadata!.uid!, () => stopProbe);
+      });
+      stopProbe = true;
+      const seen = await probe;
+      log(
+        `run 1: scheduled ${tStart - tSchedule} ms after unsuspending; Job Complete ${Date.now() - tStart} ms after creation; ` +
+          `memory peak ${((seen.memoryPeak ?? 0) / 2 ** 20).toFixed(1)} MiB of ${((seen.memoryLimit ?? 0) / 2 ** 20).toFixed(0)} MiB; ${seen.samples} samples`,
+      );
 
-    const pod = run1.pod;
-    assert.equal(pod.spec!.serviceAccountName, 'imagepull-sweeper');
-    assert.ok(pod.spec!.volumes?.some((v) => v.projected?.sources?.some((s) => s.serviceAccountToken)), 'the ServiceAccount token is mounted');
-    assert.ok(seen.samples > 0, 'the sweeper process was seen running');
-    assert.match(seen.uid ?? '', /^65532\s+65532\s+65532\s+65532$/, 'runs as uid 65532');
-    assert.match(seen.rootMount ?? '', /^ro(,|$)/, `root filesystem mounted read-only (${seen.rootMount})`);
-    assert.equal(seen.memoryLimit, 256 * 2 ** 20, 'the manifest memory limit is the cgroup limit');
-    assert.ok((seen.memoryPeak ?? 0) > 0 && seen.memoryPeak! < seen.memoryLimit!, `peak ${seen.memoryPeak} under the limit`);
+      const pod = run1.pod;
+      assert.equal(pod.spec!.serviceAccountName, 'imagepull-sweeper');
+      assert.ok(
+        pod.spec!.volumes?.some((v) => v.projected?.sources?.some((s) => s.serviceAccountToken)),
+        'the ServiceAccount token is mounted',
+      );
+      assert.ok(seen.samples > 0, 'the sweeper process was seen running');
+      assert.match(seen.uid ?? '', /^65532\s+65532\s+65532\s+65532$/, 'runs as uid 65532');
+      assert.match(seen.rootMount ?? '', /^ro(,|$)/, `root filesystem mounted read-only (${seen.rootMount})`);
+      assert.equal(seen.memoryLimit, 256 * 2 ** 20, 'the manifest memory limit is the cgroup limit');
+      assert.ok((seen.memoryPeak ?? 0) > 0 && seen.memoryPeak! < seen.memoryLimit!, `peak ${seen.memoryPeak} under the limit`);
 
-    const records = containerLog(node, pod);
-    const mine = records.filter((r) => r.message === 'decision' && r.namespace === ns);
-    assert.equal(mine.length, 1, JSON.stringify(records));
-    assert.equal(mine[0]!.job, 'nightly');
-    assert.equal(mine[0]!.outcome, 'failed');
-    assert.equal(mine[0]!.graceSeconds, 5);
-    assert.equal(mine[0]!.graceSource, 'annotation');
-    const summary = records.find((r) => r.message === 'summary');
-    assert.equal(summary?.policy, `ConfigMap ${INSTALL_NS}/imagepull-sweeper-policy`);
+      const records = containerLog(node, pod);
+      const mine = records.filter((r) => r.message === 'decision' && r.namespace === ns);
+      assert.equal(mine.length, 1, JSON.stringify(records));
+      assert.equal(mine[0]!.job, 'nightly');
+      assert.equal(mine[0]!.outcome, 'failed');
+      assert.equal(mine[0]!.graceSeconds, 5);
+      assert.equal(mine[0]!.graceSource, 'annotation');
+      const summary = records.find((r) => r.message === 'summary');
+      assert.equal(summary?.policy, `ConfigMap ${INSTALL_NS}/imagepull-sweeper-policy`);
 
-    const failed = await waitForJobFailed(env.kc, ns, 'nightly');
-    assert.equal(trueCondition(failed, 'Failed')?.reason, 'DeadlineExceeded');
-    const a = failed.metadata!.annotations!;
-    assert.ok(a['imagepull-sweeper/failed-at']);
-    assert.match(a['imagepull-sweeper/reason'] ?? '', /^(ErrImagePull|ImagePullBackOff)$/);
-    assert.match(a['imagepull-sweeper/message'] ?? '', /team\/missing:1/);
-    const events = await sweeperEvents(env.kc, ns);
-    assert.equal(events.length, 1);
-    assert.equal(events[0]!.reason, 'ImagePullStuck');
-    assert.equal(events[0]!.action, 'FailJob');
-    assert.equal(events[0]!.reportingInstance, pod.metadata!.name, 'POD_NAME from the downward API');
+      const failed = await waitForJobFailed(env.kc, ns, 'nightly');
+      assert.equal(trueCondition(failed, 'Failed')?.reason, 'DeadlineExceeded');
+      const a = failed.metadata!.annotations!;
+      assert.ok(a['imagepull-sweeper/failed-at']);
+      assert.match(a['imagepull-sweeper/reason'] ?? '', /^(ErrImagePull|ImagePullBackOff)$/);
+      assert.match(a['imagepull-sweeper/message'] ?? '', /team\/missing:1/);
+      const events = await sweeperEvents(env.kc, ns);
+      assert.equal(events.length, 1);
+      assert.equal(events[0]!.reason, 'ImagePullStuck');
+      assert.equal(events[0]!.action, 'FailJob');
+      assert.equal(events[0]!.reportingInstance, pod.metadata!.name, 'POD_NAME from the downward API');
 
-    // Run 2: `kubectl create job --from=cronjob/imagepull-sweeper sweep-now`. It sees the Job
-    // finished and only takes its pending label off.
-    const before2 = await readJob(env.kc, ns, 'nightly');
-    assert.equal(before2.metadata!.labels?.['imagepull-sweeper/pending'], 'true');
-    const cron = await batch.readNamespacedCronJob({ namespace: INSTALL_NS, name: CRONJOB });
-    await batch.createNamespacedJob({
-      namespace: INSTALL_NS,
-      body: {
-        metadata: {
-          name: 'sweep-now',
-          annotations: { 'cronjob.kubernetes.io/instantiate': 'manual' },
-          labels: cron.spec!.jobTemplate.metadata?.labels,
-          ownerReferences: [{ apiVersion: 'batch/v1', kind: 'CronJob', name: CRONJOB, uid: cronJobUid, controller: true }],
+      // Run 2: `kubectl create job --from=cronjob/imagepull-sweeper sweep-now`. It sees the Job
+      // finished and only takes its pending label off.
+      const before2 = await readJob(env.kc, ns, 'nightly');
+      assert.equal(before2.metadata!.labels?.['imagepull-sweeper/pending'], 'true');
+      const cron = await batch.readNamespacedCronJob({ namespace: INSTALL_NS, name: CRONJOB });
+      await batch.createNamespacedJob({
+        namespace: INSTALL_NS,
+        body: {
+          metadata: {
+            name: 'sweep-now',
+            annotations: { 'cronjob.kubernetes.io/instantiate': 'manual' },
+            labels: cron.spec!.jobTemplate.metadata?.labels,
+            ownerReferences: [{ apiVersion: 'batch/v1', kind: 'CronJob', name: CRONJOB, uid: cronJobUid, controller: true }],
+          },
+          spec: cron.spec!.jobTemplate.spec,
         },
-        spec: cron.spec!.jobTemplate.spec,
-      },
-    });
-    const run2 = await finished(node, 'sweep-now', () => undefined);
-    const records2 = containerLog(node, run2.pod);
-    assert.deepEqual(
-      records2.filter((r) => r.message === 'decision' && r.namespace === ns && !String(r.outcome).startsWith('skip')),
-      [],
-      'nothing to do in the namespace',
-    );
-    assert.ok(records2.some((r) => r.message === 'summary'), JSON.stringify(records2));
-    const after2 = await readJob(env.kc, ns, 'nightly');
-    const { 'imagepull-sweeper/pending': _dropped, ...otherLabels } = before2.metadata!.labels ?? {};
-    assert.deepEqual(after2.metadata!.labels ?? {}, otherLabels, 'the second run took the pending label off');
-    assert.deepEqual(after2.metadata!.annotations, before2.metadata!.annotations, 'and changed no annotation');
-    assert.deepEqual(after2.spec, before2.spec, 'nor the spec');
-    assert.equal((await sweeperEvents(env.kc, ns)).length, 1);
-  });
+      });
+      const run2 = await finished(node, 'sweep-now', () => undefined);
+      const records2 = containerLog(node, run2.pod);
+      assert.deepEqual(
+        records2.filter((r) => r.message === 'decision' && r.namespace === ns && !String(r.outcome).startsWith('skip')),
+        [],
+        'nothing to do in the namespace',
+      );
+      assert.ok(
+        records2.some((r) => r.message === 'summary'),
+        JSON.stringify(records2),
+      );
+      const after2 = await readJob(env.kc, ns, 'nightly');
+      const { 'imagepull-sweeper/pending': _dropped, ...otherLabels } = before2.metadata!.labels ?? {};
+      assert.deepEqual(after2.metadata!.labels ?? {}, otherLabels, 'the second run took the pending label off');
+      assert.deepEqual(after2.metadata!.annotations, before2.metadata!.annotations, 'and changed no annotation');
+      assert.deepEqual(after2.spec, before2.spec, 'nor the spec');
+      assert.equal((await sweeperEvents(env.kc, ns)).length, 1);
+    },
+  );
 });

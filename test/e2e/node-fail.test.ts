@@ -58,80 +58,88 @@ async function podGone(kc: KubeConfig, ns: string, name: string, timeoutMs = 60_
   return Date.now() - t0;
 }
 
-for (const runtime of testRuntimes()) describe(`failing Jobs on the real node: ${runtimeLabel(runtime)}`, () => {
-  let node: TestNodeHandle;
-  before(async () => {
-    if (skip) return;
-    node = await testNode(env.cluster.kubeconfigPath, { runtime });
-  });
+for (const runtime of testRuntimes())
+  describe(`failing Jobs on the real node: ${runtimeLabel(runtime)}`, () => {
+    let node: TestNodeHandle;
+    before(async () => {
+      if (skip) return;
+      node = await testNode(env.cluster.kubeconfigPath, { runtime });
+    });
 
-  it('activeDeadlineSeconds: Job Failed/DeadlineExceeded, the kubelet stops the pod', TIMEOUT, async () => {
-    const ns = await env.namespace('node-deadline');
-    const core = env.kc.makeApiClient(CoreV1Api);
-    await env.kc.makeApiClient(BatchV1Api).createNamespacedJob({ namespace: ns, body: onNode(node, 'build', `${node.registry}/team/missing:1`) });
-    const [pod] = await waitForJobPods(core, ns, 'build');
-    const podName = pod!.metadata!.name!;
-    await observeReasons(env.kc, ns, podName, PULL);
-    await pastGrace();
-
-    const t0 = Date.now();
-    const run = await runSweep(env.kc, { namespaces: [ns], policy: FAST });
-    assert.equal(run.exitCode, 0);
-    assert.equal(run.lines[0]!.mechanism, 'activeDeadlineSeconds');
-    assert.equal(run.lines[0]!.outcome, 'failed');
-    const job = await waitForJobFailed(env.kc, ns, 'build');
-    const failedMs = Date.now() - t0;
-    assert.equal(trueCondition(job, 'Failed')?.reason, 'DeadlineExceeded');
-    const goneMs = await podGone(env.kc, ns, podName);
-    process.stderr.write(`[node] ${runtime} deadline path: Job Failed ${failedMs} ms after the sweep started; pod gone ${goneMs} ms later\n`);
-    assert.equal((await sweeperEvents(env.kc, ns)).length, 1);
-  });
-
-  it('podFailurePolicy: Job Failed/PodFailurePolicy; the kubelet leaves the pod Failed with 137 ContainerStatusUnknown', TIMEOUT, async () => {
-    const ns = await env.namespace('node-pfp');
-    const core = env.kc.makeApiClient(CoreV1Api);
-    const watch = await watchPods(env.kc, ns);
-    try {
-      const spec = { podFailurePolicy: { rules: [{ action: 'FailJob', onPodConditions: [{ type: 'ImagePullStuck', status: 'True' }] }] } };
+    it('activeDeadlineSeconds: Job Failed/DeadlineExceeded, the kubelet stops the pod', TIMEOUT, async () => {
+      const ns = await env.namespace('node-deadline');
+      const core = env.kc.makeApiClient(CoreV1Api);
       await env.kc
         .makeApiClient(BatchV1Api)
-        .createNamespacedJob({ namespace: ns, body: onNode(node, 'tenant-run', `${node.registry}/team/missing:1`, spec) });
-      const [pod] = await waitForJobPods(core, ns, 'tenant-run');
+        .createNamespacedJob({ namespace: ns, body: onNode(node, 'build', `${node.registry}/team/missing:1`) });
+      const [pod] = await waitForJobPods(core, ns, 'build');
       const podName = pod!.metadata!.name!;
       await observeReasons(env.kc, ns, podName, PULL);
       await pastGrace();
 
       const t0 = Date.now();
       const run = await runSweep(env.kc, { namespaces: [ns], policy: FAST });
-      assert.equal(run.lines[0]!.mechanism, 'podFailurePolicy');
-      const job = await waitForJobFailed(env.kc, ns, 'tenant-run');
+      assert.equal(run.exitCode, 0);
+      assert.equal(run.lines[0]!.mechanism, 'activeDeadlineSeconds');
+      assert.equal(run.lines[0]!.outcome, 'failed');
+      const job = await waitForJobFailed(env.kc, ns, 'build');
       const failedMs = Date.now() - t0;
-      assert.equal(trueCondition(job, 'Failed')?.reason, 'PodFailurePolicy');
-      await podGone(env.kc, ns, podName);
-      process.stderr.write(`[node] ${runtime} podFailurePolicy path: Job Failed ${failedMs} ms after the sweep started\n`);
-
-      // What the real kubelet wrote for the deleted waiting pod.
-      const last = await waitFor(
-        () => watch.seen.find((p) => p.metadata?.name === podName && p.status?.phase === 'Failed'),
-        10_000,
-        'the pod seen Failed',
+      assert.equal(trueCondition(job, 'Failed')?.reason, 'DeadlineExceeded');
+      const goneMs = await podGone(env.kc, ns, podName);
+      process.stderr.write(
+        `[node] ${runtime} deadline path: Job Failed ${failedMs} ms after the sweep started; pod gone ${goneMs} ms later\n`,
       );
-      const term = last.status!.containerStatuses![0]!.state!.terminated!;
-      assert.equal(term.exitCode, 137);
-      assert.equal(term.reason, 'ContainerStatusUnknown');
-      assert.ok(last.status!.conditions!.some((c) => c.type === 'ImagePullStuck' && c.status === 'True'));
-    } finally {
-      watch.stop();
-    }
-  });
+      assert.equal((await sweeperEvents(env.kc, ns)).length, 1);
+    });
 
-  // SPEC "How a Job is failed" (2026-11-30): with an earlier rule that matches the pod the kubelet
-  // leaves behind (exit code 137 → Ignore), the condition path cannot end the Job, so the sweeper
-  // uses the deadline.
-  it(
-    'podFailurePolicy with an earlier onExitCodes In [137] Ignore rule: the Job still ends Failed',
-    TIMEOUT,
-    async () => {
+    it(
+      'podFailurePolicy: Job Failed/PodFailurePolicy; the kubelet leaves the pod Failed with 137 ContainerStatusUnknown',
+      TIMEOUT,
+      async () => {
+        const ns = await env.namespace('node-pfp');
+        const core = env.kc.makeApiClient(CoreV1Api);
+        const watch = await watchPods(env.kc, ns);
+        try {
+          const spec = {
+            podFailurePolicy: { rules: [{ action: 'FailJob', onPodConditions: [{ type: 'ImagePullStuck', status: 'True' }] }] },
+          };
+          await env.kc
+            .makeApiClient(BatchV1Api)
+            .createNamespacedJob({ namespace: ns, body: onNode(node, 'tenant-run', `${node.registry}/team/missing:1`, spec) });
+          const [pod] = await waitForJobPods(core, ns, 'tenant-run');
+          const podName = pod!.metadata!.name!;
+          await observeReasons(env.kc, ns, podName, PULL);
+          await pastGrace();
+
+          const t0 = Date.now();
+          const run = await runSweep(env.kc, { namespaces: [ns], policy: FAST });
+          assert.equal(run.lines[0]!.mechanism, 'podFailurePolicy');
+          const job = await waitForJobFailed(env.kc, ns, 'tenant-run');
+          const failedMs = Date.now() - t0;
+          assert.equal(trueCondition(job, 'Failed')?.reason, 'PodFailurePolicy');
+          await podGone(env.kc, ns, podName);
+          process.stderr.write(`[node] ${runtime} podFailurePolicy path: Job Failed ${failedMs} ms after the sweep started\n`);
+
+          // What the real kubelet wrote for the deleted waiting pod.
+          const last = await waitFor(
+            () => watch.seen.find((p) => p.metadata?.name === podName && p.status?.phase === 'Failed'),
+            10_000,
+            'the pod seen Failed',
+          );
+          const term = last.status!.containerStatuses![0]!.state!.terminated!;
+          assert.equal(term.exitCode, 137);
+          assert.equal(term.reason, 'ContainerStatusUnknown');
+          assert.ok(last.status!.conditions!.some((c) => c.type === 'ImagePullStuck' && c.status === 'True'));
+        } finally {
+          watch.stop();
+        }
+      },
+    );
+
+    // SPEC "How a Job is failed" (2026-11-30): with an earlier rule that matches the pod the kubelet
+    // leaves behind (exit code 137 → Ignore), the condition path cannot end the Job, so the sweeper
+    // uses the deadline.
+    it('podFailurePolicy with an earlier onExitCodes In [137] Ignore rule: the Job still ends Failed', TIMEOUT, async () => {
       const ns = await env.namespace('node-pfp-ignore');
       const core = env.kc.makeApiClient(CoreV1Api);
       const spec = {
@@ -156,40 +164,39 @@ for (const runtime of testRuntimes()) describe(`failing Jobs on the real node: $
       const job = await waitForJobFailed(env.kc, ns, 'ignores-137', 30_000);
       assert.equal(trueCondition(job, 'Failed')?.reason, 'DeadlineExceeded');
       assert.equal((await sweeperEvents(env.kc, ns)).filter((e) => e.action === 'FailJob').length, 1);
-    },
-  );
+    });
 
-  it('the stuck clock starts when the container could pull (Initialized), not at pod start', TIMEOUT, async () => {
-    const ns = await env.namespace('node-clock');
-    const core = env.kc.makeApiClient(CoreV1Api);
-    const image = `${node.registry}/team/missing:1`;
-    // An init container that runs 4 s: Initialized turns True 4 s after PodReadyToStartContainers.
-    const job = onNode(node, 'clock', image);
-    job.spec!.template.spec!.initContainers = [{ name: 'setup', image: node.pauseImage, command: ['/pause', '4s'] }];
-    await env.kc.makeApiClient(BatchV1Api).createNamespacedJob({ namespace: ns, body: job });
-    const [pod] = await waitForJobPods(core, ns, 'clock');
-    const podName = pod!.metadata!.name!;
-    await observeReasons(env.kc, ns, podName, PULL);
-    const p = await core.readNamespacedPod({ namespace: ns, name: podName });
-    const at = (type: string): number => {
-      const c = p.status!.conditions!.find((x) => x.type === type && x.status === 'True');
-      assert.ok(c?.lastTransitionTime, `${type} True with a time`);
-      return new Date(c.lastTransitionTime).getTime();
-    };
-    const sandbox = at('PodReadyToStartContainers');
-    const initialized = at('Initialized');
-    assert.ok(initialized - sandbox >= 3_000, `Initialized ${initialized - sandbox} ms after PodReadyToStartContainers`);
-    const finished = p.status!.initContainerStatuses![0]!.state!.terminated!.finishedAt!;
-    assert.ok(Math.abs(new Date(finished).getTime() - initialized) <= 2_000, 'Initialized follows the init container');
+    it('the stuck clock starts when the container could pull (Initialized), not at pod start', TIMEOUT, async () => {
+      const ns = await env.namespace('node-clock');
+      const core = env.kc.makeApiClient(CoreV1Api);
+      const image = `${node.registry}/team/missing:1`;
+      // An init container that runs 4 s: Initialized turns True 4 s after PodReadyToStartContainers.
+      const job = onNode(node, 'clock', image);
+      job.spec!.template.spec!.initContainers = [{ name: 'setup', image: node.pauseImage, command: ['/pause', '4s'] }];
+      await env.kc.makeApiClient(BatchV1Api).createNamespacedJob({ namespace: ns, body: job });
+      const [pod] = await waitForJobPods(core, ns, 'clock');
+      const podName = pod!.metadata!.name!;
+      await observeReasons(env.kc, ns, podName, PULL);
+      const p = await core.readNamespacedPod({ namespace: ns, name: podName });
+      const at = (type: string): number => {
+        const c = p.status!.conditions!.find((x) => x.type === type && x.status === 'True');
+        assert.ok(c?.lastTransitionTime, `${type} True with a time`);
+        return new Date(c.lastTransitionTime).getTime();
+      };
+      const sandbox = at('PodReadyToStartContainers');
+      const initialized = at('Initialized');
+      assert.ok(initialized - sandbox >= 3_000, `Initialized ${initialized - sandbox} ms after PodReadyToStartContainers`);
+      const finished = p.status!.initContainerStatuses![0]!.state!.terminated!.finishedAt!;
+      assert.ok(Math.abs(new Date(finished).getTime() - initialized) <= 2_000, 'Initialized follows the init container');
 
-    const before = Date.now();
-    const run = await runSweep(env.kc, { namespaces: [ns], policy: policyFile('{}'), dryRun: true });
-    const after = Date.now();
-    const line = run.lines.find((l) => l.pod === podName)!;
-    assert.ok(line, 'the stuck container is seen');
-    // Whole seconds, measured from Initialized.
-    assert.ok(line.stuckSeconds >= Math.floor((before - initialized) / 1000) - 1, `stuck ${line.stuckSeconds}s`);
-    assert.ok(line.stuckSeconds <= Math.ceil((after - initialized) / 1000), `stuck ${line.stuckSeconds}s, not from pod start`);
-    assert.ok(line.stuckSeconds < Math.floor((before - sandbox) / 1000), 'shorter than since the sandbox was ready');
+      const before = Date.now();
+      const run = await runSweep(env.kc, { namespaces: [ns], policy: policyFile('{}'), dryRun: true });
+      const after = Date.now();
+      const line = run.lines.find((l) => l.pod === podName)!;
+      assert.ok(line, 'the stuck container is seen');
+      // Whole seconds, measured from Initialized.
+      assert.ok(line.stuckSeconds >= Math.floor((before - initialized) / 1000) - 1, `stuck ${line.stuckSeconds}s`);
+      assert.ok(line.stuckSeconds <= Math.ceil((after - initialized) / 1000), `stuck ${line.stuckSeconds}s, not from pod start`);
+      assert.ok(line.stuckSeconds < Math.floor((before - sandbox) / 1000), 'shorter than since the sandbox was ready');
+    });
   });
-});

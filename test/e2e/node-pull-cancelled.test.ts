@@ -16,7 +16,16 @@ import * as path from 'node:path';
 import { jobManifest } from '../support/fixtures.ts';
 import { useTestCluster } from '../support/hooks.ts';
 import { waitForJobPods } from '../support/kubelet.ts';
-import { addRegistryHost, hungServer, nodeSkipReason, runtimeLabel, startNode, testRuntimes, type NodeRuntime, type RunningNode } from '../support/node.ts';
+import {
+  addRegistryHost,
+  hungServer,
+  nodeSkipReason,
+  runtimeLabel,
+  startNode,
+  testRuntimes,
+  type NodeRuntime,
+  type RunningNode,
+} from '../support/node.ts';
 import { caseContainerStatus, nodePodSpec, observeReasons, observeStates } from '../support/node-cases.ts';
 import { stallingRegistry, type StallingRegistry } from '../support/stalling-registry.ts';
 import { policyFile, runSweep, trueCondition, waitForJobFailed } from '../support/sweeper.ts';
@@ -34,7 +43,10 @@ const CANCELLED: Partial<Record<NodeRuntime, RegExp>> = {
 };
 /** The runtime's log line saying it cancelled `image` (log file under the node's logDir). */
 const CANCEL_LOG: Partial<Record<NodeRuntime, { file: string; line: (image: string) => RegExp }>> = {
-  containerd2: { file: 'containerd.log', line: (image) => new RegExp(`cancel pulling image ${image.replace(/[.]/g, '\\.')} because of no progress in ${PROGRESS_TIMEOUT}`) },
+  containerd2: {
+    file: 'containerd.log',
+    line: (image) => new RegExp(`cancel pulling image ${image.replace(/[.]/g, '\\.')} because of no progress in ${PROGRESS_TIMEOUT}`),
+  },
   crio: { file: 'crio.log', line: () => new RegExp(`Timed out on waiting up to ${PROGRESS_TIMEOUT} for image pull progress updates`) },
 };
 const PROGRESS_TIMEOUT = '5s';
@@ -42,7 +54,11 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 
 const runtimes = testRuntimes().filter((r) => CANCELLED[r]);
 if (runtimes.length === 0) {
-  it('a pull cancelled for lack of progress is stalled', { skip: `no runtime of this run cancels pulls (${testRuntimes().join(', ')})` }, () => {});
+  it(
+    'a pull cancelled for lack of progress is stalled',
+    { skip: `no runtime of this run cancels pulls (${testRuntimes().join(', ')})` },
+    () => {},
+  );
 }
 
 for (const runtime of runtimes) {
@@ -69,60 +85,69 @@ for (const runtime of runtimes) {
       await node?.stop();
     });
 
-    it(`is cancelled after image_pull_progress_timeout (${PROGRESS_TIMEOUT}): code = Canceled, class stalled, its Job failed on the stalled grace`, TIMEOUT, async () => {
-      const n = node!;
-      const ns = await env.namespace(`node-cancelled-${runtime}`);
-      const core = env.kc.makeApiClient(CoreV1Api);
-      const image = `${stalling!.host}/team/app:1`;
-      const job = jobManifest('stalls', image);
-      job.spec!.template.spec = nodePodSpec(n, [{ name: 'main', image }]);
-      await env.kc.makeApiClient(BatchV1Api).createNamespacedJob({ namespace: ns, body: job });
-      const neverImage = `${hung!.host}/team/app:1`;
-      await core.createNamespacedPod({ namespace: ns, body: { metadata: { name: 'never-answers' }, spec: nodePodSpec(n, [{ name: 'main', image: neverImage }]) } });
-      const [pod] = await waitForJobPods(core, ns, 'stalls');
-      const podName = pod!.metadata!.name!;
-      const c = { container: 'main', containerKind: 'regular' as const, reasons: ['ErrImagePull', 'ImagePullBackOff'] };
-      const t0 = Date.now();
-      const seen = await observeReasons(env.kc, ns, podName, c, 120_000);
-      const first = caseContainerStatus(seen.get('ErrImagePull')!, c)!.state!.waiting!;
-      process.stderr.write(`[cancelled] ${runtime}: ErrImagePull after ${Date.now() - t0} ms: ${first.message}; layer downloads held open: ${stalling!.stalledDownloads()}\n`);
-      assert.match(first.message ?? '', CANCELLED[runtime]!);
-      assert.ok(stalling!.stalledDownloads() >= 1, `the layer download started: ${stalling!.requests().join(', ')}`);
-      const back = caseContainerStatus(seen.get('ImagePullBackOff')!, c)!.state!.waiting!;
-      assert.equal(back.message, `Back-off pulling image "${image}": ErrImagePull: ${first.message}`);
-      const cancelLog = CANCEL_LOG[runtime]!;
-      assert.match(fs.readFileSync(path.join(n.logDir, cancelLog.file), 'utf8'), cancelLog.line(image));
+    it(
+      `is cancelled after image_pull_progress_timeout (${PROGRESS_TIMEOUT}): code = Canceled, class stalled, its Job failed on the stalled grace`,
+      TIMEOUT,
+      async () => {
+        const n = node!;
+        const ns = await env.namespace(`node-cancelled-${runtime}`);
+        const core = env.kc.makeApiClient(CoreV1Api);
+        const image = `${stalling!.host}/team/app:1`;
+        const job = jobManifest('stalls', image);
+        job.spec!.template.spec = nodePodSpec(n, [{ name: 'main', image }]);
+        await env.kc.makeApiClient(BatchV1Api).createNamespacedJob({ namespace: ns, body: job });
+        const neverImage = `${hung!.host}/team/app:1`;
+        await core.createNamespacedPod({
+          namespace: ns,
+          body: { metadata: { name: 'never-answers' }, spec: nodePodSpec(n, [{ name: 'main', image: neverImage }]) },
+        });
+        const [pod] = await waitForJobPods(core, ns, 'stalls');
+        const podName = pod!.metadata!.name!;
+        const c = { container: 'main', containerKind: 'regular' as const, reasons: ['ErrImagePull', 'ImagePullBackOff'] };
+        const t0 = Date.now();
+        const seen = await observeReasons(env.kc, ns, podName, c, 120_000);
+        const first = caseContainerStatus(seen.get('ErrImagePull')!, c)!.state!.waiting!;
+        process.stderr.write(
+          `[cancelled] ${runtime}: ErrImagePull after ${Date.now() - t0} ms: ${first.message}; layer downloads held open: ${stalling!.stalledDownloads()}\n`,
+        );
+        assert.match(first.message ?? '', CANCELLED[runtime]!);
+        assert.ok(stalling!.stalledDownloads() >= 1, `the layer download started: ${stalling!.requests().join(', ')}`);
+        const back = caseContainerStatus(seen.get('ImagePullBackOff')!, c)!.state!.waiting!;
+        assert.equal(back.message, `Back-off pulling image "${image}": ErrImagePull: ${first.message}`);
+        const cancelLog = CANCEL_LOG[runtime]!;
+        assert.match(fs.readFileSync(path.join(n.logDir, cancelLog.file), 'utf8'), cancelLog.line(image));
 
-      // The registry that never answers: no cancel, no message, still ContainerCreating.
-      const never = await observeStates(env.kc, ns, 'never-answers', {
-        ContainerCreating: (p: V1Pod) =>
-          p.status?.conditions?.some((x) => x.type === 'PodReadyToStartContainers' && x.status === 'True') === true &&
-          p.status?.containerStatuses?.[0]?.state?.waiting?.reason === 'ContainerCreating',
-      });
-      await sleep(2_000);
-      const neverNow = await core.readNamespacedPod({ namespace: ns, name: 'never-answers' });
-      const neverWaiting = neverNow.status?.containerStatuses?.[0]?.state?.waiting;
-      process.stderr.write(
-        `[cancelled] ${runtime}: a registry that never answers, ${Date.now() - t0} ms in: ${neverWaiting?.reason} ${neverWaiting?.message ?? '(no message)'}; connections: ${hung!.connections()}\n`,
-      );
-      assert.ok(never.get('ContainerCreating'));
-      assert.equal(neverWaiting?.reason, 'ContainerCreating', 'a pull with no layer download started is not cancelled');
-      assert.equal(neverWaiting?.message, undefined);
+        // The registry that never answers: no cancel, no message, still ContainerCreating.
+        const never = await observeStates(env.kc, ns, 'never-answers', {
+          ContainerCreating: (p: V1Pod) =>
+            p.status?.conditions?.some((x) => x.type === 'PodReadyToStartContainers' && x.status === 'True') === true &&
+            p.status?.containerStatuses?.[0]?.state?.waiting?.reason === 'ContainerCreating',
+        });
+        await sleep(2_000);
+        const neverNow = await core.readNamespacedPod({ namespace: ns, name: 'never-answers' });
+        const neverWaiting = neverNow.status?.containerStatuses?.[0]?.state?.waiting;
+        process.stderr.write(
+          `[cancelled] ${runtime}: a registry that never answers, ${Date.now() - t0} ms in: ${neverWaiting?.reason} ${neverWaiting?.message ?? '(no message)'}; connections: ${hung!.connections()}\n`,
+        );
+        assert.ok(never.get('ContainerCreating'));
+        assert.equal(neverWaiting?.reason, 'ContainerCreating', 'a pull with no layer download started is not cancelled');
+        assert.equal(neverWaiting?.message, undefined);
 
-      const dry = await runSweep(env.kc, { namespaces: [ns], policy: policyFile('{}'), dryRun: true });
-      const line = dry.lines.find((l) => l.job === 'stalls');
-      assert.ok(line, `the cancelled pull is seen: ${JSON.stringify(dry.lines)}`);
-      assert.equal(line.class, 'stalled', line.waitingMessage);
-      assert.equal(line.outcome, 'skipped', 'within the default stalled grace (30m)');
-      assert.equal(dry.lines.find((l) => l.pod === 'never-answers')?.class, 'stalled');
+        const dry = await runSweep(env.kc, { namespaces: [ns], policy: policyFile('{}'), dryRun: true });
+        const line = dry.lines.find((l) => l.job === 'stalls');
+        assert.ok(line, `the cancelled pull is seen: ${JSON.stringify(dry.lines)}`);
+        assert.equal(line.class, 'stalled', line.waitingMessage);
+        assert.equal(line.outcome, 'skipped', 'within the default stalled grace (30m)');
+        assert.equal(dry.lines.find((l) => l.pod === 'never-answers')?.class, 'stalled');
 
-      const run = await runSweep(env.kc, { namespaces: [ns], policy: policyFile('defaults: { grace: { stalled: 5s } }\n') });
-      const done = run.lines.find((l) => l.job === 'stalls')!;
-      assert.equal(done.class, 'stalled');
-      assert.equal(done.graceSeconds, 5);
-      assert.equal(done.outcome, 'failed');
-      const failed = await waitForJobFailed(env.kc, ns, 'stalls', 60_000);
-      assert.equal(trueCondition(failed, 'Failed')?.reason, 'DeadlineExceeded');
-    });
+        const run = await runSweep(env.kc, { namespaces: [ns], policy: policyFile('defaults: { grace: { stalled: 5s } }\n') });
+        const done = run.lines.find((l) => l.job === 'stalls')!;
+        assert.equal(done.class, 'stalled');
+        assert.equal(done.graceSeconds, 5);
+        assert.equal(done.outcome, 'failed');
+        const failed = await waitForJobFailed(env.kc, ns, 'stalls', 60_000);
+        assert.equal(trueCondition(failed, 'Failed')?.reason, 'DeadlineExceeded');
+      },
+    );
   });
 }

@@ -119,16 +119,30 @@ describe('a hung registry with serialized pulls (the kubelet default)', { timeou
     const n = node();
     const image = (repo: string): string => `${hung().host}/team/${repo}:1`;
     [hungPod, hungInitPod, hungSidecarPod] = await Promise.all([
-      createStalled(env.kc, ns, stalledJob(n, 'hung', [{ name: 'main', image: image('app') }]), { name: 'main', init: false, reason: 'ContainerCreating' }),
-      createStalled(env.kc, ns, stalledJob(n, 'hung-init', [{ name: 'main', image: n.pauseImage }], [{ name: 'fetch', image: image('init') }]), {
-        name: 'fetch',
-        init: true,
-        reason: 'PodInitializing',
+      createStalled(env.kc, ns, stalledJob(n, 'hung', [{ name: 'main', image: image('app') }]), {
+        name: 'main',
+        init: false,
+        reason: 'ContainerCreating',
       }),
       createStalled(
         env.kc,
         ns,
-        stalledJob(n, 'hung-sidecar', [{ name: 'main', image: n.pauseImage }], [{ name: 'proxy', image: image('side'), restartPolicy: 'Always' }]),
+        stalledJob(n, 'hung-init', [{ name: 'main', image: n.pauseImage }], [{ name: 'fetch', image: image('init') }]),
+        {
+          name: 'fetch',
+          init: true,
+          reason: 'PodInitializing',
+        },
+      ),
+      createStalled(
+        env.kc,
+        ns,
+        stalledJob(
+          n,
+          'hung-sidecar',
+          [{ name: 'main', image: n.pauseImage }],
+          [{ name: 'proxy', image: image('side'), restartPolicy: 'Always' }],
+        ),
         { name: 'proxy', init: true, reason: 'PodInitializing' },
       ),
     ]);
@@ -154,87 +168,100 @@ describe('a hung registry with serialized pulls (the kubelet default)', { timeou
     assert.equal(status.queued, 'ContainerCreating');
   });
 
-  it('a dry run says would-fail with class stalled; the sweep fails the Jobs (FailJob Event; Failed once the pull ends)', TIMEOUT, async () => {
-    const jobsBefore = await settledSnapshot(env.kc, ns);
-    const dry = await runSweep(env.kc, { namespaces: [ns], policy: STALLED, dryRun: true });
-    assert.equal(dry.exitCode, 0);
-    const planned = byJob(dry.lines);
-    assert.deepEqual(
-      Object.keys(planned).sort().map((j) => [j, planned[j]!.container, planned[j]!.containerKind, planned[j]!.reason, planned[j]!.class, planned[j]!.outcome]),
-      [
-        ['hung', 'main', 'regular', 'ContainerCreating', 'stalled', 'would-fail'],
-        ['hung-init', 'fetch', 'init', 'PodInitializing', 'stalled', 'would-fail'],
-        ['hung-sidecar', 'proxy', 'sidecar', 'PodInitializing', 'stalled', 'would-fail'],
-      ],
-    );
-    assert.equal(planned.hung!.waitingMessage, '');
-    assert.equal(planned.hung!.graceSeconds, 5);
-    // The pull queued behind them is stalled too, but a bare pod is only reported.
-    const queuedLine = dry.lines.find((l) => l.pod === 'queued');
-    assert.equal(queuedLine?.class, 'stalled');
-    assert.ok(!['failed', 'would-fail'].includes(queuedLine!.outcome), queuedLine!.outcome);
-    const jobsAfter = await settledSnapshot(env.kc, ns);
-    for (const k of Object.keys(jobsBefore).filter((x) => x.startsWith('job/'))) assert.equal(jobsAfter[k], jobsBefore[k], `${k} untouched by the dry run`);
-    assert.deepEqual(await sweeperEvents(env.kc, ns), []);
+  it(
+    'a dry run says would-fail with class stalled; the sweep fails the Jobs (FailJob Event; Failed once the pull ends)',
+    TIMEOUT,
+    async () => {
+      const jobsBefore = await settledSnapshot(env.kc, ns);
+      const dry = await runSweep(env.kc, { namespaces: [ns], policy: STALLED, dryRun: true });
+      assert.equal(dry.exitCode, 0);
+      const planned = byJob(dry.lines);
+      assert.deepEqual(
+        Object.keys(planned)
+          .sort()
+          .map((j) => [j, planned[j]!.container, planned[j]!.containerKind, planned[j]!.reason, planned[j]!.class, planned[j]!.outcome]),
+        [
+          ['hung', 'main', 'regular', 'ContainerCreating', 'stalled', 'would-fail'],
+          ['hung-init', 'fetch', 'init', 'PodInitializing', 'stalled', 'would-fail'],
+          ['hung-sidecar', 'proxy', 'sidecar', 'PodInitializing', 'stalled', 'would-fail'],
+        ],
+      );
+      assert.equal(planned.hung!.waitingMessage, '');
+      assert.equal(planned.hung!.graceSeconds, 5);
+      // The pull queued behind them is stalled too, but a bare pod is only reported.
+      const queuedLine = dry.lines.find((l) => l.pod === 'queued');
+      assert.equal(queuedLine?.class, 'stalled');
+      assert.ok(!['failed', 'would-fail'].includes(queuedLine!.outcome), queuedLine!.outcome);
+      const jobsAfter = await settledSnapshot(env.kc, ns);
+      for (const k of Object.keys(jobsBefore).filter((x) => x.startsWith('job/')))
+        assert.equal(jobsAfter[k], jobsBefore[k], `${k} untouched by the dry run`);
+      assert.deepEqual(await sweeperEvents(env.kc, ns), []);
 
-    const t0 = Date.now();
-    const run = await runSweep(env.kc, { namespaces: [ns], policy: STALLED });
-    assert.equal(run.exitCode, 0);
-    const done = byJob(run.lines);
-    assert.equal(done.hung!.outcome, 'failed');
-    assert.equal(done['hung-init']!.outcome, 'failed');
-    assert.equal(done['hung-sidecar']!.outcome, 'failed');
-    const events = await sweeperEvents(env.kc, ns);
-    assert.deepEqual(events.map((e) => [e.regarding?.name, e.reason, e.action, e.type]).sort(), [
-      ['hung', 'ImagePullStuck', 'FailJob', 'Warning'],
-      ['hung-init', 'ImagePullStuck', 'FailJob', 'Warning'],
-      ['hung-sidecar', 'ImagePullStuck', 'FailJob', 'Warning'],
-    ]);
+      const t0 = Date.now();
+      const run = await runSweep(env.kc, { namespaces: [ns], policy: STALLED });
+      assert.equal(run.exitCode, 0);
+      const done = byJob(run.lines);
+      assert.equal(done.hung!.outcome, 'failed');
+      assert.equal(done['hung-init']!.outcome, 'failed');
+      assert.equal(done['hung-sidecar']!.outcome, 'failed');
+      const events = await sweeperEvents(env.kc, ns);
+      assert.deepEqual(events.map((e) => [e.regarding?.name, e.reason, e.action, e.type]).sort(), [
+        ['hung', 'ImagePullStuck', 'FailJob', 'Warning'],
+        ['hung-init', 'ImagePullStuck', 'FailJob', 'Warning'],
+        ['hung-sidecar', 'ImagePullStuck', 'FailJob', 'Warning'],
+      ]);
 
-    // The Job controller gives up on the Jobs at once (FailureTarget, DeadlineExceeded) and
-    // deletes their pods, but the kubelet cannot end a pod whose pull hangs: it stays
-    // Terminating, and the Jobs are not `Failed` until their pods are gone.
-    const batch = env.kc.makeApiClient(BatchV1Api);
-    const core = env.kc.makeApiClient(CoreV1Api);
-    for (const job of ['hung', 'hung-init', 'hung-sidecar']) {
-      await waitFor(
-        async () => trueCondition(await batch.readNamespacedJob({ namespace: ns, name: job }), 'FailureTarget')?.reason === 'DeadlineExceeded',
-        60_000,
-        `Job ${job} FailureTarget DeadlineExceeded`,
+      // The Job controller gives up on the Jobs at once (FailureTarget, DeadlineExceeded) and
+      // deletes their pods, but the kubelet cannot end a pod whose pull hangs: it stays
+      // Terminating, and the Jobs are not `Failed` until their pods are gone.
+      const batch = env.kc.makeApiClient(BatchV1Api);
+      const core = env.kc.makeApiClient(CoreV1Api);
+      for (const job of ['hung', 'hung-init', 'hung-sidecar']) {
+        await waitFor(
+          async () =>
+            trueCondition(await batch.readNamespacedJob({ namespace: ns, name: job }), 'FailureTarget')?.reason === 'DeadlineExceeded',
+          60_000,
+          `Job ${job} FailureTarget DeadlineExceeded`,
+          200,
+        );
+      }
+      const targetMs = Date.now() - t0;
+      await sleep(HOLD_MS);
+      for (const [job, pod] of [
+        ['hung', hungPod],
+        ['hung-init', hungInitPod],
+        ['hung-sidecar', hungSidecarPod],
+      ] as const) {
+        const j = await batch.readNamespacedJob({ namespace: ns, name: job });
+        assert.equal(trueCondition(j, 'Failed'), undefined, `${job}: not Failed while its pod's pull hangs`);
+        assert.equal(j.status?.terminating, 1, `${job}: its pod is terminating`);
+        const p = await core.readNamespacedPod({ namespace: ns, name: pod.metadata!.name! });
+        assert.ok(p.metadata?.deletionTimestamp, `${job}: pod deleted`);
+        assert.equal(p.status?.phase, 'Pending', `${job}: the kubelet has not ended the pod ${HOLD_MS} ms later`);
+      }
+
+      // The registry lets go (here: it closes its connections): the pull fails, the kubelet ends
+      // the pods, the Job controller marks the Jobs Failed, and the queued pull goes ahead.
+      const tRelease = Date.now();
+      await hung().close();
+      for (const job of ['hung', 'hung-init', 'hung-sidecar']) {
+        const failed = await waitForJobFailed(env.kc, ns, job, 120_000);
+        assert.equal(trueCondition(failed, 'Failed')?.reason, 'DeadlineExceeded', job);
+      }
+      const failedMs = Date.now() - tRelease;
+      const queuedMs = await waitFor(
+        async () =>
+          (await core.readNamespacedPod({ namespace: ns, name: 'queued' })).status?.phase === 'Running' ? Date.now() - tRelease : undefined,
+        120_000,
+        'the queued pod Running once the hung pulls are gone',
         200,
       );
-    }
-    const targetMs = Date.now() - t0;
-    await sleep(HOLD_MS);
-    for (const [job, pod] of [['hung', hungPod], ['hung-init', hungInitPod], ['hung-sidecar', hungSidecarPod]] as const) {
-      const j = await batch.readNamespacedJob({ namespace: ns, name: job });
-      assert.equal(trueCondition(j, 'Failed'), undefined, `${job}: not Failed while its pod's pull hangs`);
-      assert.equal(j.status?.terminating, 1, `${job}: its pod is terminating`);
-      const p = await core.readNamespacedPod({ namespace: ns, name: pod.metadata!.name! });
-      assert.ok(p.metadata?.deletionTimestamp, `${job}: pod deleted`);
-      assert.equal(p.status?.phase, 'Pending', `${job}: the kubelet has not ended the pod ${HOLD_MS} ms later`);
-    }
-
-    // The registry lets go (here: it closes its connections): the pull fails, the kubelet ends
-    // the pods, the Job controller marks the Jobs Failed, and the queued pull goes ahead.
-    const tRelease = Date.now();
-    await hung().close();
-    for (const job of ['hung', 'hung-init', 'hung-sidecar']) {
-      const failed = await waitForJobFailed(env.kc, ns, job, 120_000);
-      assert.equal(trueCondition(failed, 'Failed')?.reason, 'DeadlineExceeded', job);
-    }
-    const failedMs = Date.now() - tRelease;
-    const queuedMs = await waitFor(
-      async () => ((await core.readNamespacedPod({ namespace: ns, name: 'queued' })).status?.phase === 'Running' ? Date.now() - tRelease : undefined),
-      120_000,
-      'the queued pod Running once the hung pulls are gone',
-      200,
-    );
-    process.stderr.write(
-      `[stalled] serialized pulls: FailureTarget on the three Jobs ${targetMs} ms after the sweep started; pods still Terminating ${HOLD_MS} ms later; ` +
-        `once the registry closed: the three Jobs Failed after ${failedMs} ms, the queued pod Running after ${queuedMs} ms\n`,
-    );
-  });
+      process.stderr.write(
+        `[stalled] serialized pulls: FailureTarget on the three Jobs ${targetMs} ms after the sweep started; pods still Terminating ${HOLD_MS} ms later; ` +
+          `once the registry closed: the three Jobs Failed after ${failedMs} ms, the queued pod Running after ${queuedMs} ms\n`,
+      );
+    },
+  );
 });
 
 describe('a hung registry with parallel pulls (serializeImagePulls: false)', { timeout: 900_000 }, () => {
@@ -249,7 +276,9 @@ describe('a hung registry with parallel pulls (serializeImagePulls: false)', { t
       reason: 'ContainerCreating',
     });
     const queuedMs = await timeToRunning(env.kc, n, ns, 'queued', 60_000);
-    process.stderr.write(`[stalled] parallel pulls: a pull next to the hung one Running after ${queuedMs} ms; connections to the hung registry: ${hung().connections()}\n`);
+    process.stderr.write(
+      `[stalled] parallel pulls: a pull next to the hung one Running after ${queuedMs} ms; connections to the hung registry: ${hung().connections()}\n`,
+    );
     assert.ok(queuedMs !== undefined, 'the later pull went ahead');
     assert.equal((await tableStatus(env.kc, ns))[hungPod.metadata!.name!], 'ContainerCreating');
     await sleep(5_000);
@@ -262,9 +291,17 @@ describe('a hung registry with parallel pulls (serializeImagePulls: false)', { t
 
     // Parallel pulls do not help the kill: the failed Job's pod stays Terminating while its pull hangs.
     const run = await runSweep(env.kc, { namespaces: [ns], policy: STALLED });
-    assert.deepEqual(run.lines.map((l) => [l.job, l.outcome]), [['hung', 'failed']]);
+    assert.deepEqual(
+      run.lines.map((l) => [l.job, l.outcome]),
+      [['hung', 'failed']],
+    );
     const batch = env.kc.makeApiClient(BatchV1Api);
-    await waitFor(async () => trueCondition(await batch.readNamespacedJob({ namespace: ns, name: 'hung' }), 'FailureTarget'), 60_000, 'Job hung FailureTarget', 200);
+    await waitFor(
+      async () => trueCondition(await batch.readNamespacedJob({ namespace: ns, name: 'hung' }), 'FailureTarget'),
+      60_000,
+      'Job hung FailureTarget',
+      200,
+    );
     await sleep(5_000);
     const p = await env.kc.makeApiClient(CoreV1Api).readNamespacedPod({ namespace: ns, name: hungPod.metadata!.name! });
     assert.ok(p.metadata?.deletionTimestamp && p.status?.phase === 'Pending', 'the pod is still Terminating');

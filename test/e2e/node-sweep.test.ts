@@ -45,7 +45,12 @@ describe('sweeping pods of the real node', { timeout: 600_000 }, () => {
 
   it('a stuck init container fails its Job', TIMEOUT, async () => {
     const ns = await env.namespace('node-init');
-    const pod = await stuckJob(ns, job('with-init', [{ name: 'main', image: node.pauseImage }], [{ name: 'fetch', image: missing }]), 'fetch', 'init');
+    const pod = await stuckJob(
+      ns,
+      job('with-init', [{ name: 'main', image: node.pauseImage }], [{ name: 'fetch', image: missing }]),
+      'fetch',
+      'init',
+    );
     await sleep(2_000);
     const run = await runSweep(env.kc, { namespaces: [ns], policy: FAST });
     const [line] = run.lines;
@@ -81,14 +86,19 @@ describe('sweeping pods of the real node', { timeout: 600_000 }, () => {
     assert.equal(byJob.short!.graceSeconds, 1);
     assert.equal(byJob['default-grace']!.outcome, 'skipped');
     await waitForJobFailed(env.kc, ns, 'short');
-    assert.equal(trueCondition(await env.kc.makeApiClient(BatchV1Api).readNamespacedJob({ namespace: ns, name: 'default-grace' }), 'Failed'), undefined);
+    assert.equal(
+      trueCondition(await env.kc.makeApiClient(BatchV1Api).readNamespacedJob({ namespace: ns, name: 'default-grace' }), 'Failed'),
+      undefined,
+    );
   });
 
   it('a Job within grace and a running Job: nothing written', TIMEOUT, async () => {
     const ns = await env.namespace('node-untouched');
     const core = env.kc.makeApiClient(CoreV1Api);
     await stuckJob(ns, job('within-grace', [{ name: 'main', image: missing }]), 'main', 'regular');
-    await env.kc.makeApiClient(BatchV1Api).createNamespacedJob({ namespace: ns, body: job('healthy', [{ name: 'main', image: node.pauseImage }]) });
+    await env.kc
+      .makeApiClient(BatchV1Api)
+      .createNamespacedJob({ namespace: ns, body: job('healthy', [{ name: 'main', image: node.pauseImage }]) });
     const [healthy] = await waitForJobPods(core, ns, 'healthy');
     await waitFor(
       async () => (await core.readNamespacedPod({ namespace: ns, name: healthy!.metadata!.name! })).status?.phase === 'Running',
@@ -99,7 +109,10 @@ describe('sweeping pods of the real node', { timeout: 600_000 }, () => {
     const jobsBefore = (await settledSnapshot(env.kc, ns)) as Record<string, string>;
     const run = await runSweep(env.kc, { namespaces: [ns], policy: policyFile('{}') });
     assert.equal(run.exitCode, 0);
-    assert.deepEqual(run.lines.map((l) => [l.job, l.outcome]), [['within-grace', 'skipped']]);
+    assert.deepEqual(
+      run.lines.map((l) => [l.job, l.outcome]),
+      [['within-grace', 'skipped']],
+    );
     const jobsAfter = await settledSnapshot(env.kc, ns);
     for (const k of Object.keys(jobsBefore).filter((x) => x.startsWith('job/'))) assert.equal(jobsAfter[k], jobsBefore[k], k);
     assert.deepEqual(await sweeperEvents(env.kc, ns), []);
@@ -115,8 +128,15 @@ describe('sweeping pods of the real node', { timeout: 600_000 }, () => {
     const policy = policyFile('defaults: { grace: { permanent: 1s } }\nlimits: { outage: { minStuckPods: 4, minImages: 2 } }\n');
     const run = await runSweep(env.kc, { namespaces: [ns], policy });
     assert.equal(run.exitCode, 0);
-    assert.deepEqual(run.lines.map((l) => [l.job, l.class, l.outcome]).sort(), images.map((_, i) => [`burst-${i}`, 'permanent', 'reported']));
-    for (const l of run.lines) assert.match(l.detail, new RegExp(`registry ${node.registry.replace(/\./g, '\\.')}: 4 of 4 stuck pods \\(100%\\) across 2 repositories are not found`));
+    assert.deepEqual(
+      run.lines.map((l) => [l.job, l.class, l.outcome]).sort(),
+      images.map((_, i) => [`burst-${i}`, 'permanent', 'reported']),
+    );
+    for (const l of run.lines)
+      assert.match(
+        l.detail,
+        new RegExp(`registry ${node.registry.replace(/\./g, '\\.')}: 4 of 4 stuck pods \\(100%\\) across 2 repositories are not found`),
+      );
     assert.deepEqual(
       run.summary!.outage.trips.map((t) => [t.host, t.pullClass, t.repositories]),
       [[node.registry, 'permanent', 2]],

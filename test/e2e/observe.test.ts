@@ -20,33 +20,73 @@ const env = useTestCluster((hooks) => {
   kc = hooks.kc;
 });
 
-const container = (name: string, extra: Partial<V1Container> = {}): V1Container => ({ name, image: MISSING_IMAGE, command: ['true'], ...extra });
+const container = (name: string, extra: Partial<V1Container> = {}): V1Container => ({
+  name,
+  image: MISSING_IMAGE,
+  command: ['true'],
+  ...extra,
+});
 const NO_MESSAGE = new Set(['ContainerCreating', 'PodInitializing']);
-const pull = (c: string, reason = 'ImagePullBackOff', init = false): WaitingOnImage => ({ container: c, reason, message: NO_MESSAGE.has(reason) ? '' : NOT_FOUND_MESSAGE, init });
+const pull = (c: string, reason = 'ImagePullBackOff', init = false): WaitingOnImage => ({
+  container: c,
+  reason,
+  message: NO_MESSAGE.has(reason) ? '' : NOT_FOUND_MESSAGE,
+  init,
+});
 
 /**
  * Each pod: its spec and the kubelet-written state (none: unscheduled; running; init-running: its
  * first init container runs; or waiting containers, `PodInitializing` as the real node writes a
  * hung pull of an init container, a sidecar or, after init, a regular container).
  */
-const PODS: { name: string; init?: V1Container[]; containers: V1Container[]; state: 'none' | 'running' | 'init-running' | WaitingOnImage[] }[] = [
+const PODS: {
+  name: string;
+  init?: V1Container[];
+  containers: V1Container[];
+  state: 'none' | 'running' | 'init-running' | WaitingOnImage[];
+}[] = [
   { name: 'unscheduled', containers: [container('main')], state: 'none' },
   { name: 'running', containers: [container('main')], state: 'running' },
   { name: 'regular', containers: [container('main')], state: [pull('main')] },
-  { name: 'second-behind-creating', containers: [container('a'), container('b')], state: [pull('a', 'ContainerCreating'), pull('b', 'ErrImagePull')] },
+  {
+    name: 'second-behind-creating',
+    containers: [container('a'), container('b')],
+    state: [pull('a', 'ContainerCreating'), pull('b', 'ErrImagePull')],
+  },
   { name: 'second-behind-running', containers: [container('a'), container('b')], state: [pull('b', 'ErrImagePull')] },
   { name: 'init', init: [container('setup')], containers: [container('main')], state: [pull('setup', 'ErrImagePull', true)] },
-  { name: 'sidecar', init: [container('proxy', { restartPolicy: 'Always' })], containers: [container('main')], state: [pull('proxy', 'ImagePullBackOff', true)] },
+  {
+    name: 'sidecar',
+    init: [container('proxy', { restartPolicy: 'Always' })],
+    containers: [container('main')],
+    state: [pull('proxy', 'ImagePullBackOff', true)],
+  },
   { name: 'creating', containers: [container('main')], state: [pull('main', 'ContainerCreating')] },
   { name: 'invalid-name', containers: [container('main')], state: [pull('main', 'InvalidImageName')] },
   { name: 'init-running', init: [container('setup'), container('more')], containers: [container('main')], state: 'init-running' },
   { name: 'init-stalled', init: [container('setup')], containers: [container('main')], state: [pull('setup', 'PodInitializing', true)] },
-  { name: 'sidecar-stalled', init: [container('proxy', { restartPolicy: 'Always' })], containers: [container('main')], state: [pull('proxy', 'PodInitializing', true)] },
+  {
+    name: 'sidecar-stalled',
+    init: [container('proxy', { restartPolicy: 'Always' })],
+    containers: [container('main')],
+    state: [pull('proxy', 'PodInitializing', true)],
+  },
   { name: 'after-init-stalled', init: [container('setup')], containers: [container('main')], state: [pull('main', 'PodInitializing')] },
 ];
 
 function key(c: StuckContainer): string {
-  return JSON.stringify([c.namespace, c.pod, c.container, c.containerKind, c.reason, c.pullClass, c.stuckSince.getTime(), c.podUid, c.image, c.message]);
+  return JSON.stringify([
+    c.namespace,
+    c.pod,
+    c.container,
+    c.containerKind,
+    c.reason,
+    c.pullClass,
+    c.stuckSince.getTime(),
+    c.podUid,
+    c.image,
+    c.message,
+  ]);
 }
 
 describe('lean observation (Table rows, then full reads of the candidates)', () => {
@@ -55,7 +95,10 @@ describe('lean observation (Table rows, then full reads of the candidates)', () 
     const core = kc.makeApiClient(CoreV1Api);
     const since = new Date(Date.now() - 3600_000);
     for (const p of PODS) {
-      const body: V1Pod = { metadata: { name: p.name }, spec: { restartPolicy: 'Never', containers: p.containers, ...(p.init ? { initContainers: p.init } : {}) } };
+      const body: V1Pod = {
+        metadata: { name: p.name },
+        spec: { restartPolicy: 'Never', containers: p.containers, ...(p.init ? { initContainers: p.init } : {}) },
+      };
       await core.createNamespacedPod({ namespace: ns, body });
       if (p.state === 'running') await setPodRunning(core, ns, p.name);
       else if (p.state === 'init-running') await setInitRunning(core, ns, p.name, { since });
@@ -63,7 +106,10 @@ describe('lean observation (Table rows, then full reads of the candidates)', () 
     }
 
     const full = await core.listNamespacedPod({ namespace: ns, fieldSelector: 'status.phase=Pending' });
-    const expected = full.items.flatMap((pod) => findStuckContainers(pod)).map(key).sort();
+    const expected = full.items
+      .flatMap((pod) => findStuckContainers(pod))
+      .map(key)
+      .sort();
     assert.ok(expected.length >= 6, `the fixtures hold stuck containers (found ${expected.length})`);
 
     const gateway = withRetries(createGateway(kc));
@@ -81,11 +127,21 @@ describe('lean observation (Table rows, then full reads of the candidates)', () 
       ['sidecar-stalled', 'proxy', 'sidecar', 'PodInitializing'],
     ]);
     assert.equal(scoped.podsScanned, PODS.length - 1, 'every Pending pod listed');
-    assert.deepEqual(reads.sort(), PODS.filter((p) => p.state !== 'none' && p.state !== 'running').map((p) => p.name).sort(), 'only candidates read');
+    assert.deepEqual(
+      reads.sort(),
+      PODS.filter((p) => p.state !== 'none' && p.state !== 'running')
+        .map((p) => p.name)
+        .sort(),
+      'only candidates read',
+    );
 
     // The same candidates judged on one paged LIST of the namespace's Pending pods instead.
     const lists: string[] = [];
-    const listing = { ...gateway, readPod: counting.readPod, listPods: (o: Parameters<typeof gateway.listPods>[0]) => (lists.push(o.namespace), gateway.listPods(o)) };
+    const listing = {
+      ...gateway,
+      readPod: counting.readPod,
+      listPods: (o: Parameters<typeof gateway.listPods>[0]) => (lists.push(o.namespace), gateway.listPods(o)),
+    };
     reads.length = 0;
     const listed = await observeStuckContainers(listing, { namespaces: [ns], pageSize: 3, listThreshold: 1 });
     assert.deepEqual(listed.stuck.map(key).sort(), expected);
@@ -93,22 +149,33 @@ describe('lean observation (Table rows, then full reads of the candidates)', () 
     assert.equal(lists.length, Math.ceil((PODS.length - 1) / 3), 'one LIST, paged 3 a page');
 
     const everywhere = await observeStuckContainers(gateway, { namespaces: [], pageSize: 500 });
-    assert.deepEqual(everywhere.stuck.filter((c) => c.namespace === ns).map(key).sort(), expected);
+    assert.deepEqual(
+      everywhere.stuck
+        .filter((c) => c.namespace === ns)
+        .map(key)
+        .sort(),
+      expected,
+    );
   });
 
   // A cluster of many namespaces, most of them empty: one cluster-wide list of rows (never a
   // request per namespace), and Namespace labels read only where something is stuck.
   it('across 200 namespaces: the same result from one cluster-wide list; labels read only where stuck', { timeout: 600_000 }, async () => {
     const core = kc.makeApiClient(CoreV1Api);
-    const namespaces = await mapBounded(Array.from({ length: 200 }, (_, i) => i), 16, (i) =>
-      env.namespace(`many-${i < 3 ? 'busy' : 'idle'}`, i < 2 ? { team: 'batch' } : {}),
+    const namespaces = await mapBounded(
+      Array.from({ length: 200 }, (_, i) => i),
+      16,
+      (i) => env.namespace(`many-${i < 3 ? 'busy' : 'idle'}`, i < 2 ? { team: 'batch' } : {}),
     );
     const [batchA, batchB, other] = namespaces as [string, string, string];
     const since = new Date(Date.now() - 3600_000);
     for (const ns of [batchA, batchB, other]) {
       await createStuckJob(kc, ns, 'stuck', { stuckFor: 3600 });
       for (const p of PODS) {
-        const body: V1Pod = { metadata: { name: p.name }, spec: { restartPolicy: 'Never', containers: p.containers, ...(p.init ? { initContainers: p.init } : {}) } };
+        const body: V1Pod = {
+          metadata: { name: p.name },
+          spec: { restartPolicy: 'Never', containers: p.containers, ...(p.init ? { initContainers: p.init } : {}) },
+        };
         await core.createNamespacedPod({ namespace: ns, body });
         if (p.state === 'running') await setPodRunning(core, ns, p.name);
         else if (p.state === 'init-running') await setInitRunning(core, ns, p.name, { since });
@@ -117,7 +184,11 @@ describe('lean observation (Table rows, then full reads of the candidates)', () 
     }
     const ours = new Set(namespaces);
     const full = await core.listPodForAllNamespaces({ fieldSelector: 'status.phase=Pending' });
-    const expected = full.items.flatMap((pod) => findStuckContainers(pod)).filter((c) => ours.has(c.namespace)).map(key).sort();
+    const expected = full.items
+      .flatMap((pod) => findStuckContainers(pod))
+      .filter((c) => ours.has(c.namespace))
+      .map(key)
+      .sort();
     assert.ok(expected.length >= 21, `the fixtures hold stuck containers (found ${expected.length})`);
 
     const calls: string[] = [];
@@ -131,7 +202,13 @@ describe('lean observation (Table rows, then full reads of the candidates)', () 
       listPods: (o) => (calls.push(`list ${o.namespace}`), gateway.listPods(o)),
     };
     const everywhere = await observeStuckContainers(counting, { namespaces: [], pageSize: 50, listThreshold: Number.POSITIVE_INFINITY });
-    assert.deepEqual(everywhere.stuck.filter((c) => ours.has(c.namespace)).map(key).sort(), expected);
+    assert.deepEqual(
+      everywhere.stuck
+        .filter((c) => ours.has(c.namespace))
+        .map(key)
+        .sort(),
+      expected,
+    );
     const rowPages = calls.filter((c) => c === 'rows *').length;
     assert.equal(calls.filter((c) => c === 'namespaces').length, 1, 'one page of namespace names, to learn they are many');
     assert.equal(calls.filter((c) => c.startsWith('rows ') && c !== 'rows *').length, 0, 'no list per namespace');
@@ -143,16 +220,35 @@ describe('lean observation (Table rows, then full reads of the candidates)', () 
 
     // The same with namespaces walked one by one (the path of a cluster with few namespaces).
     const walked = await observeStuckContainers(gateway, { namespaces: [], pageSize: 50, walkNamespacesUpTo: 100_000 });
-    assert.deepEqual(walked.stuck.filter((c) => ours.has(c.namespace)).map(key).sort(), expected);
+    assert.deepEqual(
+      walked.stuck
+        .filter((c) => ours.has(c.namespace))
+        .map(key)
+        .sort(),
+      expected,
+    );
 
     // A dry-run sweep with a namespaceSelector rule: labels are read only for namespaces with a stuck container.
     const labelReads: string[] = [];
     const plain = createGateway(kc);
-    const policy = policyFile('rules:\n  - name: batch\n    namespaceSelector: { matchLabels: { team: batch } }\n    grace: { permanent: 30s }\n');
-    const run = await runSweep(kc, { namespaces: [], policy, dryRun: true }, { ...plain, readNamespace: (name) => (labelReads.push(name), plain.readNamespace(name)) });
+    const policy = policyFile(
+      'rules:\n  - name: batch\n    namespaceSelector: { matchLabels: { team: batch } }\n    grace: { permanent: 30s }\n',
+    );
+    const run = await runSweep(
+      kc,
+      { namespaces: [], policy, dryRun: true },
+      { ...plain, readNamespace: (name) => (labelReads.push(name), plain.readNamespace(name)) },
+    );
     const stuckNamespaces = new Set([...run.lines.map((l) => l.namespace), ...everywhere.stuck.map((c) => c.namespace)]);
-    assert.deepEqual(labelReads.filter((n) => ours.has(n)).sort(), [batchA, batchB, other].sort(), 'the three namespaces with stuck containers, nothing else of ours');
-    assert.ok(labelReads.every((n) => stuckNamespaces.has(n)), `labels read only where something is stuck: ${labelReads.join(', ')}`);
+    assert.deepEqual(
+      labelReads.filter((n) => ours.has(n)).sort(),
+      [batchA, batchB, other].sort(),
+      'the three namespaces with stuck containers, nothing else of ours',
+    );
+    assert.ok(
+      labelReads.every((n) => stuckNamespaces.has(n)),
+      `labels read only where something is stuck: ${labelReads.join(', ')}`,
+    );
     const stuckJob = (ns: string) => run.lines.find((l) => l.namespace === ns && l.job === 'stuck');
     assert.equal(stuckJob(batchA)?.rule, 'batch');
     assert.equal(stuckJob(batchB)?.rule, 'batch');

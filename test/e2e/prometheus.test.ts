@@ -50,9 +50,13 @@ async function startPrometheus(target: string): Promise<{ url: string; child: Ch
       '',
     ].join('\n'),
   );
-  const child = spawn(PROMETHEUS, [`--config.file=${config}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    PROMETHEUS,
+    [`--config.file=${config}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let out = '';
   child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
   child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
@@ -82,14 +86,35 @@ describe('Prometheus scrapes run', () => {
   it('and its queries return the counts the sweeps audited; the invalid-policy alert fires', TIMEOUT, async () => {
     const ns = await env.namespace('prom');
     const resources = { requests: { cpu: '250m', memory: '64Mi' }, limits: { 'example.com/widget': '1' } };
-    const withRequests = { template: { spec: { restartPolicy: 'Never', containers: [{ name: 'main', image: 'registry.invalid/team/app:does-not-exist', command: ['true'], resources }] } } };
+    const withRequests = {
+      template: {
+        spec: {
+          restartPolicy: 'Never',
+          containers: [{ name: 'main', image: 'registry.invalid/team/app:does-not-exist', command: ['true'], resources }],
+        },
+      },
+    };
     for (const name of ['old-a', 'old-b']) await createStuckJob(kc, ns, name, { stuckFor: 7200, spec: withRequests });
     await createStuckJob(kc, ns, 'fresh', { stuckFor: 60, spec: withRequests });
     const policy = join(dir, 'policy.yaml');
     writeFileSync(policy, 'defaults: { grace: { permanent: 30m } }\n');
 
     const port = await freePort();
-    const run = startCli(['run', '--schedule', '*/2 * * * * *', '--namespace', ns, '--policy-file', policy, '--kubeconfig', kubeconfig, '--listen', `127.0.0.1:${port}`, '--output', 'json']);
+    const run = startCli([
+      'run',
+      '--schedule',
+      '*/2 * * * * *',
+      '--namespace',
+      ns,
+      '--policy-file',
+      policy,
+      '--kubeconfig',
+      kubeconfig,
+      '--listen',
+      `127.0.0.1:${port}`,
+      '--output',
+      'json',
+    ]);
     const prometheus = await startPrometheus(`127.0.0.1:${port}`);
     try {
       const audited = () => {
@@ -105,39 +130,65 @@ describe('Prometheus scrapes run', () => {
           const before = audited();
           const prom = {
             sweeps: byLabel(await query(prometheus.url, 'sum(imagepull_sweeper_sweeps_total{job="sweeper"})'), ''),
-            outcomes: byLabel(await query(prometheus.url, 'sum by (outcome) (imagepull_sweeper_decisions_total{job="sweeper"}) > 0'), 'outcome'),
+            outcomes: byLabel(
+              await query(prometheus.url, 'sum by (outcome) (imagepull_sweeper_decisions_total{job="sweeper"}) > 0'),
+              'outcome',
+            ),
           };
           const after = audited();
-          const agree = after.sweeps === before.sweeps && after.decisions.length === before.decisions.length && prom.sweeps[''] === before.sweeps;
+          const agree =
+            after.sweeps === before.sweeps && after.decisions.length === before.decisions.length && prom.sweeps[''] === before.sweeps;
           return agree && { before, prom };
         },
         60_000,
         'Prometheus caught up with the audit between two sweeps',
         250,
       );
-      assert.deepEqual(prom.outcomes, counted(before.decisions, (d) => d.outcome));
+      assert.deepEqual(
+        prom.outcomes,
+        counted(before.decisions, (d) => d.outcome),
+      );
       assert.equal(prom.outcomes.failed, 2);
       assert.ok(prom.outcomes.skipped! >= 1, 'the fresh Job is skipped, within grace');
 
-      const failedHere = await query(prometheus.url, `sum by (registry, class) (imagepull_sweeper_decision_details_total{namespace="${ns}",outcome="failed"})`);
-      assert.deepEqual(failedHere.map((s) => [s.metric.registry, s.metric.class, Number(s.value[1])]), [['registry.invalid', 'permanent', 2]]);
+      const failedHere = await query(
+        prometheus.url,
+        `sum by (registry, class) (imagepull_sweeper_decision_details_total{namespace="${ns}",outcome="failed"})`,
+      );
+      assert.deepEqual(
+        failedHere.map((s) => [s.metric.registry, s.metric.class, Number(s.value[1])]),
+        [['registry.invalid', 'permanent', 2]],
+      );
 
       const freedLines = before.decisions.filter((d) => d.outcome === 'failed').map((d) => d.freed!);
-      const freed = byLabel(await query(prometheus.url, `sum by (resource) (imagepull_sweeper_freed_requests_total{namespace="${ns}"})`), 'resource');
+      const freed = byLabel(
+        await query(prometheus.url, `sum by (resource) (imagepull_sweeper_freed_requests_total{namespace="${ns}"})`),
+        'resource',
+      );
       assert.deepEqual(freed, { cpu: 0.5, memory: 128 * 2 ** 20, 'example.com/widget': 2 });
-      const seconds = byLabel(await query(prometheus.url, `sum by (resource) (imagepull_sweeper_freed_resource_seconds_total{namespace="${ns}"})`), 'resource');
+      const seconds = byLabel(
+        await query(prometheus.url, `sum by (resource) (imagepull_sweeper_freed_resource_seconds_total{namespace="${ns}"})`),
+        'resource',
+      );
       const auditedSeconds = freedLines.reduce((sum, f) => sum + f.resourceSeconds['example.com/widget']!, 0);
       assert.ok(Math.abs(seconds['example.com/widget']! - auditedSeconds) < 1e-6, `${seconds['example.com/widget']} vs ${auditedSeconds}`);
       assert.ok(auditedSeconds >= 2 * 7200);
-      assert.deepEqual(byLabel(await query(prometheus.url, `imagepull_sweeper_stuck_pods_within_grace{namespace="${ns}"}`), 'class'), { permanent: 1 });
-      const widgetsWaiting = await query(prometheus.url, `imagepull_sweeper_stuck_requests_within_grace{namespace="${ns}",resource="example.com/widget"}`);
+      assert.deepEqual(byLabel(await query(prometheus.url, `imagepull_sweeper_stuck_pods_within_grace{namespace="${ns}"}`), 'class'), {
+        permanent: 1,
+      });
+      const widgetsWaiting = await query(
+        prometheus.url,
+        `imagepull_sweeper_stuck_requests_within_grace{namespace="${ns}",resource="example.com/widget"}`,
+      );
       assert.equal(Number(widgetsWaiting[0]?.value[1]), 1);
 
       // The chart's rules run on these series: an invalid policy fires its alert.
       writeFileSync(policy, 'limits: { maxJobsPerSweep: lots }\n');
       const firing = await waitFor(
         async () => {
-          const res = (await (await fetch(`${prometheus.url}/api/v1/alerts`)).json()) as { data: { alerts: { labels: Record<string, string>; state: string }[] } };
+          const res = (await (await fetch(`${prometheus.url}/api/v1/alerts`)).json()) as {
+            data: { alerts: { labels: Record<string, string>; state: string }[] };
+          };
           return res.data.alerts.find((a) => a.labels.alertname === 'ImagePullSweeperInvalidPolicy' && a.state === 'firing');
         },
         60_000,

@@ -36,7 +36,9 @@ const env = useTestCluster((hooks) => {
 /** `count` stuck Jobs `j-000`…; every `pfpEvery`-th has a podFailurePolicy FailJob rule. */
 async function stuckJobs(ns: string, count: number, pfpEvery: number): Promise<string[]> {
   const names = Array.from({ length: count }, (_, i) => `j-${String(i).padStart(3, '0')}`);
-  await mapBounded(names, 16, (name) => createStuckJob(kc, ns, name, { stuckFor: 9999, spec: Number(name.slice(2)) % pfpEvery === 0 ? PFP : {} }));
+  await mapBounded(names, 16, (name) =>
+    createStuckJob(kc, ns, name, { stuckFor: 9999, spec: Number(name.slice(2)) % pfpEvery === 0 ? PFP : {} }),
+  );
   return names;
 }
 
@@ -48,7 +50,17 @@ interface CliRun {
 
 /** Runs `sweep` as a process; `onLine` may return a signal to send it (once). */
 function sweepProcess(ns: string, onLine?: (failedSoFar: number) => NodeJS.Signals | undefined, delayMs = 0): Promise<CliRun> {
-  const args = ['sweep', '--namespace', ns, '--policy-file', POLICY.kind === 'file' ? POLICY.path : '', '--kubeconfig', kubeconfigPath, '--output', 'json'];
+  const args = [
+    'sweep',
+    '--namespace',
+    ns,
+    '--policy-file',
+    POLICY.kind === 'file' ? POLICY.path : '',
+    '--kubeconfig',
+    kubeconfigPath,
+    '--output',
+    'json',
+  ];
   const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let failed = 0;
@@ -111,156 +123,191 @@ async function assertFailedOnceEach(ns: string, names: string[]): Promise<{ dupl
 
 const failedLinesPerJob = (runs: CliRun[]): Map<string, number> => {
   const count = new Map<string, number>();
-  for (const run of runs) for (const l of run.lines) if (l.message === 'decision' && l.outcome === 'failed') count.set(String(l.job), (count.get(String(l.job)) ?? 0) + 1);
+  for (const run of runs)
+    for (const l of run.lines)
+      if (l.message === 'decision' && l.outcome === 'failed') count.set(String(l.job), (count.get(String(l.job)) ?? 0) + 1);
   return count;
 };
 
 describe('crash safety', () => {
-  it('kill -9 at many points of a batch of 200 (half podFailurePolicy): one more sweep fails every Job exactly once, with one Event', TIMEOUT, async () => {
-    const ns = await env.namespace('kill9');
-    const names = await stuckJobs(ns, 200, 2);
-    // Kill points: once this process has audited `after` Jobs failed, at once or a few ms later
-    // (mid write sequence). Output comes in bursts, so each run fails at least that many.
-    const killPoints: { after: number; delayMs: number }[] = [
-      { after: 0, delayMs: 0 },
-      { after: 1, delayMs: 0 },
-      { after: 1, delayMs: 9 },
-      { after: 3, delayMs: 0 },
-      { after: 2, delayMs: 30 },
-      { after: 5, delayMs: 4 },
-      { after: 1, delayMs: 60 },
-      { after: 8, delayMs: 0 },
-      { after: 4, delayMs: 17 },
-      { after: 2, delayMs: 2 },
-      { after: 6, delayMs: 45 },
-      { after: 3, delayMs: 120 },
-    ];
-    const runs: CliRun[] = [];
-    for (const point of killPoints) {
-      const run = await sweepProcess(ns, (failed) => (failed >= point.after ? 'SIGKILL' : undefined), point.delayMs);
-      runs.push(run);
-      if (run.signal !== 'SIGKILL') break; // nothing left to fail before the kill point
-    }
-    const killed = runs.filter((r) => r.signal === 'SIGKILL').length;
-    assert.ok(killed >= 8, `at least 8 runs killed mid-batch, got ${killed}`);
-    const failedBeforeFinal = [...failedLinesPerJob(runs).values()].reduce((a, b) => a + b, 0);
+  it(
+    'kill -9 at many points of a batch of 200 (half podFailurePolicy): one more sweep fails every Job exactly once, with one Event',
+    TIMEOUT,
+    async () => {
+      const ns = await env.namespace('kill9');
+      const names = await stuckJobs(ns, 200, 2);
+      // Kill points: once this process has audited `after` Jobs failed, at once or a few ms later
+      // (mid write sequence). Output comes in bursts, so each run fails at least that many.
+      const killPoints: { after: number; delayMs: number }[] = [
+        { after: 0, delayMs: 0 },
+        { after: 1, delayMs: 0 },
+        { after: 1, delayMs: 9 },
+        { after: 3, delayMs: 0 },
+        { after: 2, delayMs: 30 },
+        { after: 5, delayMs: 4 },
+        { after: 1, delayMs: 60 },
+        { after: 8, delayMs: 0 },
+        { after: 4, delayMs: 17 },
+        { after: 2, delayMs: 2 },
+        { after: 6, delayMs: 45 },
+        { after: 3, delayMs: 120 },
+      ];
+      const runs: CliRun[] = [];
+      for (const point of killPoints) {
+        const run = await sweepProcess(ns, (failed) => (failed >= point.after ? 'SIGKILL' : undefined), point.delayMs);
+        runs.push(run);
+        if (run.signal !== 'SIGKILL') break; // nothing left to fail before the kill point
+      }
+      const killed = runs.filter((r) => r.signal === 'SIGKILL').length;
+      assert.ok(killed >= 8, `at least 8 runs killed mid-batch, got ${killed}`);
+      const failedBeforeFinal = [...failedLinesPerJob(runs).values()].reduce((a, b) => a + b, 0);
 
-    await new Promise((r) => setTimeout(r, CONFIRM_WITHIN_S * 1000 + 500));
-    const final = await sweepProcess(ns);
-    assert.equal(final.code, 0, JSON.stringify(final.lines.filter((l) => l.level === 'error')));
-    runs.push(final);
-    const { duplicates, missing } = await assertFailedOnceEach(ns, names);
-    const perJob = failedLinesPerJob(runs);
-    const twice = [...perJob.entries()].filter(([, n]) => n > 1);
-    const retried = final.lines.filter((l) => l.outcome === 'retried').length;
-    const killedRuns = runs.slice(0, -1);
-    const retriedByKilled = killedRuns.reduce((n, r) => n + r.lines.filter((l) => l.outcome === 'retried').length, 0);
-    const audited = new Set(runs.flatMap((r) => r.lines.filter((l) => l.outcome === 'failed' || l.outcome === 'retried').map((l) => String(l.job))));
-    const eventsBackfilled = runs.reduce((n, r) => n + r.lines.filter((l) => /wrote the missing FailJob Event/.test(String(l.message))).length, 0);
-    console.log(
-      `[kill -9] ${names.length} Jobs (100 podFailurePolicy), ${killed} runs killed with SIGKILL mid-batch, ` +
-        `${failedBeforeFinal} Jobs audited failed and ${retriedByKilled} retried by the killed runs, ` +
-        `${names.length - audited.size} failed without a decision line getting out (${eventsBackfilled} Events written by a later run); final sweep: ${final.lines.filter((l) => l.outcome === 'failed').length} failed, ` +
-        `${retried} retried; Events missing ${missing}, duplicates ${duplicates}, Jobs failed twice ${twice.length}`,
-    );
-    assert.equal(missing, 0);
-    assert.equal(duplicates, 0);
-    assert.deepEqual(twice, []);
+      await new Promise((r) => setTimeout(r, CONFIRM_WITHIN_S * 1000 + 500));
+      const final = await sweepProcess(ns);
+      assert.equal(final.code, 0, JSON.stringify(final.lines.filter((l) => l.level === 'error')));
+      runs.push(final);
+      const { duplicates, missing } = await assertFailedOnceEach(ns, names);
+      const perJob = failedLinesPerJob(runs);
+      const twice = [...perJob.entries()].filter(([, n]) => n > 1);
+      const retried = final.lines.filter((l) => l.outcome === 'retried').length;
+      const killedRuns = runs.slice(0, -1);
+      const retriedByKilled = killedRuns.reduce((n, r) => n + r.lines.filter((l) => l.outcome === 'retried').length, 0);
+      const audited = new Set(
+        runs.flatMap((r) => r.lines.filter((l) => l.outcome === 'failed' || l.outcome === 'retried').map((l) => String(l.job))),
+      );
+      const eventsBackfilled = runs.reduce(
+        (n, r) => n + r.lines.filter((l) => /wrote the missing FailJob Event/.test(String(l.message))).length,
+        0,
+      );
+      console.log(
+        `[kill -9] ${names.length} Jobs (100 podFailurePolicy), ${killed} runs killed with SIGKILL mid-batch, ` +
+          `${failedBeforeFinal} Jobs audited failed and ${retriedByKilled} retried by the killed runs, ` +
+          `${names.length - audited.size} failed without a decision line getting out (${eventsBackfilled} Events written by a later run); final sweep: ${final.lines.filter((l) => l.outcome === 'failed').length} failed, ` +
+          `${retried} retried; Events missing ${missing}, duplicates ${duplicates}, Jobs failed twice ${twice.length}`,
+      );
+      assert.equal(missing, 0);
+      assert.equal(duplicates, 0);
+      assert.deepEqual(twice, []);
 
-    // One more sweep settles and changes nothing that matters: no new Event.
-    const again = await sweepProcess(ns);
-    assert.equal(again.code, 0);
-    assert.equal(again.lines.filter((l) => l.outcome === 'failed' || l.outcome === 'retried').length, 0);
-    assert.equal((await assertFailedOnceEach(ns, names)).duplicates, 0);
-  });
+      // One more sweep settles and changes nothing that matters: no new Event.
+      const again = await sweepProcess(ns);
+      assert.equal(again.code, 0);
+      assert.equal(again.lines.filter((l) => l.outcome === 'failed' || l.outcome === 'retried').length, 0);
+      assert.equal((await assertFailedOnceEach(ns, names)).duplicates, 0);
+    },
+  );
 
   it('three sweepers started at once on 60 stuck Jobs: one Event per Job, each failed once, all exit 0', TIMEOUT, async () => {
     const ns = await env.namespace('race3');
     const names = await stuckJobs(ns, 60, 3);
     const runs = await Promise.all([sweepProcess(ns), sweepProcess(ns), sweepProcess(ns)]);
-    assert.deepEqual(runs.map((r) => r.code), [0, 0, 0], JSON.stringify(runs.flatMap((r) => r.lines.filter((l) => l.level === 'error'))));
+    assert.deepEqual(
+      runs.map((r) => r.code),
+      [0, 0, 0],
+      JSON.stringify(runs.flatMap((r) => r.lines.filter((l) => l.level === 'error'))),
+    );
     const perJob = failedLinesPerJob(runs);
     assert.equal(perJob.size, 60);
-    assert.deepEqual([...perJob.values()].filter((n) => n !== 1), []);
+    assert.deepEqual(
+      [...perJob.values()].filter((n) => n !== 1),
+      [],
+    );
     const { duplicates, missing } = await assertFailedOnceEach(ns, names);
     const wins = runs.map((r) => r.lines.filter((l) => l.outcome === 'failed').length);
-    console.log(`[3 sweepers] 60 Jobs (20 podFailurePolicy): failed per sweeper ${wins.join('/')}; Events missing ${missing}, duplicates ${duplicates}`);
+    console.log(
+      `[3 sweepers] 60 Jobs (20 podFailurePolicy): failed per sweeper ${wins.join('/')}; Events missing ${missing}, duplicates ${duplicates}`,
+    );
     assert.equal(missing, 0);
     assert.equal(duplicates, 0);
   });
 
-  it('SIGTERM mid-batch: writes in flight finish, none start after, exit 0; every Job untouched or failed with its Event', TIMEOUT, async () => {
-    const ns = await env.namespace('sigterm');
-    const names = await stuckJobs(ns, 80, 2);
-    const run = await sweepProcess(ns, (failed) => (failed >= 2 ? 'SIGTERM' : undefined));
-    assert.equal(run.code, 0);
-    assert.equal(run.signal, null);
-    const decisions = run.lines.filter((l) => l.message === 'decision');
-    const failed = decisions.filter((l) => l.outcome === 'failed').map((l) => String(l.job));
-    const deferred = decisions.filter((l) => l.outcome === 'deferred');
-    assert.ok(run.lines.some((l) => l.message === 'summary'), 'the summary is written');
-    assert.ok(deferred.length > 0, 'the stop came before the end of the batch');
-    assert.ok(deferred.every((l) => /sweep stopped before acting/.test(String(l.detail))));
-    assert.equal(failed.length + deferred.length, names.length);
-    console.log(`[SIGTERM] 80 Jobs: ${failed.length} failed (writes in flight finished), ${deferred.length} deferred`);
+  it(
+    'SIGTERM mid-batch: writes in flight finish, none start after, exit 0; every Job untouched or failed with its Event',
+    TIMEOUT,
+    async () => {
+      const ns = await env.namespace('sigterm');
+      const names = await stuckJobs(ns, 80, 2);
+      const run = await sweepProcess(ns, (failed) => (failed >= 2 ? 'SIGTERM' : undefined));
+      assert.equal(run.code, 0);
+      assert.equal(run.signal, null);
+      const decisions = run.lines.filter((l) => l.message === 'decision');
+      const failed = decisions.filter((l) => l.outcome === 'failed').map((l) => String(l.job));
+      const deferred = decisions.filter((l) => l.outcome === 'deferred');
+      assert.ok(
+        run.lines.some((l) => l.message === 'summary'),
+        'the summary is written',
+      );
+      assert.ok(deferred.length > 0, 'the stop came before the end of the batch');
+      assert.ok(deferred.every((l) => /sweep stopped before acting/.test(String(l.detail))));
+      assert.equal(failed.length + deferred.length, names.length);
+      console.log(`[SIGTERM] 80 Jobs: ${failed.length} failed (writes in flight finished), ${deferred.length} deferred`);
 
-    await waitAllFailed(ns, failed);
-    const events = await failJobEvents(ns);
-    for (const job of await listJobs(ns)) {
-      const name = job.metadata!.name!;
-      const annotated = job.metadata!.annotations?.['imagepull-sweeper/failed-at'] !== undefined;
-      assert.equal(annotated, failed.includes(name), `${name}: annotated iff audited failed`);
-      assert.equal(events.get(name)?.length ?? 0, annotated ? 1 : 0, `${name}: one Event iff failed`);
-    }
-  });
+      await waitAllFailed(ns, failed);
+      const events = await failJobEvents(ns);
+      for (const job of await listJobs(ns)) {
+        const name = job.metadata!.name!;
+        const annotated = job.metadata!.annotations?.['imagepull-sweeper/failed-at'] !== undefined;
+        assert.equal(annotated, failed.includes(name), `${name}: annotated iff audited failed`);
+        assert.equal(events.get(name)?.length ?? 0, annotated ? 1 : 0, `${name}: one Event iff failed`);
+      }
+    },
+  );
 
-  it('a claim left by a crash (pod never marked): waits confirmWithin, then fails the Job by its deadline, audited retried', TIMEOUT, async () => {
-    const ns = await env.namespace('orphan-claim');
-    await createStuckJob(kc, ns, 'claimed', { stuckFor: 9999, spec: PFP });
-    // What a sweep killed right after its claim leaves behind.
-    const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
-    const failedAt = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
-    await kc.makeApiClient(BatchV1Api).patchNamespacedJob(
-      {
-        namespace: ns,
-        name: 'claimed',
-        body: {
-          metadata: {
-            labels: { 'imagepull-sweeper/pending': 'true' },
-            annotations: {
-              'imagepull-sweeper/failed-at': failedAt,
-              'imagepull-sweeper/reason': 'ImagePullBackOff',
-              'imagepull-sweeper/message': 'regular container main of pod x waited 3m on image registry.invalid/team/app:does-not-exist (class permanent, rule defaults, grace 2m): ImagePullBackOff: not found',
-              'imagepull-sweeper/claim': 'crashed-sweep',
+  it(
+    'a claim left by a crash (pod never marked): waits confirmWithin, then fails the Job by its deadline, audited retried',
+    TIMEOUT,
+    async () => {
+      const ns = await env.namespace('orphan-claim');
+      await createStuckJob(kc, ns, 'claimed', { stuckFor: 9999, spec: PFP });
+      // What a sweep killed right after its claim leaves behind.
+      const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+      const failedAt = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+      await kc.makeApiClient(BatchV1Api).patchNamespacedJob(
+        {
+          namespace: ns,
+          name: 'claimed',
+          body: {
+            metadata: {
+              labels: { 'imagepull-sweeper/pending': 'true' },
+              annotations: {
+                'imagepull-sweeper/failed-at': failedAt,
+                'imagepull-sweeper/reason': 'ImagePullBackOff',
+                'imagepull-sweeper/message':
+                  'regular container main of pod x waited 3m on image registry.invalid/team/app:does-not-exist (class permanent, rule defaults, grace 2m): ImagePullBackOff: not found',
+                'imagepull-sweeper/claim': 'crashed-sweep',
+              },
             },
           },
         },
-      },
-      merge,
-    );
-    const policy = policyFile('limits: { confirmWithin: 4s }\n');
-    const early = await runSweep(kc, { namespaces: [ns], policy });
-    assert.equal(early.exitCode, 0);
-    assert.equal(early.lines.length, 1);
-    assert.equal(early.lines[0]!.outcome, 'skipped');
-    assert.match(early.lines[0]!.detail, /waiting for the Job controller/);
-    assert.equal(early.summary!.awaitingFailed, 1);
+        merge,
+      );
+      const policy = policyFile('limits: { confirmWithin: 4s }\n');
+      const early = await runSweep(kc, { namespaces: [ns], policy });
+      assert.equal(early.exitCode, 0);
+      assert.equal(early.lines.length, 1);
+      assert.equal(early.lines[0]!.outcome, 'skipped');
+      assert.match(early.lines[0]!.detail, /waiting for the Job controller/);
+      assert.equal(early.summary!.awaitingFailed, 1);
 
-    await new Promise((r) => setTimeout(r, 4500));
-    const late = await runSweep(kc, { namespaces: [ns], policy });
-    assert.equal(late.exitCode, 0);
-    assert.equal(late.lines[0]!.outcome, 'retried');
-    assert.match(late.lines[0]!.detail, /not finished after confirmWithin 4s: failing it again by its deadline; found 1 pod\(s\) Pending \(ImagePullBackOff\)/);
-    const job = await waitForJobFailed(kc, ns, 'claimed');
-    assert.equal(trueCondition(job, 'Failed')?.reason, 'DeadlineExceeded');
-    assert.equal((await failJobEvents(ns)).get('claimed')?.length, 1);
+      await new Promise((r) => setTimeout(r, 4500));
+      const late = await runSweep(kc, { namespaces: [ns], policy });
+      assert.equal(late.exitCode, 0);
+      assert.equal(late.lines[0]!.outcome, 'retried');
+      assert.match(
+        late.lines[0]!.detail,
+        /not finished after confirmWithin 4s: failing it again by its deadline; found 1 pod\(s\) Pending \(ImagePullBackOff\)/,
+      );
+      const job = await waitForJobFailed(kc, ns, 'claimed');
+      assert.equal(trueCondition(job, 'Failed')?.reason, 'DeadlineExceeded');
+      assert.equal((await failJobEvents(ns)).get('claimed')?.length, 1);
 
-    // The next sweep sees it finished: the label goes, nothing else is written.
-    const settle = await runSweep(kc, { namespaces: [ns], policy });
-    assert.equal(settle.exitCode, 0);
-    assert.equal((await readJob(kc, ns, 'claimed')).metadata!.labels?.['imagepull-sweeper/pending'], undefined);
-    assert.equal((await failJobEvents(ns)).get('claimed')?.length, 1);
-  });
+      // The next sweep sees it finished: the label goes, nothing else is written.
+      const settle = await runSweep(kc, { namespaces: [ns], policy });
+      assert.equal(settle.exitCode, 0);
+      assert.equal((await readJob(kc, ns, 'claimed')).metadata!.labels?.['imagepull-sweeper/pending'], undefined);
+      assert.equal((await failJobEvents(ns)).get('claimed')?.length, 1);
+    },
+  );
 
   it('a failing write that landed, its answer lost and every retry refused (not 409): completed, not orphaned', TIMEOUT, async () => {
     const ns = await env.namespace('lost-answer');
@@ -281,7 +328,13 @@ describe('crash safety', () => {
     const gateway = withRetries(landedThenLost, { sleep: async () => undefined });
     const observation = await observeStuckContainers(gateway, { namespaces: [ns], pageSize: 100 });
     const attribution = await attributeToJobs(gateway, observation.stuck, { concurrency: 2, listThreshold: 10 });
-    const input: JudgeInput = { stuck: observation.stuck, ownerOf: attribution.ownerOf, namespaceLabels: new Map(), policy: parsed(POLICY_YAML), now: new Date() };
+    const input: JudgeInput = {
+      stuck: observation.stuck,
+      ownerOf: attribution.ownerOf,
+      namespaceLabels: new Map(),
+      policy: parsed(POLICY_YAML),
+      now: new Date(),
+    };
     const results = await act(gateway, judge(input).decisions, {
       concurrency: 2,
       now: input.now,
@@ -289,7 +342,13 @@ describe('crash safety', () => {
       claim: 'lost-answer-claim',
       rejudge: (d, fresh, pod) => rejudgeJob(input, d, fresh, pod),
     });
-    assert.deepEqual(results.map((r) => [r.decision.job, r.outcome, r.error]), [['deadline', 'failed', undefined], ['pfp', 'failed', undefined]]);
+    assert.deepEqual(
+      results.map((r) => [r.decision.job, r.outcome, r.error]),
+      [
+        ['deadline', 'failed', undefined],
+        ['pfp', 'failed', undefined],
+      ],
+    );
     assert.equal(trueCondition(await waitForJobFailed(kc, ns, 'deadline'), 'Failed')?.reason, 'DeadlineExceeded');
     assert.equal(trueCondition(await waitForJobFailed(kc, ns, 'pfp'), 'Failed')?.reason, 'PodFailurePolicy');
     const events = await failJobEvents(ns);
@@ -301,7 +360,10 @@ describe('crash safety', () => {
     const ns = await env.namespace('no-event');
     await createStuckJob(kc, ns, 'silent', { stuckFor: 9999 });
     const real = createGateway(kc);
-    const noEvents: KubeGateway = { ...real, createEvent: () => Promise.reject(new ApiException(500, 'boom', { message: 'injected' }, {})) };
+    const noEvents: KubeGateway = {
+      ...real,
+      createEvent: () => Promise.reject(new ApiException(500, 'boom', { message: 'injected' }, {})),
+    };
     const first = await runSweep(kc, { namespaces: [ns], policy: POLICY }, noEvents);
     assert.equal(first.exitCode, 1);
     assert.match(String(first.lines[0]!.error), /Event was not written/);
@@ -318,71 +380,97 @@ describe('crash safety', () => {
 });
 
 describe('pod preconditions', () => {
-  it('a pod written between observing and acting: the write fails its precondition, the Job is re-read and re-judged', TIMEOUT, async () => {
-    const ns = await env.namespace('pod-rv');
-    const changed = await createStuckJob(kc, ns, 'changed', { stuckFor: 9999, spec: PFP });
-    const recovered = await createStuckJob(kc, ns, 'recovered', { stuckFor: 9999, spec: PFP });
-    const gateway = withRetries(createGateway(kc));
-    const observation = await observeStuckContainers(gateway, { namespaces: [ns], pageSize: 100 });
-    const attribution = await attributeToJobs(gateway, observation.stuck, { concurrency: 2, listThreshold: 10 });
-    const input: JudgeInput = { stuck: observation.stuck, ownerOf: attribution.ownerOf, namespaceLabels: new Map(), policy: parsed(POLICY_YAML), now: new Date() };
-    const decisions = judge(input).decisions;
-    assert.deepEqual(decisions.map((d) => d.mechanism), ['podFailurePolicy', 'podFailurePolicy']);
+  it(
+    'a pod written between observing and acting: the write fails its precondition, the Job is re-read and re-judged',
+    TIMEOUT,
+    async () => {
+      const ns = await env.namespace('pod-rv');
+      const changed = await createStuckJob(kc, ns, 'changed', { stuckFor: 9999, spec: PFP });
+      const recovered = await createStuckJob(kc, ns, 'recovered', { stuckFor: 9999, spec: PFP });
+      const gateway = withRetries(createGateway(kc));
+      const observation = await observeStuckContainers(gateway, { namespaces: [ns], pageSize: 100 });
+      const attribution = await attributeToJobs(gateway, observation.stuck, { concurrency: 2, listThreshold: 10 });
+      const input: JudgeInput = {
+        stuck: observation.stuck,
+        ownerOf: attribution.ownerOf,
+        namespaceLabels: new Map(),
+        policy: parsed(POLICY_YAML),
+        now: new Date(),
+      };
+      const decisions = judge(input).decisions;
+      assert.deepEqual(
+        decisions.map((d) => d.mechanism),
+        ['podFailurePolicy', 'podFailurePolicy'],
+      );
 
-    const core = kc.makeApiClient(CoreV1Api);
-    // The kubelet writes both pods: one is still stuck (a new message), the other now runs.
-    await setImagePullStuck(core, ns, changed.pod, { since: new Date(Date.now() - 9999_000), stuck: [{ container: 'main', reason: 'ErrImagePull', message: 'rpc error: not found' }] });
-    await setPodRunning(core, ns, recovered.pod);
+      const core = kc.makeApiClient(CoreV1Api);
+      // The kubelet writes both pods: one is still stuck (a new message), the other now runs.
+      await setImagePullStuck(core, ns, changed.pod, {
+        since: new Date(Date.now() - 9999_000),
+        stuck: [{ container: 'main', reason: 'ErrImagePull', message: 'rpc error: not found' }],
+      });
+      await setPodRunning(core, ns, recovered.pod);
 
-    let podRejudged = 0;
-    const results = await act(gateway, decisions, {
-      concurrency: 2,
-      now: input.now,
-      instance: 'e2e',
-      claim: 'pod-rv-claim',
-      rejudge: (d, fresh, pod) => {
-        if (pod) podRejudged += 1;
-        return rejudgeJob(input, d, fresh, pod);
-      },
-    });
-    assert.equal(podRejudged, 2);
-    const byJob = Object.fromEntries(results.map((r) => [r.decision.job, r]));
-    assert.equal(byJob.changed!.outcome, 'failed');
-    assert.equal(byJob.changed!.decision.reason, 'ErrImagePull');
-    assert.equal(byJob.recovered!.outcome, 'skipped');
-    assert.match(byJob.recovered!.decision.detail, /no longer stuck/);
-    assert.equal(trueCondition(await waitForJobFailed(kc, ns, 'changed'), 'Failed')?.reason, 'PodFailurePolicy');
+      let podRejudged = 0;
+      const results = await act(gateway, decisions, {
+        concurrency: 2,
+        now: input.now,
+        instance: 'e2e',
+        claim: 'pod-rv-claim',
+        rejudge: (d, fresh, pod) => {
+          if (pod) podRejudged += 1;
+          return rejudgeJob(input, d, fresh, pod);
+        },
+      });
+      assert.equal(podRejudged, 2);
+      const byJob = Object.fromEntries(results.map((r) => [r.decision.job, r]));
+      assert.equal(byJob.changed!.outcome, 'failed');
+      assert.equal(byJob.changed!.decision.reason, 'ErrImagePull');
+      assert.equal(byJob.recovered!.outcome, 'skipped');
+      assert.match(byJob.recovered!.decision.detail, /no longer stuck/);
+      assert.equal(trueCondition(await waitForJobFailed(kc, ns, 'changed'), 'Failed')?.reason, 'PodFailurePolicy');
 
-    // The recovered pod was neither marked nor deleted, and its Job's claim was released.
-    const pod = await core.readNamespacedPod({ namespace: ns, name: recovered.pod });
-    assert.equal(pod.metadata!.deletionTimestamp, undefined);
-    assert.equal(pod.status!.conditions!.some((c) => c.type === 'ImagePullStuck'), false);
-    const job = await readJob(kc, ns, 'recovered');
-    assert.deepEqual(Object.keys(job.metadata!.annotations ?? {}).filter((k) => k.startsWith('imagepull-sweeper/')), []);
-    assert.equal(job.metadata!.labels?.['imagepull-sweeper/pending'], undefined);
-    assert.equal((await failJobEvents(ns)).get('recovered'), undefined);
-  });
+      // The recovered pod was neither marked nor deleted, and its Job's claim was released.
+      const pod = await core.readNamespacedPod({ namespace: ns, name: recovered.pod });
+      assert.equal(pod.metadata!.deletionTimestamp, undefined);
+      assert.equal(
+        pod.status!.conditions!.some((c) => c.type === 'ImagePullStuck'),
+        false,
+      );
+      const job = await readJob(kc, ns, 'recovered');
+      assert.deepEqual(
+        Object.keys(job.metadata!.annotations ?? {}).filter((k) => k.startsWith('imagepull-sweeper/')),
+        [],
+      );
+      assert.equal(job.metadata!.labels?.['imagepull-sweeper/pending'], undefined);
+      assert.equal((await failJobEvents(ns)).get('recovered'), undefined);
+    },
+  );
 });
 
 describe('mechanism choice', () => {
-  it('a podFailurePolicy whose earlier rule (onExitCodes In [137] Ignore) would swallow the deleted pod: failed by the deadline', TIMEOUT, async () => {
-    const ns = await env.namespace('shadowed');
-    const spec = {
-      podFailurePolicy: {
-        rules: [
-          { action: 'Ignore', onExitCodes: { operator: 'In', values: [137] } },
-          { action: 'FailJob', onPodConditions: [{ type: 'ImagePullStuck', status: 'True' }] },
-        ],
-      },
-    };
-    await createStuckJob(kc, ns, 'ignores-137', { stuckFor: 9999, spec });
-    const run = await runSweep(kc, { namespaces: [ns], policy: POLICY });
-    assert.equal(run.exitCode, 0);
-    assert.equal(run.lines[0]!.outcome, 'failed');
-    assert.equal(run.lines[0]!.mechanism, 'activeDeadlineSeconds');
-    assert.match(run.lines[0]!.detail, /rule 1 \(Ignore on exit code In \[137\]\) would match the deleted pod before rule 2/);
-    assert.equal(trueCondition(await waitForJobFailed(kc, ns, 'ignores-137'), 'Failed')?.reason, 'DeadlineExceeded');
-  });
+  it(
+    'a podFailurePolicy whose earlier rule (onExitCodes In [137] Ignore) would swallow the deleted pod: failed by the deadline',
+    TIMEOUT,
+    async () => {
+      const ns = await env.namespace('shadowed');
+      const spec = {
+        podFailurePolicy: {
+          rules: [
+            { action: 'Ignore', onExitCodes: { operator: 'In', values: [137] } },
+            { action: 'FailJob', onPodConditions: [{ type: 'ImagePullStuck', status: 'True' }] },
+          ],
+        },
+      };
+      await createStuckJob(kc, ns, 'ignores-137', { stuckFor: 9999, spec });
+      const run = await runSweep(kc, { namespaces: [ns], policy: POLICY });
+      assert.equal(run.exitCode, 0);
+      assert.equal(run.lines[0]!.outcome, 'failed');
+      assert.equal(run.lines[0]!.mechanism, 'activeDeadlineSeconds');
+      assert.match(run.lines[0]!.detail, /rule 1 \(Ignore on exit code In \[137\]\) would match the deleted pod before rule 2/);
+      assert.equal(trueCondition(await waitForJobFailed(kc, ns, 'ignores-137'), 'Failed')?.reason, 'DeadlineExceeded');
+    },
+  );
 });
 
 function parsed(yaml: string) {

@@ -58,7 +58,10 @@ function assertConflictsOnlyCostARetry(counts: Record<string, number>): void {
   assert.equal(counts.readJob ?? 0, conflicts, `one re-read per claim conflict: ${JSON.stringify(counts)}`);
 }
 
-async function measure(label: string, spec: object): Promise<{ fail: Record<string, number>; settle: Record<string, number>; reasons: string[] }> {
+async function measure(
+  label: string,
+  spec: object,
+): Promise<{ fail: Record<string, number>; settle: Record<string, number>; reasons: string[] }> {
   const ns = await env.namespace(label);
   const names = Array.from({ length: JOBS }, (_, i) => `j-${i}`);
   await mapBounded(names, 8, (name) => createStuckJob(kc, ns, name, { stuckFor: 9999, spec }));
@@ -74,7 +77,9 @@ async function measure(label: string, spec: object): Promise<{ fail: Record<stri
   assertConflictsOnlyCostARetry(first.counts);
   assertConflictsOnlyCostARetry(second.counts);
   const perJob = (c: Record<string, number>) => Object.fromEntries(Object.entries(c).map(([k, v]) => [k, v / JOBS]));
-  console.log(`[requests] ${label}, ${JOBS} Jobs: failing sweep ${JSON.stringify(first.counts)}; next sweep ${JSON.stringify(second.counts)}`);
+  console.log(
+    `[requests] ${label}, ${JOBS} Jobs: failing sweep ${JSON.stringify(first.counts)}; next sweep ${JSON.stringify(second.counts)}`,
+  );
   console.log(`[requests] ${label}: Failed reasons ${JSON.stringify(reasons)}`);
   return { fail: perJob(first.counts), settle: perJob(second.counts), reasons: [...new Set(reasons)] };
 }
@@ -85,19 +90,27 @@ const writesOnly = (c: Record<string, number>) =>
   Object.fromEntries(Object.entries(c).filter(([k]) => WRITES.includes(k) || k === 'createEvent:409'));
 
 describe('API requests per failed Job', () => {
-  it('deadline: one claim patch that also sets the deadline, the Event; the next sweep re-sends the Event (409) and drops the label', { timeout: 300_000 }, async () => {
-    const { fail, settle, reasons } = await measure('req-deadline', {});
-    // No write to the Job after the claim: the Job controller's status update cannot conflict
-    // after it deleted the pod, which would end these backoffLimit-0 Jobs as BackoffLimitExceeded.
-    assert.deepEqual(reasons, ['DeadlineExceeded']);
-    assert.deepEqual(writesOnly(fail), { mergePatchJob: 1, createEvent: 1 });
-    assert.deepEqual(writesOnly(settle), { 'createEvent:409': 1, mergePatchJob: 1 });
-  });
+  it(
+    'deadline: one claim patch that also sets the deadline, the Event; the next sweep re-sends the Event (409) and drops the label',
+    { timeout: 300_000 },
+    async () => {
+      const { fail, settle, reasons } = await measure('req-deadline', {});
+      // No write to the Job after the claim: the Job controller's status update cannot conflict
+      // after it deleted the pod, which would end these backoffLimit-0 Jobs as BackoffLimitExceeded.
+      assert.deepEqual(reasons, ['DeadlineExceeded']);
+      assert.deepEqual(writesOnly(fail), { mergePatchJob: 1, createEvent: 1 });
+      assert.deepEqual(writesOnly(settle), { 'createEvent:409': 1, mergePatchJob: 1 });
+    },
+  );
 
-  it('podFailurePolicy: claim, pod condition, pod delete, Event; the next sweep re-sends the Event (409) and drops the label', { timeout: 300_000 }, async () => {
-    const { fail, settle, reasons } = await measure('req-pfp', PFP);
-    assert.deepEqual(reasons, ['PodFailurePolicy']);
-    assert.deepEqual(writesOnly(fail), { mergePatchJob: 1, patchPodStatus: 1, deletePod: 1, createEvent: 1 });
-    assert.deepEqual(writesOnly(settle), { 'createEvent:409': 1, mergePatchJob: 1 });
-  });
+  it(
+    'podFailurePolicy: claim, pod condition, pod delete, Event; the next sweep re-sends the Event (409) and drops the label',
+    { timeout: 300_000 },
+    async () => {
+      const { fail, settle, reasons } = await measure('req-pfp', PFP);
+      assert.deepEqual(reasons, ['PodFailurePolicy']);
+      assert.deepEqual(writesOnly(fail), { mergePatchJob: 1, patchPodStatus: 1, deletePod: 1, createEvent: 1 });
+      assert.deepEqual(writesOnly(settle), { 'createEvent:409': 1, mergePatchJob: 1 });
+    },
+  );
 });

@@ -56,33 +56,113 @@ describe('secrets', () => {
   };
 
   const paths: [string, () => Promise<string[]>][] = [
-    ['a dry run (json)', async () => ['sweep', '--dry-run', '--kubeconfig', kubeconfig('ok'), '--namespace', ns, '--policy-file', policy(), '--output', 'json']],
-    ['a sweep (text)', async () => ['sweep', '--kubeconfig', kubeconfig('ok-text'), '--namespace', ns, '--policy-file', policy(), '--output', 'text']],
-    ['an invalid policy file', async () => {
-      const bad = join(dir, 'bad.yaml');
-      writeFileSync(bad, 'defaults:\n  action: explode\n');
-      return ['sweep', '--kubeconfig', kubeconfig('bad-policy'), '--namespace', ns, '--policy-file', bad];
-    }],
-    ['a policy ConfigMap that does not exist', async () => ['sweep', '--kubeconfig', kubeconfig('no-cm'), '--namespace', ns, '--policy-configmap', `${ns}/nothing`]],
-    ['a token the cluster refuses', async () => ['sweep', '--kubeconfig', kubeconfig('refused', (c) => (c.users[0]!.user.token = `refused-${c.users[0]!.user.token}`)), '--namespace', ns, '--policy-file', policy()]],
-    ['an API server that is not there', async () => {
-      const port = await freePort();
-      return ['sweep', '--kubeconfig', kubeconfig('down', (c) => (c.clusters[0]!.cluster.server = `https://127.0.0.1:${port}`)), '--namespace', ns, '--policy-file', policy(), '--request-timeout', '2s'];
-    }],
-    ['an untrusted certificate', async () => ['sweep', '--kubeconfig', kubeconfig('untrusted', (c) => (c.clusters[0]!.cluster.server = proxy.url)), '--namespace', ns, '--policy-file', policy()]],
+    [
+      'a dry run (json)',
+      async () => [
+        'sweep',
+        '--dry-run',
+        '--kubeconfig',
+        kubeconfig('ok'),
+        '--namespace',
+        ns,
+        '--policy-file',
+        policy(),
+        '--output',
+        'json',
+      ],
+    ],
+    [
+      'a sweep (text)',
+      async () => ['sweep', '--kubeconfig', kubeconfig('ok-text'), '--namespace', ns, '--policy-file', policy(), '--output', 'text'],
+    ],
+    [
+      'an invalid policy file',
+      async () => {
+        const bad = join(dir, 'bad.yaml');
+        writeFileSync(bad, 'defaults:\n  action: explode\n');
+        return ['sweep', '--kubeconfig', kubeconfig('bad-policy'), '--namespace', ns, '--policy-file', bad];
+      },
+    ],
+    [
+      'a policy ConfigMap that does not exist',
+      async () => ['sweep', '--kubeconfig', kubeconfig('no-cm'), '--namespace', ns, '--policy-configmap', `${ns}/nothing`],
+    ],
+    [
+      'a token the cluster refuses',
+      async () => [
+        'sweep',
+        '--kubeconfig',
+        kubeconfig('refused', (c) => (c.users[0]!.user.token = `refused-${c.users[0]!.user.token}`)),
+        '--namespace',
+        ns,
+        '--policy-file',
+        policy(),
+      ],
+    ],
+    [
+      'an API server that is not there',
+      async () => {
+        const port = await freePort();
+        return [
+          'sweep',
+          '--kubeconfig',
+          kubeconfig('down', (c) => (c.clusters[0]!.cluster.server = `https://127.0.0.1:${port}`)),
+          '--namespace',
+          ns,
+          '--policy-file',
+          policy(),
+          '--request-timeout',
+          '2s',
+        ];
+      },
+    ],
+    [
+      'an untrusted certificate',
+      async () => [
+        'sweep',
+        '--kubeconfig',
+        kubeconfig('untrusted', (c) => (c.clusters[0]!.cluster.server = proxy.url)),
+        '--namespace',
+        ns,
+        '--policy-file',
+        policy(),
+      ],
+    ],
     ['an unknown --context', async () => ['sweep', '--kubeconfig', kubeconfig('ctx'), '--context', 'elsewhere', '--policy-file', policy()]],
-    ['a kubeconfig that is not valid YAML', async () => {
-      const path = kubeconfig('broken-yaml');
-      const text = readFileSync(path, 'utf8').replace(/(token: .*)/, '$1\n   : [unclosed');
-      writeFileSync(path, text);
-      return ['sweep', '--kubeconfig', path, '--policy-file', policy()];
-    }],
-    ['a kubeconfig whose user is not a mapping', async () => {
-      const path = kubeconfig('bad-user');
-      writeFileSync(path, readFileSync(path, 'utf8').replace(/users:\n/, 'users:\n  - notauser\n'));
-      return ['sweep', '--kubeconfig', path, '--policy-file', policy()];
-    }],
-    ['policy explain with --job', async () => ['policy', 'explain', '--kubeconfig', kubeconfig('explain'), '--namespace', ns, '--job', 'stuck', '--policy-file', policy(), '--output', 'json']],
+    [
+      'a kubeconfig that is not valid YAML',
+      async () => {
+        const path = kubeconfig('broken-yaml');
+        const text = readFileSync(path, 'utf8').replace(/(token: .*)/, '$1\n   : [unclosed');
+        writeFileSync(path, text);
+        return ['sweep', '--kubeconfig', path, '--policy-file', policy()];
+      },
+    ],
+    [
+      'a kubeconfig whose user is not a mapping',
+      async () => {
+        const path = kubeconfig('bad-user');
+        writeFileSync(path, readFileSync(path, 'utf8').replace(/users:\n/, 'users:\n  - notauser\n'));
+        return ['sweep', '--kubeconfig', path, '--policy-file', policy()];
+      },
+    ],
+    [
+      'policy explain with --job',
+      async () => [
+        'policy',
+        'explain',
+        '--kubeconfig',
+        kubeconfig('explain'),
+        '--namespace',
+        ns,
+        '--job',
+        'stuck',
+        '--policy-file',
+        policy(),
+        '--output',
+        'json',
+      ],
+    ],
   ];
   for (const [what, args] of paths) {
     it(`${what}: no token or key material in the output`, { timeout: 240_000 }, async () => {
@@ -94,7 +174,20 @@ describe('secrets', () => {
   }
 
   it('run mode, stopped by SIGTERM: no token or key material in the output', { timeout: 240_000 }, async () => {
-    const cli = startCli(['run', '--schedule', '* * * * * *', '--kubeconfig', kubeconfig('run'), '--namespace', ns, '--policy-file', policy(), '--dry-run', '--output', 'json']);
+    const cli = startCli([
+      'run',
+      '--schedule',
+      '* * * * * *',
+      '--kubeconfig',
+      kubeconfig('run'),
+      '--namespace',
+      ns,
+      '--policy-file',
+      policy(),
+      '--dry-run',
+      '--output',
+      'json',
+    ]);
     for (let i = 0; i < 1500 && !cli.output().includes('"summary"'); i += 1) await new Promise((r) => setTimeout(r, 100));
     cli.child.kill('SIGTERM');
     assert.equal(await cli.exited, 0);

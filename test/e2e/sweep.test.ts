@@ -3,7 +3,14 @@
 import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
 import { describe, it } from 'node:test';
-import { AdmissionregistrationV1Api, BatchV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
+import {
+  AdmissionregistrationV1Api,
+  BatchV1Api,
+  CoreV1Api,
+  PatchStrategy,
+  setHeaderOptions,
+  type KubeConfig,
+} from '@kubernetes/client-node';
 import { act } from '../../src/act/act.ts';
 import { attributeToJobs } from '../../src/attribute/attribute.ts';
 import { judge, rejudgeJob, type JudgeInput } from '../../src/judge/judge.ts';
@@ -51,7 +58,10 @@ describe('sweep fails stuck Jobs', () => {
     const a = job.metadata!.annotations!;
     assert.match(a['imagepull-sweeper/failed-at']!, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
     assert.equal(a['imagepull-sweeper/reason'], 'ImagePullBackOff');
-    assert.match(a['imagepull-sweeper/message']!, /container main .* on image registry\.invalid\/team\/app:does-not-exist \(class permanent, rule defaults, grace 2m from defaults\)/);
+    assert.match(
+      a['imagepull-sweeper/message']!,
+      /container main .* on image registry\.invalid\/team\/app:does-not-exist \(class permanent, rule defaults, grace 2m from defaults\)/,
+    );
     assert.ok(job.spec!.activeDeadlineSeconds! >= 1);
 
     const [event, ...more] = await sweeperEvents(kc, ns);
@@ -89,7 +99,7 @@ describe('sweep fails stuck Jobs', () => {
     assert.equal((await sweeperEvents(kc, ns)).length, 1);
   });
 
-  it('via the Job\'s podFailurePolicy: Failed/PodFailurePolicy', TIMEOUT, async () => {
+  it("via the Job's podFailurePolicy: Failed/PodFailurePolicy", TIMEOUT, async () => {
     const ns = await namespace('pfp');
     const { pod } = await createStuckJob(kc, ns, 'tenant-run', {
       stuckFor: 300,
@@ -126,7 +136,7 @@ describe('sweep fails stuck Jobs', () => {
     await waitForJobFailed(kc, ns, 'nightly-manual');
   });
 
-  it('uses the Job\'s grace annotation', TIMEOUT, async () => {
+  it("uses the Job's grace annotation", TIMEOUT, async () => {
     const ns = await namespace('override');
     await createStuckJob(kc, ns, 'quick', { stuckFor: 20, annotations: { 'imagepull-sweeper/grace': '10s' } });
     await createStuckJob(kc, ns, 'default-grace', { stuckFor: 20 });
@@ -198,7 +208,9 @@ describe('sweep leaves alone what it must', () => {
   it('report only: Event and annotation, never failed, and the Event is not repeated', TIMEOUT, async () => {
     const ns = await namespace('watch', { team: 'observe' });
     await createStuckJob(kc, ns, 'job', { stuckFor: 9999 });
-    const policy = policyFile(`rules:\n  - name: observe-only\n    namespaceSelector: { matchLabels: { team: observe } }\n    action: report\n`);
+    const policy = policyFile(
+      `rules:\n  - name: observe-only\n    namespaceSelector: { matchLabels: { team: observe } }\n    action: report\n`,
+    );
     const run = await runSweep(kc, { namespaces: [ns], policy });
     assert.equal(run.lines[0]!.outcome, 'reported');
     assert.equal(run.lines[0]!.rule, 'observe-only');
@@ -219,7 +231,10 @@ describe('sweep leaves alone what it must', () => {
   it('dry run decides everything and writes nothing', TIMEOUT, async () => {
     const ns = await namespace('dry');
     await createStuckJob(kc, ns, 'a', { stuckFor: 9999 });
-    await createStuckJob(kc, ns, 'b', { stuckFor: 9999, spec: { podFailurePolicy: { rules: [{ action: 'FailJob', onPodConditions: [{ type: 'ImagePullStuck', status: 'True' }] }] } } });
+    await createStuckJob(kc, ns, 'b', {
+      stuckFor: 9999,
+      spec: { podFailurePolicy: { rules: [{ action: 'FailJob', onPodConditions: [{ type: 'ImagePullStuck', status: 'True' }] }] } },
+    });
     const before = await settledSnapshot(kc, ns);
     const run = await runSweep(kc, { namespaces: [ns], policy: EMPTY_POLICY_FILE, dryRun: true });
     assert.equal(run.exitCode, 0);
@@ -267,7 +282,10 @@ describe('sweep leaves alone what it must', () => {
     const run = await runSweep(kc, { namespaces: [ns], policy: location });
     assert.equal(run.exitCode, 2);
     assert.equal(run.lines.length, 0);
-    assert.ok(run.records.some((r) => /3:16 defaults\.grace\.permanent/.test(String(r.message))), JSON.stringify(run.records));
+    assert.ok(
+      run.records.some((r) => /3:16 defaults\.grace\.permanent/.test(String(r.message))),
+      JSON.stringify(run.records),
+    );
     assert.deepEqual(await settledSnapshot(kc, ns), before);
     const [event, ...rest] = await sweeperEvents(kc, ns);
     assert.equal(rest.length, 0);
@@ -325,13 +343,21 @@ describe('sweep leaves alone what it must', () => {
     const run = await runSweep(kc, { namespaces: [ns], policy: { kind: 'configmap', namespace: ns, name: 'team-policy' } });
     assert.equal(run.exitCode, 2);
     assert.equal(run.lines.length, 0);
-    assert.ok(run.records.some((r) => r.level === 'error' && new RegExp(`ConfigMap ${ns}/team-policy does not exist`).test(String(r.message))), JSON.stringify(run.records));
+    assert.ok(
+      run.records.some((r) => r.level === 'error' && new RegExp(`ConfigMap ${ns}/team-policy does not exist`).test(String(r.message))),
+      JSON.stringify(run.records),
+    );
     assert.deepEqual(await settledSnapshot(kc, ns), before);
     const events = await sweeperEvents(kc, ns);
-    assert.deepEqual(events.map((e) => [e.reason, e.regarding?.name]), [['InvalidPolicy', 'team-policy']]);
+    assert.deepEqual(
+      events.map((e) => [e.reason, e.regarding?.name]),
+      [['InvalidPolicy', 'team-policy']],
+    );
 
     // A ConfigMap without policy.yaml is just as invalid.
-    await kc.makeApiClient(CoreV1Api).createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: 'team-policy' }, data: { other: 'x' } } });
+    await kc
+      .makeApiClient(CoreV1Api)
+      .createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: 'team-policy' }, data: { other: 'x' } } });
     const empty = await runSweep(kc, { namespaces: [ns], policy: { kind: 'configmap', namespace: ns, name: 'team-policy' } });
     assert.equal(empty.exitCode, 2);
     assert.ok(empty.records.some((r) => /no data key "policy\.yaml"/.test(String(r.message))));
@@ -354,7 +380,12 @@ describe('sweep under real API failures and races', () => {
             resourceRules: [{ apiGroups: ['batch'], apiVersions: ['v1'], operations: ['UPDATE'], resources: ['jobs'] }],
           },
           // Denies every update of a Job once it carries the label (so the label itself can be added).
-          validations: [{ expression: "!(has(oldObject.metadata.labels) && 'e2e-frozen' in oldObject.metadata.labels)", message: 'frozen by the e2e test' }],
+          validations: [
+            {
+              expression: "!(has(oldObject.metadata.labels) && 'e2e-frozen' in oldObject.metadata.labels)",
+              message: 'frozen by the e2e test',
+            },
+          ],
         },
       },
     });
@@ -376,8 +407,14 @@ describe('sweep under real API failures and races', () => {
     await waitFor(
       async () =>
         batch
-          .patchNamespacedJob({ namespace: ns, name: 'frozen', body: { metadata: { annotations: { probe: String(Date.now()) } } } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch))
-          .then(() => false, () => true),
+          .patchNamespacedJob(
+            { namespace: ns, name: 'frozen', body: { metadata: { annotations: { probe: String(Date.now()) } } } },
+            setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+          )
+          .then(
+            () => false,
+            () => true,
+          ),
       30_000,
       'the admission policy to be enforced',
     );
@@ -403,14 +440,29 @@ describe('sweep under real API failures and races', () => {
     const gateway = withRetries(createGateway(kc));
     const observation = await observeStuckContainers(gateway, { namespaces: [ns], pageSize: 100 });
     const attribution = await attributeToJobs(gateway, observation.stuck, { concurrency: 2, listThreshold: 10 });
-    const input: JudgeInput = { stuck: observation.stuck, ownerOf: attribution.ownerOf, namespaceLabels: new Map(), policy: toPolicy({}), now: new Date() };
+    const input: JudgeInput = {
+      stuck: observation.stuck,
+      ownerOf: attribution.ownerOf,
+      namespaceLabels: new Map(),
+      policy: toPolicy({}),
+      now: new Date(),
+    };
     const plan = judge(input);
-    assert.deepEqual(plan.decisions.map((d) => d.plan), ['fail', 'fail']);
+    assert.deepEqual(
+      plan.decisions.map((d) => d.plan),
+      ['fail', 'fail'],
+    );
 
     const batch = kc.makeApiClient(BatchV1Api);
     const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
-    await batch.patchNamespacedJob({ namespace: ns, name: 'touched', body: { metadata: { annotations: { 'team/owner': 'data' } } } }, merge);
-    await batch.patchNamespacedJob({ namespace: ns, name: 'ignored-meanwhile', body: { metadata: { annotations: { 'imagepull-sweeper/ignore': 'true' } } } }, merge);
+    await batch.patchNamespacedJob(
+      { namespace: ns, name: 'touched', body: { metadata: { annotations: { 'team/owner': 'data' } } } },
+      merge,
+    );
+    await batch.patchNamespacedJob(
+      { namespace: ns, name: 'ignored-meanwhile', body: { metadata: { annotations: { 'imagepull-sweeper/ignore': 'true' } } } },
+      merge,
+    );
 
     let rejudged = 0;
     const results = await act(gateway, plan.decisions, {
@@ -468,7 +520,10 @@ describe('sweep when responses are lost', () => {
     const logger = createLogger({ format: 'json', stream: new PassThrough().resume() });
     const retried: string[] = [];
     const retrying = withRetries(gateway, { onRetry: (n) => retried.push(n.request.split(' ')[0]!) });
-    const result = await sweep({ gateway: retrying, monotonicMs: () => performance.now(), logger }, { dryRun: false, namespaces: [ns], policy: EMPTY_POLICY_FILE, instance: 'e2e' });
+    const result = await sweep(
+      { gateway: retrying, monotonicMs: () => performance.now(), logger },
+      { dryRun: false, namespaces: [ns], policy: EMPTY_POLICY_FILE, instance: 'e2e' },
+    );
     return { ...result, retried };
   }
 

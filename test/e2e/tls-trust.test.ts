@@ -34,7 +34,13 @@ describe('a cluster that cannot be trusted or refuses the credentials', () => {
 
   /** A proxy that forwards faithfully (no faults) but whose certificate is not the one the kubeconfig trusts. */
   async function forwardingProxy(altNames?: string[]): Promise<FaultProxy> {
-    const proxy = await startFaultProxy({ upstream: env.cluster.server, upstreamCa: caOf(adminKubeconfig), seed: 1, faultRate: 0, altNames });
+    const proxy = await startFaultProxy({
+      upstream: env.cluster.server,
+      upstreamCa: caOf(adminKubeconfig),
+      seed: 1,
+      faultRate: 0,
+      altNames,
+    });
     proxies.push(proxy);
     return proxy;
   }
@@ -53,27 +59,45 @@ describe('a cluster that cannot be trusted or refuses the credentials', () => {
   }
 
   function sweepOnce(kubeconfig: string, ns: string): Promise<Exec> {
-    return runCli(['sweep', '--kubeconfig', kubeconfig, '--policy-file', POLICY, '--output', 'json', '--namespace', ns], { timeoutMs: 170_000 });
+    return runCli(['sweep', '--kubeconfig', kubeconfig, '--policy-file', POLICY, '--output', 'json', '--namespace', ns], {
+      timeoutMs: 170_000,
+    });
   }
 
   // Each case: the kubeconfig, and the proxy the CLI talks to (which counts its attempts).
   const cases: [string, () => Promise<[string, FaultProxy]>, RegExp][] = [
-    ['an unknown CA (the proxy\'s, not trusted by the kubeconfig)', async () => {
-      const proxy = await forwardingProxy();
-      return [kubeconfigWith(proxy.url, caOf(adminKubeconfig)), proxy];
-    }, /TLS certificate is not trusted: .*(unable to verify|self-signed)/],
-    ['a self-signed certificate with no CA configured', async () => {
-      const proxy = await forwardingProxy();
-      return [kubeconfigWith(proxy.url, undefined), proxy];
-    }, /TLS certificate is not trusted: .*(unable to verify|self-signed)/],
-    ['a host name that does not match the certificate', async () => {
-      const proxy = await forwardingProxy(['DNS:api.example.invalid']);
-      return [kubeconfigWith(proxy.url, proxy.caPem), proxy];
-    }, /TLS certificate is not trusted: .*(altnames|does not match)/],
-    ['a token the cluster does not know', async () => {
-      const proxy = await forwardingProxy();
-      return [kubeconfigWith(proxy.url, proxy.caPem, 'not-a-known-token'), proxy];
-    }, /the cluster refused the credentials \(401 Unauthorized\); nothing was changed/],
+    [
+      "an unknown CA (the proxy's, not trusted by the kubeconfig)",
+      async () => {
+        const proxy = await forwardingProxy();
+        return [kubeconfigWith(proxy.url, caOf(adminKubeconfig)), proxy];
+      },
+      /TLS certificate is not trusted: .*(unable to verify|self-signed)/,
+    ],
+    [
+      'a self-signed certificate with no CA configured',
+      async () => {
+        const proxy = await forwardingProxy();
+        return [kubeconfigWith(proxy.url, undefined), proxy];
+      },
+      /TLS certificate is not trusted: .*(unable to verify|self-signed)/,
+    ],
+    [
+      'a host name that does not match the certificate',
+      async () => {
+        const proxy = await forwardingProxy(['DNS:api.example.invalid']);
+        return [kubeconfigWith(proxy.url, proxy.caPem), proxy];
+      },
+      /TLS certificate is not trusted: .*(altnames|does not match)/,
+    ],
+    [
+      'a token the cluster does not know',
+      async () => {
+        const proxy = await forwardingProxy();
+        return [kubeconfigWith(proxy.url, proxy.caPem, 'not-a-known-token'), proxy];
+      },
+      /the cluster refused the credentials \(401 Unauthorized\); nothing was changed/,
+    ],
   ];
   for (const [what, setup, message] of cases) {
     it(`exits 3 at once, without retrying, on ${what}`, { timeout: 240_000 }, async () => {

@@ -35,7 +35,10 @@ export function badPolicyCorpus(dir: string): BadPolicy[] {
 
   // ~5 MB of valid-looking rules: refused by size, unparsed.
   const big = join(dir, 'multi-megabyte.yaml');
-  writeFileSync(big, `rules:\n${Array.from({ length: 60_000 }, (_, i) => `  - name: rule-${i}\n    namespaces: ["ns-${i}-*"]\n    grace: { permanent: 1m }\n`).join('')}`);
+  writeFileSync(
+    big,
+    `rules:\n${Array.from({ length: 60_000 }, (_, i) => `  - name: rule-${i}\n    namespaces: ["ns-${i}-*"]\n    grace: { permanent: 1m }\n`).join('')}`,
+  );
   const random = seededRandom(42);
   const binary = join(dir, 'binary-garbage.yaml');
   writeFileSync(binary, Buffer.from(Array.from({ length: 65_536 }, () => Math.floor(random() * 256))));

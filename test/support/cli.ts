@@ -45,7 +45,8 @@ export function registerKubeconfigSecrets(path: string): void {
       registerSecret(value);
       if (key === 'client-key-data') {
         // The PEM body lines of the key, each long enough to identify it.
-        for (const line of Buffer.from(value, 'base64').toString('utf8').split('\n')) if (!line.startsWith('-----')) registerSecret(line.trim());
+        for (const line of Buffer.from(value, 'base64').toString('utf8').split('\n'))
+          if (!line.startsWith('-----')) registerSecret(line.trim());
       }
     }
   }
@@ -114,7 +115,10 @@ export function runCli(
 }
 
 /** Starts the CLI and leaves it running (for `run`); output accumulates on the returned object. */
-export function startCli(args: string[], env: Record<string, string> = {}): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
+export function startCli(
+  args: string[],
+  env: Record<string, string> = {},
+): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
   const child = spawn(process.execPath, [CLI, ...args], {
     cwd: REPO,
     env: { ...process.env, KUBECONFIG: '/nonexistent-kubeconfig', ...env },

@@ -197,9 +197,7 @@ function kubeconfigYaml(server: string, caPem: string, user: string, token: stri
   const cfg = {
     apiVersion: 'v1',
     kind: 'Config',
-    clusters: [
-      { name: 'local', cluster: { server, 'certificate-authority-data': Buffer.from(caPem).toString('base64') } },
-    ],
+    clusters: [{ name: 'local', cluster: { server, 'certificate-authority-data': Buffer.from(caPem).toString('base64') } }],
     users: [{ name: user, user: { token } }],
     contexts: [{ name: 'local', context: { cluster: 'local', user, namespace: 'default' } }],
     'current-context': 'local',
@@ -308,8 +306,7 @@ export async function startCluster(opts: StartClusterOptions = {}): Promise<Clus
   const tokenFile = path.join(pki, 'tokens.csv');
   fs.writeFileSync(
     tokenFile,
-    `${adminToken},imagepull-sweeper-admin,uid-admin,"system:masters"\n` +
-      `${kcmToken},system:kube-controller-manager,uid-kcm\n`,
+    `${adminToken},imagepull-sweeper-admin,uid-admin,"system:masters"\n` + `${kcmToken},system:kube-controller-manager,uid-kcm\n`,
     { mode: 0o600 },
   );
 

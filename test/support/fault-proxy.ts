@@ -81,17 +81,55 @@ export function seededRandom(seed: number): () => number {
 }
 
 /** A CA and a serving certificate signed by it, made with the openssl CLI. */
-export function makeCertificates(dir: string, altNames: string[], commonName = '127.0.0.1'): { caPem: string; certPem: string; keyPem: string } {
+export function makeCertificates(
+  dir: string,
+  altNames: string[],
+  commonName = '127.0.0.1',
+): { caPem: string; certPem: string; keyPem: string } {
   const f = (name: string) => join(dir, name);
   const run = (args: string[]) => execFileSync('openssl', args, { stdio: ['ignore', 'ignore', 'pipe'] });
   const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
-  run(['req', '-x509', ...ec, '-subj', '/CN=fault-proxy-ca', '-days', '2', '-keyout', f('ca.key'), '-out', f('ca.crt'),
-    '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign']);
+  run([
+    'req',
+    '-x509',
+    ...ec,
+    '-subj',
+    '/CN=fault-proxy-ca',
+    '-days',
+    '2',
+    '-keyout',
+    f('ca.key'),
+    '-out',
+    f('ca.crt'),
+    '-addext',
+    'basicConstraints=critical,CA:TRUE',
+    '-addext',
+    'keyUsage=critical,keyCertSign,cRLSign',
+  ]);
   run(['req', ...ec, '-subj', `/CN=${commonName}`, '-keyout', f('server.key'), '-out', f('server.csr')]);
   writeFileSync(f('ext.cnf'), `subjectAltName=${altNames.join(',')}\nextendedKeyUsage=serverAuth\n`);
-  run(['x509', '-req', '-in', f('server.csr'), '-CA', f('ca.crt'), '-CAkey', f('ca.key'), '-CAcreateserial', '-days', '2',
-    '-out', f('server.crt'), '-extfile', f('ext.cnf')]);
-  return { caPem: readFileSync(f('ca.crt'), 'utf8'), certPem: readFileSync(f('server.crt'), 'utf8'), keyPem: readFileSync(f('server.key'), 'utf8') };
+  run([
+    'x509',
+    '-req',
+    '-in',
+    f('server.csr'),
+    '-CA',
+    f('ca.crt'),
+    '-CAkey',
+    f('ca.key'),
+    '-CAcreateserial',
+    '-days',
+    '2',
+    '-out',
+    f('server.crt'),
+    '-extfile',
+    f('ext.cnf'),
+  ]);
+  return {
+    caPem: readFileSync(f('ca.crt'), 'utf8'),
+    certPem: readFileSync(f('server.crt'), 'utf8'),
+    keyPem: readFileSync(f('server.key'), 'utf8'),
+  };
 }
 
 /** Rewrites a kubeconfig so its current cluster is `server`, trusted through `caPem`. */
@@ -114,7 +152,14 @@ export function redirectKubeconfig(kubeconfigPath: string, server: string, caPem
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 function status(res: ServerResponse, code: number, reason: string, headers: Record<string, string> = {}): void {
-  const body = JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', reason, message: `injected by the fault proxy: ${reason}`, code });
+  const body = JSON.stringify({
+    kind: 'Status',
+    apiVersion: 'v1',
+    status: 'Failure',
+    reason,
+    message: `injected by the fault proxy: ${reason}`,
+    code,
+  });
   res.writeHead(code, { 'Content-Type': 'application/json', ...headers });
   res.end(body);
 }

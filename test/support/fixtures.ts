@@ -16,11 +16,7 @@ export async function createNamespace(
   const ns = await core.createNamespace({ body: { metadata: { generateName: `${prefix}-`, labels } } });
   const name = ns.metadata?.name;
   if (!name) throw new Error('created namespace has no name');
-  await waitFor(
-    () => core.readNamespacedServiceAccount({ name: 'default', namespace: name }),
-    30_000,
-    `ServiceAccount ${name}/default`,
-  );
+  await waitFor(() => core.readNamespacedServiceAccount({ name: 'default', namespace: name }), 30_000, `ServiceAccount ${name}/default`);
   return {
     name,
     remove: async () => {

@@ -34,7 +34,14 @@ export function helmBinary(): Promise<string> {
 export async function helm(args: string[], env: Record<string, string> = {}): Promise<Exec> {
   const home = mkdtempSync(path.join(tmpdir(), 'ips-helm-home-'));
   return exec(await helmBinary(), args, {
-    env: { PATH: process.env.PATH ?? '', HOME: home, HELM_CACHE_HOME: path.join(home, 'cache'), HELM_CONFIG_HOME: path.join(home, 'config'), HELM_DATA_HOME: path.join(home, 'data'), ...env },
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: home,
+      HELM_CACHE_HOME: path.join(home, 'cache'),
+      HELM_CONFIG_HOME: path.join(home, 'config'),
+      HELM_DATA_HOME: path.join(home, 'data'),
+      ...env,
+    },
     timeoutMs: 180_000,
   });
 }

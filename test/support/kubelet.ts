@@ -54,9 +54,7 @@ export interface ImagePullStuckOptions {
 interface Recorded {
   cases: { id: string; image: string; pods: Record<string, V1Pod> }[];
 }
-const RECORDED = JSON.parse(
-  readFileSync(new URL('../fixtures/real-node-statuses.json', import.meta.url), 'utf8'),
-) as Recorded;
+const RECORDED = JSON.parse(readFileSync(new URL('../fixtures/real-node-statuses.json', import.meta.url), 'utf8')) as Recorded;
 
 /** Median time the real node took from the pod's start to PodReadyToStartContainers. */
 export const SANDBOX_DELAY_MS = ((): number => {
@@ -87,7 +85,11 @@ export type RecordedPullCase =
  * The waiting message the real kubelet wrote for `kind` with `reason` (ErrImagePull or
  * ImagePullBackOff), with the recorded image (and its registry host) replaced by `image`'s.
  */
-export function realPullMessage(kind: RecordedPullCase, image: string, reason: 'ErrImagePull' | 'ImagePullBackOff' = 'ImagePullBackOff'): string {
+export function realPullMessage(
+  kind: RecordedPullCase,
+  image: string,
+  reason: 'ErrImagePull' | 'ImagePullBackOff' = 'ImagePullBackOff',
+): string {
   const c = RECORDED.cases.find((x) => x.id === kind);
   const pod = c?.pods[reason];
   const st = [...(pod?.status?.containerStatuses ?? []), ...(pod?.status?.initContainerStatuses ?? [])].find(
@@ -105,13 +107,7 @@ export function realPullMessage(kind: RecordedPullCase, image: string, reason: '
   return out.replaceAll(host(c.image), host(image));
 }
 
-const KUBELET_CONDITIONS = new Set([
-  'PodScheduled',
-  'PodReadyToStartContainers',
-  'Initialized',
-  'ContainersReady',
-  'Ready',
-]);
+const KUBELET_CONDITIONS = new Set(['PodScheduled', 'PodReadyToStartContainers', 'Initialized', 'ContainersReady', 'Ready']);
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -158,14 +154,7 @@ export async function waitForJobPods(
   );
 }
 
-function condition(
-  pod: V1Pod,
-  type: string,
-  status: 'True' | 'False',
-  at: Date,
-  reason?: string,
-  message?: string,
-): V1PodCondition {
+function condition(pod: V1Pod, type: string, status: 'True' | 'False', at: Date, reason?: string, message?: string): V1PodCondition {
   const c: V1PodCondition = { type, status, lastTransitionTime: at, lastProbeTime: undefined };
   if (pod.metadata?.generation !== undefined) c.observedGeneration = pod.metadata.generation;
   if (reason) c.reason = reason;
@@ -178,12 +167,7 @@ function baseStatus(c: V1Container): V1ContainerStatus {
 }
 
 /** Reads the pod, builds the new status with `build`, writes it; retries on write conflicts. */
-async function writeStatus(
-  core: CoreV1Api,
-  namespace: string,
-  name: string,
-  build: (pod: V1Pod) => V1PodStatus,
-): Promise<V1Pod> {
+async function writeStatus(core: CoreV1Api, namespace: string, name: string, build: (pod: V1Pod) => V1PodStatus): Promise<V1Pod> {
   for (let attempt = 0; ; attempt++) {
     const pod = await core.readNamespacedPod({ name, namespace });
     const status = build(pod);
@@ -205,12 +189,7 @@ function names(list: string[]): string {
 }
 
 /** Puts the pod in the state a kubelet reports for containers that cannot pull their image. */
-export function setImagePullStuck(
-  core: CoreV1Api,
-  namespace: string,
-  podName: string,
-  opts: ImagePullStuckOptions,
-): Promise<V1Pod> {
+export function setImagePullStuck(core: CoreV1Api, namespace: string, podName: string, opts: ImagePullStuckOptions): Promise<V1Pod> {
   const { since } = opts;
   return writeStatus(core, namespace, podName, (pod) => {
     const spec = pod.spec;
@@ -270,7 +249,8 @@ export function setImagePullStuck(
     // there are no init containers; Ready False), then the sandbox is ready SANDBOX_DELAY_MS later.
     // Init containers that ran end at `since`, so Initialized (True) is stamped then.
     const started = opts.startTime ?? new Date(since.getTime() - SANDBOX_DELAY_MS);
-    const sandboxReady = initSpecs.length > 0 && !initBlocked ? new Date(Math.min(since.getTime(), started.getTime() + SANDBOX_DELAY_MS)) : since;
+    const sandboxReady =
+      initSpecs.length > 0 && !initBlocked ? new Date(Math.min(since.getTime(), started.getTime() + SANDBOX_DELAY_MS)) : since;
     const initializedAt = initSpecs.length > 0 ? since : started;
     const notReady = `containers with unready status: ${names(allUnready)}`;
     const conditions = [
@@ -337,12 +317,7 @@ export function setInitRunning(core: CoreV1Api, namespace: string, podName: stri
 }
 
 /** Puts the pod in the state a kubelet reports for a healthy running pod. */
-export function setPodRunning(
-  core: CoreV1Api,
-  namespace: string,
-  podName: string,
-  opts: { since?: Date } = {},
-): Promise<V1Pod> {
+export function setPodRunning(core: CoreV1Api, namespace: string, podName: string, opts: { since?: Date } = {}): Promise<V1Pod> {
   const since = opts.since ?? new Date();
   return writeStatus(core, namespace, podName, (pod) => {
     const spec = pod.spec;
@@ -353,14 +328,13 @@ export function setPodRunning(
       started: true,
       state: { running: { startedAt: since } },
     });
-    const initStatuses = (spec.initContainers ?? []).map(
-      (c): V1ContainerStatus =>
-        c.restartPolicy === 'Always'
-          ? running(c)
-          : {
-              ...baseStatus(c),
-              state: { terminated: { exitCode: 0, reason: 'Completed', startedAt: since, finishedAt: since } },
-            },
+    const initStatuses = (spec.initContainers ?? []).map((c): V1ContainerStatus =>
+      c.restartPolicy === 'Always'
+        ? running(c)
+        : {
+            ...baseStatus(c),
+            state: { terminated: { exitCode: 0, reason: 'Completed', startedAt: since, finishedAt: since } },
+          },
     );
     const status: V1PodStatus = {
       ...pod.status,

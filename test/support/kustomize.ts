@@ -58,7 +58,8 @@ function applyOp(obj: unknown, op: Op, where: string): void {
   let parent = obj as Record<string, unknown> | unknown[];
   for (const s of segs) {
     const next = Array.isArray(parent) ? parent[Number(s)] : parent[s];
-    if (next === undefined || next === null || typeof next !== 'object') throw new Error(`${where}: ${op.op} ${op.path}: ${s} does not exist`);
+    if (next === undefined || next === null || typeof next !== 'object')
+      throw new Error(`${where}: ${op.op} ${op.path}: ${s} does not exist`);
     parent = next as Record<string, unknown> | unknown[];
   }
   if (Array.isArray(parent)) {
@@ -84,7 +85,12 @@ export function renderKustomization(dir: string, vars: Record<string, string> = 
  * Adds `dir`'s resources to `objects`, then its components (kind Component: their resources and
  * patches, applied to everything accumulated so far), then its images and patches.
  */
-function transform(dir: string, vars: Record<string, string>, kind: 'Kustomization' | 'Component', objects: KubernetesObject[]): KubernetesObject[] {
+function transform(
+  dir: string,
+  vars: Record<string, string>,
+  kind: 'Kustomization' | 'Component',
+  objects: KubernetesObject[],
+): KubernetesObject[] {
   const file = path.join(dir, 'kustomization.yaml');
   const k = parseYaml(substitute(fs.readFileSync(file, 'utf8'), vars, file)) as Kustomization;
   for (const key of Object.keys(k)) if (!KNOWN.has(key)) throw new Error(`${file}: ${key} is not supported by this renderer`);

@@ -71,7 +71,10 @@ export async function applyManifests(kc: KubeConfig): Promise<Map<string, string
  * A kubeconfig file with a TokenRequest token of the shipped ServiceAccount (which must exist),
  * for the admin kubeconfig's cluster. `remove()` deletes its directory.
  */
-export async function serviceAccountKubeconfig(admin: KubeConfig, namespace = INSTALL_NS): Promise<{ path: string; dir: string; kc: KubeConfig; remove: () => void }> {
+export async function serviceAccountKubeconfig(
+  admin: KubeConfig,
+  namespace = INSTALL_NS,
+): Promise<{ path: string; dir: string; kc: KubeConfig; remove: () => void }> {
   const core = admin.makeApiClient(CoreV1Api);
   const request = await core.createNamespacedServiceAccountToken({
     namespace,

@@ -86,6 +86,9 @@ export function crioCases(node: TestNodeHandle): NodeCase[] {
       'SignatureValidationFailed',
       'ImagePullBackOff',
     ]),
-    regular('platform-mismatch', 'OCI image index without the node platform', `${node.registry}/${INDEX_REPO}:1`, ['ErrImagePull', 'ImagePullBackOff']),
+    regular('platform-mismatch', 'OCI image index without the node platform', `${node.registry}/${INDEX_REPO}:1`, [
+      'ErrImagePull',
+      'ImagePullBackOff',
+    ]),
   ];
 }

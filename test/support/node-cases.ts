@@ -3,14 +3,7 @@
 // node e2e tests and scripts/record-node-statuses.ts, which saves the real statuses to
 // test/fixtures/real-node-statuses.json for the classifier's unit tests. registryFaultCases and
 // stalledCases pull from the stand-ins of registry-faults.ts and hungServer() (node.ts).
-import {
-  CoreV1Api,
-  type KubeConfig,
-  type V1Container,
-  type V1ContainerStatus,
-  type V1Pod,
-  type V1PodSpec,
-} from '@kubernetes/client-node';
+import { CoreV1Api, type KubeConfig, type V1Container, type V1ContainerStatus, type V1Pod, type V1PodSpec } from '@kubernetes/client-node';
 import type { PullClass } from '../../src/model.ts';
 import { freePort } from './cluster.ts';
 import { waitFor } from './kubelet.ts';
@@ -85,8 +78,13 @@ function regularCase(
 export async function nodeCases(node: TestNodeHandle): Promise<NodeCase[]> {
   const refusedPort = await freePort();
   const pull = PULL;
-  const regular = (id: string, title: string, expectedClass: NodeCase['expectedClass'], image: string, extra: Partial<NodeCase> = {}): NodeCase =>
-    regularCase(node, id, title, expectedClass, image, extra);
+  const regular = (
+    id: string,
+    title: string,
+    expectedClass: NodeCase['expectedClass'],
+    image: string,
+    extra: Partial<NodeCase> = {},
+  ): NodeCase => regularCase(node, id, title, expectedClass, image, extra);
   // Never pulled with credentials before (node-basics pulls pause:3.10 with them): the kubelet on
   // CRI-O starts a pod without a pull secret from an image already on the node, no pull, no 401.
   const authImage = await node.pushImage('team/private:1', { auth: true });
@@ -165,21 +163,34 @@ export function faultRetryAfterSeconds(runtime: NodeRuntime): number | undefined
  * Transient registry answers, from the stand-ins of registry-faults.ts (containerd needs their
  * hosts: addRegistryHost, https for `untrusted`).
  */
-export function registryFaultCases(
-  node: { name: string },
-  hosts: FaultHosts,
-): NodeCase[] {
+export function registryFaultCases(node: { name: string }, hosts: FaultHosts): NodeCase[] {
   return [
     regularCase(node, 'too-many-requests', 'registry answers 429 Too Many Requests', 'transient', `${hosts.tooManyRequests}/team/app:1`),
-    regularCase(node, 'too-many-requests-on-fetch', 'registry answers 429 to the manifest GET (its HEAD succeeds)', 'transient', `${hosts.rateLimitedFetch}/team/app:1`),
+    regularCase(
+      node,
+      'too-many-requests-on-fetch',
+      'registry answers 429 to the manifest GET (its HEAD succeeds)',
+      'transient',
+      `${hosts.rateLimitedFetch}/team/app:1`,
+    ),
     regularCase(node, 'service-unavailable', 'registry answers 503 Service Unavailable', 'transient', `${hosts.unavailable}/team/app:1`),
     regularCase(node, 'token-unavailable', "registry's token endpoint answers 503", 'transient', `${hosts.tokenUnavailable}/team/app:1`),
-    regularCase(node, 'untrusted-certificate', 'registry certificate the node does not trust (x509)', 'transient', `${hosts.untrusted}/team/app:1`),
+    regularCase(
+      node,
+      'untrusted-certificate',
+      'registry certificate the node does not trust (x509)',
+      'transient',
+      `${hosts.untrusted}/team/app:1`,
+    ),
   ];
 }
 
 /** The class a mirror's 404 for a stopped upstream gets, by runtime (node-mirror-outage.test.ts shows the messages). */
-const MIRROR_OUTAGE_CLASS: Partial<Record<NodeRuntime, PullClass>> = { containerd: 'transient', containerd2: 'permanent', crio: 'transient' };
+const MIRROR_OUTAGE_CLASS: Partial<Record<NodeRuntime, PullClass>> = {
+  containerd: 'transient',
+  containerd2: 'permanent',
+  crio: 'transient',
+};
 
 /**
  * Cases that depend on the runtime's config: `mirror-outage` (the node's host config for
@@ -195,14 +206,27 @@ export function runtimeCases(
   const mirrorClass = MIRROR_OUTAGE_CLASS[node.runtime];
   if (mirrorClass) {
     out.push(
-      regularCase(node, 'mirror-outage', 'mirror lacks the image, upstream registry stopped', mirrorClass, `${hosts.stoppedUpstream}/team/app:1`, {
-        reasons: refusedReasons(node.runtime),
-      }),
+      regularCase(
+        node,
+        'mirror-outage',
+        'mirror lacks the image, upstream registry stopped',
+        mirrorClass,
+        `${hosts.stoppedUpstream}/team/app:1`,
+        {
+          reasons: refusedReasons(node.runtime),
+        },
+      ),
     );
   }
   if (node.runtimeOptions.imagePullProgressTimeout) {
     out.push(
-      regularCase(node, 'cancelled', `pull cancelled after ${node.runtimeOptions.imagePullProgressTimeout} without progress (image_pull_progress_timeout)`, 'stalled', `${hosts.stallingBlob}/team/app:1`),
+      regularCase(
+        node,
+        'cancelled',
+        `pull cancelled after ${node.runtimeOptions.imagePullProgressTimeout} without progress (image_pull_progress_timeout)`,
+        'stalled',
+        `${hosts.stallingBlob}/team/app:1`,
+      ),
     );
   }
   return out;
@@ -229,7 +253,8 @@ export interface StalledCase extends Omit<NodeCase, 'reasons' | 'expectedClass'>
 export function stalledCases(node: TestNodeHandle, hungHost: string): StalledCase[] {
   const image = `${hungHost}/team/app:1`;
   const setup: V1Container = { name: 'setup', image: node.pauseImage, command: ['/pause', '4s'] };
-  const status = (c: Pick<NodeCase, 'container' | 'containerKind'>, pod: V1Pod): V1ContainerStatus | undefined => caseContainerStatus(pod, c);
+  const status = (c: Pick<NodeCase, 'container' | 'containerKind'>, pod: V1Pod): V1ContainerStatus | undefined =>
+    caseContainerStatus(pod, c);
   const waitingIn = (reason: string, c: Pick<NodeCase, 'container' | 'containerKind'>) => (pod: V1Pod) =>
     isTrue(pod, 'PodReadyToStartContainers') && status(c, pod)?.state?.waiting?.reason === reason;
   const setupState = (pod: V1Pod, state: 'running' | 'terminated'): boolean =>
@@ -280,7 +305,8 @@ export function stalledCases(node: TestNodeHandle, hungHost: string): StalledCas
       spec: nodePodSpec(node, [main(node.pauseImage)], { initContainers: [{ name: 'fetch', image }, setup] }),
       states: {
         PodInitializing: (pod) =>
-          waitingIn('PodInitializing', init)(pod) && status({ container: 'setup', containerKind: 'init' }, pod)?.state?.waiting?.reason === 'PodInitializing',
+          waitingIn('PodInitializing', init)(pod) &&
+          status({ container: 'setup', containerKind: 'init' }, pod)?.state?.waiting?.reason === 'PodInitializing',
       },
     },
     {
@@ -343,7 +369,12 @@ export function caseContainerStatus(pod: V1Pod, c: Pick<NodeCase, 'container' | 
 }
 
 /** Creates the case's secrets and a bare pod `name` in `namespace`. */
-export async function createCasePod(kc: KubeConfig, namespace: string, name: string, c: Pick<NodeCase, 'spec' | 'secrets'>): Promise<V1Pod> {
+export async function createCasePod(
+  kc: KubeConfig,
+  namespace: string,
+  name: string,
+  c: Pick<NodeCase, 'spec' | 'secrets'>,
+): Promise<V1Pod> {
   const core = kc.makeApiClient(CoreV1Api);
   for (const s of c.secrets ?? []) {
     await core.createNamespacedSecret({

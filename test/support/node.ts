@@ -190,11 +190,7 @@ async function pauseLayout(log: (l: string) => void): Promise<string> {
 }
 
 /** Copies the pause image's OCI layout to a registry with skopeo. */
-export async function pushImage(
-  layout: string,
-  ref: string,
-  creds?: { user: string; password: string },
-): Promise<string> {
+export async function pushImage(layout: string, ref: string, creds?: { user: string; password: string }): Promise<string> {
   const args = ['copy', '--quiet', '--dest-tls-verify=false'];
   if (creds) args.push('--dest-creds', `${creds.user}:${creds.password}`);
   args.push(`oci:${layout}:latest`, `docker://${ref}`);

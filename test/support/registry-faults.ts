@@ -38,9 +38,23 @@ function selfSignedCertificate(): { cert: string; key: string } {
     execFileSync(
       'openssl',
       [
-        'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
-        '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1,IP:0.0.0.0', '-days', '2',
-        '-keyout', path.join(dir, 'key.pem'), '-out', path.join(dir, 'cert.pem'),
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-subj',
+        '/CN=127.0.0.1',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1,IP:0.0.0.0',
+        '-days',
+        '2',
+        '-keyout',
+        path.join(dir, 'key.pem'),
+        '-out',
+        path.join(dir, 'cert.pem'),
       ],
       { stdio: ['ignore', 'ignore', 'pipe'] },
     );
@@ -65,7 +79,13 @@ async function listen(server: http.Server): Promise<string> {
  */
 export async function startFaultRegistries(opts: { retryAfterSeconds?: number } = {}): Promise<FaultRegistries> {
   const retryAfter = String(opts.retryAfterSeconds ?? 30);
-  const log: ReturnType<FaultRegistries['requests']> = { tooManyRequests: [], rateLimitedFetch: [], unavailable: [], tokenUnavailable: [], untrusted: [] };
+  const log: ReturnType<FaultRegistries['requests']> = {
+    tooManyRequests: [],
+    rateLimitedFetch: [],
+    unavailable: [],
+    tokenUnavailable: [],
+    untrusted: [],
+  };
   const servers: http.Server[] = [];
   const serve = async (name: keyof typeof log, handler: http.RequestListener, tls?: { cert: string; key: string }): Promise<string> => {
     const wrapped: http.RequestListener = (req, res) => {
@@ -97,7 +117,15 @@ export async function startFaultRegistries(opts: { retryAfterSeconds?: number } 
       });
       return res.end();
     }
-    json(res, 429, registryError('TOOMANYREQUESTS', 'You have reached your pull rate limit. You may increase the limit by authenticating and upgrading: https://www.docker.com/increase-rate-limit'), { 'Retry-After': retryAfter });
+    json(
+      res,
+      429,
+      registryError(
+        'TOOMANYREQUESTS',
+        'You have reached your pull rate limit. You may increase the limit by authenticating and upgrading: https://www.docker.com/increase-rate-limit',
+      ),
+      { 'Retry-After': retryAfter },
+    );
   });
   const unavailable = await serve('unavailable', (_req, res) => json(res, 503, registryError('UNAVAILABLE', 'service unavailable')));
   let tokenHost = '';
@@ -109,7 +137,11 @@ export async function startFaultRegistries(opts: { retryAfterSeconds?: number } 
     });
   });
   tokenHost = tokenUnavailable;
-  const untrusted = await serve('untrusted', (_req, res) => json(res, 404, registryError('MANIFEST_UNKNOWN', 'manifest unknown')), selfSignedCertificate());
+  const untrusted = await serve(
+    'untrusted',
+    (_req, res) => json(res, 404, registryError('MANIFEST_UNKNOWN', 'manifest unknown')),
+    selfSignedCertificate(),
+  );
 
   return {
     tooManyRequests,

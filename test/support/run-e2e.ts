@@ -23,9 +23,7 @@ if (!command) {
 
 const t0 = Date.now();
 const cluster = await startCluster();
-process.stderr.write(
-  `[cluster] control plane startup-to-ready: ${cluster.startupMs} ms; kubeconfig ${cluster.kubeconfigPath}\n`,
-);
+process.stderr.write(`[cluster] control plane startup-to-ready: ${cluster.startupMs} ms; kubeconfig ${cluster.kubeconfigPath}\n`);
 
 const env: NodeJS.ProcessEnv = {
   ...process.env,

@@ -168,10 +168,17 @@ function containerdDriver(
 }
 
 const hasGo = (): string | undefined =>
-  spawnSync('go', ['version'], { stdio: 'ignore' }).status === 0 ? undefined : 'containerd2 is built from its Go module and there is no `go` on PATH';
+  spawnSync('go', ['version'], { stdio: 'ignore' }).status === 0
+    ? undefined
+    : 'containerd2 is built from its Go module and there is no `go` on PATH';
 
 /** Debian's containerd 1.6 (installed by test/node/setup.sh). */
-export const containerd16 = containerdDriver('containerd', async () => undefined, config16, () => undefined);
+export const containerd16 = containerdDriver(
+  'containerd',
+  async () => undefined,
+  config16,
+  () => undefined,
+);
 
 /** containerd 2.x from test/runtimes/containerd2 (its build.sh caches the binaries). */
 export const containerd2 = containerdDriver(

@@ -108,7 +108,11 @@ function cacheRoot(): string {
 async function buildPinns(log: (l: string) => void): Promise<string> {
   const { stdout } = await run('go', ['list', '-m', '-f', '{{.Dir}}', 'github.com/cri-o/cri-o'], { cwd: MODULE_DIR });
   const srcDir = path.join(stdout.trim(), 'pinns', 'src');
-  const sources = fs.readdirSync(srcDir).filter((f) => f.endsWith('.c')).sort().map((f) => path.join(srcDir, f));
+  const sources = fs
+    .readdirSync(srcDir)
+    .filter((f) => f.endsWith('.c'))
+    .sort()
+    .map((f) => path.join(srcDir, f));
   const h = createHash('sha256');
   for (const f of fs.readdirSync(srcDir).sort()) h.update(f).update(fs.readFileSync(path.join(srcDir, f)));
   const dir = path.join(cacheRoot(), `pinns-${h.digest('hex').slice(0, 16)}`);
@@ -173,8 +177,10 @@ export const crio: RuntimeDriver = {
   runtime: 'crio',
   logs: ['crio'],
   support() {
-    if (spawnSync('go', ['version'], { stdio: 'ignore' }).status !== 0) return 'crio is built from its Go module and there is no `go` on PATH';
-    if (spawnSync('cc', ['--version'], { stdio: 'ignore' }).status !== 0) return "crio's pinns is built from C and there is no `cc` on PATH";
+    if (spawnSync('go', ['version'], { stdio: 'ignore' }).status !== 0)
+      return 'crio is built from its Go module and there is no `go` on PATH';
+    if (spawnSync('cc', ['--version'], { stdio: 'ignore' }).status !== 0)
+      return "crio's pinns is built from C and there is no `cc` on PATH";
     return undefined;
   },
   async prepare(log) {
@@ -197,12 +203,17 @@ export const crio: RuntimeDriver = {
     const sock = path.join(dir, 'crio.sock');
     ctx.log(`starting crio (${binaries.crio}, ${sock})`);
     ctx.launch('crio', binaries.crio, [
-      '--config', configFile,
+      '--config',
+      configFile,
       // Empty: nothing from /etc/crio/crio.conf.d or /etc/containers/registries.conf.d.
-      '--config-dir', path.join(dir, 'conf.d'),
-      '--registries-conf', registriesConf,
-      '--registries-conf-dir', ctx.registryConfigDir,
-      '--log-level', 'info',
+      '--config-dir',
+      path.join(dir, 'conf.d'),
+      '--registries-conf',
+      registriesConf,
+      '--registries-conf-dir',
+      ctx.registryConfigDir,
+      '--log-level',
+      'info',
     ]);
     await ctx.waitUntil('crio socket', () => fs.existsSync(sock) && socketAnswers(sock));
     return { criSocket: sock };

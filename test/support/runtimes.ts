@@ -93,7 +93,14 @@ export function runtimeSupport(runtime: NodeRuntime): string | undefined {
 export function requestedRuntimes(env: NodeJS.ProcessEnv = process.env): NodeRuntime[] {
   const raw = env[TEST_RUNTIMES_ENV]?.trim();
   if (!raw) return NODE_RUNTIMES.filter((r) => runtimeSupport(r) === undefined);
-  const names = [...new Set(raw.split(',').map((s) => s.trim()).filter(Boolean))];
+  const names = [
+    ...new Set(
+      raw
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+    ),
+  ];
   const bad = names.filter((n) => !isNodeRuntime(n));
   if (bad.length > 0) throw new Error(`${TEST_RUNTIMES_ENV}: unknown runtime ${bad.join(', ')} (known: ${NODE_RUNTIMES.join(', ')})`);
   return names as NodeRuntime[];

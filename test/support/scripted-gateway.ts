@@ -65,7 +65,12 @@ export function scriptedGateway(script: Script = {}, options: { serverDate?: Ser
 
 /** A Kubernetes Status answer, as the gateway throws it. */
 export function apiError(code: number, reason: string, message: string): ApiStatusError {
-  return new ApiStatusError(code, `HTTP ${code}`, JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', code, reason, message }), {});
+  return new ApiStatusError(
+    code,
+    `HTTP ${code}`,
+    JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', code, reason, message }),
+    {},
+  );
 }
 
 /** A request whose answer never came back (the connection dropped). */

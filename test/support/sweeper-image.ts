@@ -113,7 +113,9 @@ export async function sweeperImage(log: (line: string) => void = () => undefined
   const major = /^node:(\d+)/.exec(runtime.from)?.[1];
   const { stdout: version } = await run(bin, ['--version']);
   if (!major || !version.startsWith(`v${major}.`)) {
-    throw new Error(`${bin} is Node ${version.trim()}, the Dockerfile's runtime is ${runtime.from}: keep the node dev dependency on that major`);
+    throw new Error(
+      `${bin} is Node ${version.trim()}, the Dockerfile's runtime is ${runtime.from}: keep the node dev dependency on that major`,
+    );
   }
   const [uid = '', gid = uid] = config.user.split(':');
   if (!/^\d+$/.test(uid) || !/^\d+$/.test(gid)) throw new Error(`Dockerfile USER ${config.user}: expected numeric uid:gid`);
@@ -145,7 +147,10 @@ export async function sweeperImage(log: (line: string) => void = () => undefined
       put(NODE_PATH, bin);
       for (const [imagePath, real] of libs) put(imagePath, real);
       fs.mkdirSync(path.join(base, 'etc'), { recursive: true });
-      fs.writeFileSync(path.join(base, 'etc', 'passwd'), `root:x:0:0:root:/root:/usr/sbin/nologin\nsweeper:x:${uid}:${gid}::/nonexistent:/usr/sbin/nologin\n`);
+      fs.writeFileSync(
+        path.join(base, 'etc', 'passwd'),
+        `root:x:0:0:root:/root:/usr/sbin/nologin\nsweeper:x:${uid}:${gid}::/nonexistent:/usr/sbin/nologin\n`,
+      );
       fs.writeFileSync(path.join(base, 'etc', 'group'), `root:x:0:\nsweeper:x:${gid}:\n`);
       fs.mkdirSync(path.join(base, 'tmp'));
       fs.chmodSync(path.join(base, 'tmp'), 0o1777);
@@ -203,7 +208,9 @@ function pruneOld(keep: string[]): void {
 /** Pushes the image to `registry` (plain HTTP) as `imagepull-sweeper:<hash>`; returns the reference. */
 export async function pushSweeperImage(image: SweeperImage, registry: string): Promise<string> {
   const ref = `${registry}/imagepull-sweeper:${image.hash}`;
-  await run('skopeo', ['copy', '--quiet', '--dest-tls-verify=false', `oci:${image.layout}:${TAG}`, `docker://${ref}`], { timeout: 120_000 });
+  await run('skopeo', ['copy', '--quiet', '--dest-tls-verify=false', `oci:${image.layout}:${TAG}`, `docker://${ref}`], {
+    timeout: 120_000,
+  });
   return ref;
 }
 
@@ -225,9 +232,13 @@ function blob(layout: string, d: Descriptor): string {
 export function layerEntries(file: string): string[] {
   const tar = gunzipSync(fs.readFileSync(file));
   const entries: string[] = [];
-  const field = (b: Buffer, from: number, len: number): string => b.subarray(from, from + len).toString('utf8').replace(/\0.*$/s, '');
+  const field = (b: Buffer, from: number, len: number): string =>
+    b
+      .subarray(from, from + len)
+      .toString('utf8')
+      .replace(/\0.*$/s, '');
   let pax: string | undefined;
-  for (let off = 0; off + 512 <= tar.length; ) {
+  for (let off = 0; off + 512 <= tar.length;) {
     const h = tar.subarray(off, off + 512);
     if (h.every((b) => b === 0)) break;
     const size = parseInt(field(h, 124, 12).trim() || '0', 8);

@@ -4,7 +4,15 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
-import { BatchV1Api, CoreV1Api, EventsV1Api, type EventsV1Event, type KubeConfig, type V1CronJob, type V1Job } from '@kubernetes/client-node';
+import {
+  BatchV1Api,
+  CoreV1Api,
+  EventsV1Api,
+  type EventsV1Event,
+  type KubeConfig,
+  type V1CronJob,
+  type V1Job,
+} from '@kubernetes/client-node';
 import { exitStatusOf } from '../../src/cli/exit.ts';
 import { createGateway, type KubeGateway } from '../../src/kube/gateway.ts';
 import { withRetries } from '../../src/kube/retrying.ts';
@@ -47,8 +55,18 @@ export async function runSweep(
   stream.on('data', (c: Buffer) => chunks.push(c.toString()));
   const logger = createLogger({ format: 'json', stream });
   const result = await sweep(
-    { gateway: withRetries(plainGateway ?? createGateway(kc), plainGateway ? { sleep: async () => undefined } : {}), monotonicMs: () => performance.now(), logger },
-    { dryRun: options.dryRun ?? false, namespaces: options.namespaces, policy: options.policy, instance: 'e2e', pageSize: options.pageSize },
+    {
+      gateway: withRetries(plainGateway ?? createGateway(kc), plainGateway ? { sleep: async () => undefined } : {}),
+      monotonicMs: () => performance.now(),
+      logger,
+    },
+    {
+      dryRun: options.dryRun ?? false,
+      namespaces: options.namespaces,
+      policy: options.policy,
+      instance: 'e2e',
+      pageSize: options.pageSize,
+    },
   );
   await new Promise((r) => setImmediate(r));
   const records = chunks
@@ -79,7 +97,12 @@ export interface StuckJobOptions {
 }
 
 /** Creates a Job, waits for the Job controller's pod, and plays the kubelet: the pod cannot pull. */
-export async function createStuckJob(kc: KubeConfig, namespace: string, name: string, o: StuckJobOptions): Promise<{ job: V1Job; pod: string }> {
+export async function createStuckJob(
+  kc: KubeConfig,
+  namespace: string,
+  name: string,
+  o: StuckJobOptions,
+): Promise<{ job: V1Job; pod: string }> {
   const batch = kc.makeApiClient(BatchV1Api);
   const core = kc.makeApiClient(CoreV1Api);
   const image = o.image ?? MISSING_IMAGE;

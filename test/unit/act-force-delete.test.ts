@@ -13,13 +13,16 @@ import { apiError, scriptedGateway } from '../support/scripted-gateway.ts';
 import { job, NOW, secondsAgo } from './judge-fixtures.ts';
 import { REAL_NODE } from './real-node.ts';
 
-const CLAIM_MESSAGE = 'regular container main of pod hung-abcde waited 5s on image 127.0.0.1:1/team/app:1 (class stalled, rule defaults, grace 5s): ContainerCreating: ';
+const CLAIM_MESSAGE =
+  'regular container main of pod hung-abcde waited 5s on image 127.0.0.1:1/team/app:1 (class stalled, rule defaults, grace 5s): ContainerCreating: ';
 
 /** A pending Job failed `failedAgo` s ago (given up on by the Job controller, or not) whose one pod, recorded stalled on the real node, is terminating. */
 function pendingDecision(failedAgo: number, givenUp = true): Decision {
   const j = job('hung', {
     annotations: {
-      'imagepull-sweeper/failed-at': secondsAgo(failedAgo).toISOString().replace(/\.\d{3}Z$/, 'Z'),
+      'imagepull-sweeper/failed-at': secondsAgo(failedAgo)
+        .toISOString()
+        .replace(/\.\d{3}Z$/, 'Z'),
       'imagepull-sweeper/reason': 'ContainerCreating',
       'imagepull-sweeper/message': CLAIM_MESSAGE,
       'imagepull-sweeper/claim': 'c-1',
@@ -38,7 +41,14 @@ function pendingDecision(failedAgo: number, givenUp = true): Decision {
     deletionGracePeriodSeconds: 30,
     ownerReferences: [{ apiVersion: 'batch/v1', kind: 'Job', name: 'hung', uid: j.uid, controller: true }],
   };
-  const p = judgePending({ labelled: [j], decisions: [], confirmWithinSeconds: 300, forceDeleteAfterSeconds: 60, podsByJob: new Map([[j.uid, [pod]]]), now: NOW });
+  const p = judgePending({
+    labelled: [j],
+    decisions: [],
+    confirmWithinSeconds: 300,
+    forceDeleteAfterSeconds: 60,
+    podsByJob: new Map([[j.uid, [pod]]]),
+    now: NOW,
+  });
   return p.decisions[0]!;
 }
 
@@ -62,7 +72,10 @@ describe('forceDeletePods', () => {
     assert.equal(event.action, 'FailJob');
     assert.equal(event.reason, 'ImagePullStuck');
     assert.equal(event.type, 'Warning');
-    assert.deepEqual([event.regarding?.kind, event.regarding?.name, event.related?.kind, event.related?.name, event.related?.uid], ['Job', 'hung', 'Pod', 'hung-abcde', 'uid-pod-1']);
+    assert.deepEqual(
+      [event.regarding?.kind, event.regarding?.name, event.related?.kind, event.related?.name, event.related?.uid],
+      ['Job', 'hung', 'Pod', 'hung-abcde', 'uid-pod-1'],
+    );
     assert.equal(event.note, `Failing Job: force-deleted pod hung-abcde (terminating 1m8s, no container ever started); ${CLAIM_MESSAGE}`);
     assert.equal(calls.length, 2);
   });
@@ -78,11 +91,22 @@ describe('forceDeletePods', () => {
 
   it('a pod already gone (404) is done; one changed since it was read (409: uid or resourceVersion) is left; no Event for either', async () => {
     const gone = scriptedGateway({ deletePod: [apiError(404, 'NotFound', 'pods "hung-abcde" not found')] });
-    assert.deepEqual(await forceDeletePods(gone.gateway, pendingDecision(70), { instance: 'unit', now: NOW }), { done: ['pod hung-abcde already gone'], error: undefined });
-    const other = scriptedGateway({ deletePod: [apiError(409, 'Conflict', 'Precondition failed: UID in precondition: uid-pod-1, UID in object meta: uid-new')] });
+    assert.deepEqual(await forceDeletePods(gone.gateway, pendingDecision(70), { instance: 'unit', now: NOW }), {
+      done: ['pod hung-abcde already gone'],
+      error: undefined,
+    });
+    const other = scriptedGateway({
+      deletePod: [apiError(409, 'Conflict', 'Precondition failed: UID in precondition: uid-pod-1, UID in object meta: uid-new')],
+    });
     const r = await forceDeletePods(other.gateway, pendingDecision(70), { instance: 'unit', now: NOW });
-    assert.deepEqual(r, { done: ['pod hung-abcde changed since it was read (another pod, or a new status), left for the next sweep'], error: undefined });
-    assert.deepEqual([...gone.calls, ...other.calls].map((c) => c.method), ['deletePod', 'deletePod']);
+    assert.deepEqual(r, {
+      done: ['pod hung-abcde changed since it was read (another pod, or a new status), left for the next sweep'],
+      error: undefined,
+    });
+    assert.deepEqual(
+      [...gone.calls, ...other.calls].map((c) => c.method),
+      ['deletePod', 'deletePod'],
+    );
   });
 
   it('reports a refused delete (e.g. the guard) or a lost Event as an error', async () => {
@@ -103,23 +127,38 @@ describe('act: a pending Job with a pod to force-delete', () => {
     const [r] = await act(gateway, [pendingDecision(70)], options());
     assert.equal(r!.outcome, 'retried');
     assert.equal(r!.error, undefined);
-    assert.deepEqual(calls.map((c) => c.method), ['deletePod', 'createEvent']);
-    assert.match(r!.decision.detail, /; pods still terminating after forceDeleteAfter 1m; force-deleted pod hung-abcde \(terminating 1m8s, no container ever started\)$/);
+    assert.deepEqual(
+      calls.map((c) => c.method),
+      ['deletePod', 'createEvent'],
+    );
+    assert.match(
+      r!.decision.detail,
+      /; pods still terminating after forceDeleteAfter 1m; force-deleted pod hung-abcde \(terminating 1m8s, no container ever started\)$/,
+    );
   });
 
   it('after confirmWithin: the force-delete, then the deadline again and the FailJob Event', async () => {
     const { gateway, calls } = scriptedGateway();
     const [r] = await act(gateway, [pendingDecision(400)], options());
     assert.equal(r!.outcome, 'retried');
-    assert.deepEqual(calls.map((c) => c.method), ['deletePod', 'createEvent', 'listPods', 'mergePatchJob', 'createEvent']);
-    assert.match(r!.decision.detail, /failing it again by its deadline; force-deleted pod hung-abcde \(terminating 6m38s, no container ever started\); found no pods left$/);
+    assert.deepEqual(
+      calls.map((c) => c.method),
+      ['deletePod', 'createEvent', 'listPods', 'mergePatchJob', 'createEvent'],
+    );
+    assert.match(
+      r!.decision.detail,
+      /failing it again by its deadline; force-deleted pod hung-abcde \(terminating 6m38s, no container ever started\); found no pods left$/,
+    );
   });
 
   it('a Job the controller has not given up on: the force-delete, its Event, then the deadline', async () => {
     const { gateway, calls } = scriptedGateway();
     const [r] = await act(gateway, [pendingDecision(70, false)], options());
     assert.equal(r!.outcome, 'retried');
-    assert.deepEqual(calls.map((c) => c.method), ['deletePod', 'createEvent', 'listPods', 'mergePatchJob', 'createEvent']);
+    assert.deepEqual(
+      calls.map((c) => c.method),
+      ['deletePod', 'createEvent', 'listPods', 'mergePatchJob', 'createEvent'],
+    );
     assert.deepEqual(calls[3]!.args, ['ci-a', 'hung', { spec: { activeDeadlineSeconds: 3600 } }]);
   });
 

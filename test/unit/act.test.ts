@@ -58,7 +58,10 @@ describe('failing a Job by its deadline', () => {
     const [r] = await act(gateway, [d], options());
     assert.deepEqual([r!.outcome, r!.error], ['failed', undefined]);
     assert.deepEqual(methods(), ['mergePatchJob', 'createEvent']);
-    const patch = calls[0]!.args[2] as { metadata: { resourceVersion: string; annotations: Record<string, string>; labels: Record<string, string> }; spec: object };
+    const patch = calls[0]!.args[2] as {
+      metadata: { resourceVersion: string; annotations: Record<string, string>; labels: Record<string, string> };
+      spec: object;
+    };
     assert.equal(patch.metadata.resourceVersion, '100');
     assert.equal(patch.metadata.annotations[ANNOTATIONS.claim], 'claim-1');
     assert.equal(patch.metadata.labels[LABELS.pending], 'true');
@@ -68,7 +71,10 @@ describe('failing a Job by its deadline', () => {
 
   it('on a claim conflict reads the Job again and acts on the new judgement', async () => {
     const d = decisionFor('a');
-    const { gateway, calls, methods } = scriptedGateway({ mergePatchJob: [apiError(409, 'Conflict', 'the object has been modified')], readJob: [jobObject(d)] });
+    const { gateway, calls, methods } = scriptedGateway({
+      mergePatchJob: [apiError(409, 'Conflict', 'the object has been modified')],
+      readJob: [jobObject(d)],
+    });
     const rejudged: JobView[] = [];
     const [r] = await act(gateway, [d], options({ rejudge: (prev, fresh) => (rejudged.push(fresh), { ...prev, jobView: fresh }) }));
     assert.equal(r!.outcome, 'failed');
@@ -95,7 +101,10 @@ describe('failing a Job by its deadline', () => {
 
   it('a claim whose answer was lost, read back carrying this claim, counts as written', async () => {
     const d = decisionFor('a');
-    const { gateway, methods } = scriptedGateway({ mergePatchJob: [lostAnswer()], readJob: [jobObject(d, { [ANNOTATIONS.claim]: 'claim-1' })] });
+    const { gateway, methods } = scriptedGateway({
+      mergePatchJob: [lostAnswer()],
+      readJob: [jobObject(d, { [ANNOTATIONS.claim]: 'claim-1' })],
+    });
     const [r] = await act(gateway, [d], options());
     assert.deepEqual([r!.outcome, r!.error], ['failed', undefined]);
     assert.deepEqual(methods(), ['mergePatchJob', 'readJob', 'createEvent']);
@@ -134,7 +143,10 @@ describe('failing a Job by its pod failure policy', () => {
     assert.deepEqual([r!.outcome, r!.error], ['failed', undefined]);
     assert.deepEqual(methods(), ['mergePatchJob', 'patchPodStatus', 'deletePod', 'createEvent']);
     assert.equal((calls[0]!.args[2] as { spec?: object }).spec, undefined, 'no deadline on this path');
-    const status = calls[1]!.args[2] as { metadata: { resourceVersion: string }; status: { conditions: { type: string; status: string }[] } };
+    const status = calls[1]!.args[2] as {
+      metadata: { resourceVersion: string };
+      status: { conditions: { type: string; status: string }[] };
+    };
     assert.equal(status.metadata.resourceVersion, d.podResourceVersion);
     assert.deepEqual([status.status.conditions[0]!.type, status.status.conditions[0]!.status], ['ImagePullStuck', 'True']);
     assert.deepEqual(calls[2]!.args, [d.namespace, d.pod, d.podUid, '9']);
@@ -148,7 +160,10 @@ describe('failing a Job by its pod failure policy', () => {
       readJob: [jobObject(d)],
     });
     let freshPod: unknown;
-    const rejudge: ActOptions['rejudge'] = (prev, _fresh, pod) => ((freshPod = pod), { ...prev, plan: 'skip', mechanism: undefined, failJobCondition: undefined, detail: 'no longer stuck' });
+    const rejudge: ActOptions['rejudge'] = (prev, _fresh, pod) => (
+      (freshPod = pod),
+      { ...prev, plan: 'skip', mechanism: undefined, failJobCondition: undefined, detail: 'no longer stuck' }
+    );
     const [r] = await act(gateway, [d], options({ rejudge }));
     assert.deepEqual(methods(), ['mergePatchJob', 'patchPodStatus', 'readPod', 'jsonPatchJob', 'readJob']);
     const release = calls[3]!.args[2] as { op: string; path: string; value?: string }[];
@@ -190,13 +205,28 @@ describe('failing a Job by its pod failure policy', () => {
     const d = decisionFor('p', PFP);
     const stillStuck: V1Pod = {
       ...podObject(d, 'marked', '15'),
-      metadata: { ...podObject(d, 'marked', '15').metadata, ownerReferences: [{ apiVersion: 'batch/v1', kind: 'Job', name: 'p', uid: d.jobView!.uid, controller: true }] },
+      metadata: {
+        ...podObject(d, 'marked', '15').metadata,
+        ownerReferences: [{ apiVersion: 'batch/v1', kind: 'Job', name: 'p', uid: d.jobView!.uid, controller: true }],
+      },
       spec: { containers: [{ name: 'main', image: d.image }] },
       status: {
         phase: 'Pending',
         startTime: secondsAgo(600),
-        conditions: [{ type: 'ImagePullStuck', status: 'True' }, { type: 'PodReadyToStartContainers', status: 'True', lastTransitionTime: secondsAgo(600) }],
-        containerStatuses: [{ name: 'main', image: d.image, imageID: '', ready: false, restartCount: 0, state: { waiting: { reason: 'ImagePullBackOff', message: 'not found' } } }],
+        conditions: [
+          { type: 'ImagePullStuck', status: 'True' },
+          { type: 'PodReadyToStartContainers', status: 'True', lastTransitionTime: secondsAgo(600) },
+        ],
+        containerStatuses: [
+          {
+            name: 'main',
+            image: d.image,
+            imageID: '',
+            ready: false,
+            restartCount: 0,
+            state: { waiting: { reason: 'ImagePullBackOff', message: 'not found' } },
+          },
+        ],
       },
     };
     const { gateway, calls, methods } = scriptedGateway({ deletePod: [apiError(409, 'Conflict', 'modified')], readPod: [stillStuck] });
@@ -224,7 +254,10 @@ describe('a stop (SIGTERM) between writes', () => {
     const { gateway, methods } = scriptedGateway();
     const decisions = [decisionFor('first'), decisionFor('second', PFP)];
     const results = await act(gateway, decisions, options({ signal: stop.signal, onResult: () => stop.abort() }));
-    assert.deepEqual(results.map((r) => r.outcome), ['failed', 'deferred']);
+    assert.deepEqual(
+      results.map((r) => r.outcome),
+      ['failed', 'deferred'],
+    );
     assert.deepEqual(methods(), ['mergePatchJob', 'createEvent']);
     assert.match(results[1]!.decision.detail, /^sweep stopped before acting, waits for the next sweep \(was: /);
     assert.equal(results[1]!.decision.failJobCondition, undefined);
@@ -232,7 +265,11 @@ describe('a stop (SIGTERM) between writes', () => {
 });
 
 describe('settling finished Jobs (Event backfill)', () => {
-  const failedJob = job('done', { failed: true, finished: true, annotations: { [ANNOTATIONS.failedAt]: '2026-11-29T11:00:00Z', [ANNOTATIONS.claim]: 'c0' } });
+  const failedJob = job('done', {
+    failed: true,
+    finished: true,
+    annotations: { [ANNOTATIONS.failedAt]: '2026-11-29T11:00:00Z', [ANNOTATIONS.claim]: 'c0' },
+  });
   const settle = (gateway: Parameters<typeof settleFinished>[0], signal?: AbortSignal) =>
     settleFinished(gateway, [failedJob], { concurrency: 1, reporter: { instance: 'unit', now: NOW }, signal });
 
@@ -271,7 +308,10 @@ describe('a dry run: the gateway records the writes', () => {
     const [r] = await act(dry, [decisionFor('p', PFP)], options());
     assert.deepEqual([r!.outcome, r!.error], ['would-fail', undefined]);
     assert.deepEqual(calls, []);
-    assert.deepEqual(recordedWrites(dry)!.map((w) => w.method), ['mergePatchJob', 'patchPodStatus', 'deletePod', 'createEvent']);
+    assert.deepEqual(
+      recordedWrites(dry)!.map((w) => w.method),
+      ['mergePatchJob', 'patchPodStatus', 'deletePod', 'createEvent'],
+    );
     assert.equal(recordedWrites(gateway), undefined);
   });
 });

@@ -13,7 +13,8 @@ function lineFor(message: string) {
   const stuck = [stuckIn(j, { stuckSince: secondsAgo(600), message })];
   const parsed = parsePolicyYaml('{}');
   assert.ok(parsed.ok);
-  const decision = judge({ stuck, ownerOf: ownersFor(stuck, [j]), namespaceLabels: new Map(), policy: parsed.policy, now: NOW }).decisions[0]!;
+  const decision = judge({ stuck, ownerOf: ownersFor(stuck, [j]), namespaceLabels: new Map(), policy: parsed.policy, now: NOW })
+    .decisions[0]!;
   return auditLine('s1', { decision, outcome: 'failed', error: undefined }, false);
 }
 

@@ -39,9 +39,12 @@ describe('a pull cancelled for lack of progress', () => {
       assert.equal(c!.pullClass, 'stalled');
 
       const j = job('big-image', { namespace: c!.namespace });
-      const p = policy('defaults: { grace: { permanent: 2m, transient: 5m, stalled: 30m } }\nlimits: { outage: { minStuckPods: 1, minImages: 1, transientFraction: 0.01 } }');
+      const p = policy(
+        'defaults: { grace: { permanent: 2m, transient: 5m, stalled: 30m } }\nlimits: { outage: { minStuckPods: 1, minImages: 1, transientFraction: 0.01 } }',
+      );
       const at = (minutes: number) => new Date(c!.stuckSince.getTime() + minutes * 60_000);
-      const decide = (now: Date) => judge({ stuck: [c!], ownerOf: () => ({ kind: 'job', job: j }), namespaceLabels: new Map(), policy: p, now }).decisions[0]!;
+      const decide = (now: Date) =>
+        judge({ stuck: [c!], ownerOf: () => ({ kind: 'job', job: j }), namespaceLabels: new Map(), policy: p, now }).decisions[0]!;
 
       const early = decide(at(10));
       assert.equal(early.plan, 'skip');

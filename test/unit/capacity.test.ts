@@ -4,8 +4,16 @@ import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { capacityByJob, describeCapacity, formatAmount, formatRequests, sumCapacity } from '../../src/judge/capacity.ts';
 import { parseQuantity, podCapacity, podHeldSince, podRequests, type PodCapacity } from '../../src/observe/pod-requests.ts';
 
-const c = (name: string, requests: Record<string, string>, extra: Partial<V1Container> = {}): V1Container => ({ name, resources: { requests }, ...extra });
-const pod = (spec: Partial<NonNullable<V1Pod['spec']>>, meta: Partial<NonNullable<V1Pod['metadata']>> = {}, status: V1Pod['status'] = {}): V1Pod => ({
+const c = (name: string, requests: Record<string, string>, extra: Partial<V1Container> = {}): V1Container => ({
+  name,
+  resources: { requests },
+  ...extra,
+});
+const pod = (
+  spec: Partial<NonNullable<V1Pod['spec']>>,
+  meta: Partial<NonNullable<V1Pod['metadata']>> = {},
+  status: V1Pod['status'] = {},
+): V1Pod => ({
   metadata: { name: 'p', namespace: 'ns', uid: 'u', ...meta },
   spec: { containers: [], ...spec },
   status,
@@ -103,13 +111,21 @@ describe('podRequests', () => {
 
 describe('podHeldSince', () => {
   it('is when the pod was scheduled', () => {
-    const p = pod({}, { creationTimestamp: new Date('2026-01-01T00:00:00Z') }, {
-      conditions: [{ type: 'PodScheduled', status: 'True', lastTransitionTime: new Date('2026-01-01T01:00:00Z') }],
-    });
+    const p = pod(
+      {},
+      { creationTimestamp: new Date('2026-01-01T00:00:00Z') },
+      {
+        conditions: [{ type: 'PodScheduled', status: 'True', lastTransitionTime: new Date('2026-01-01T01:00:00Z') }],
+      },
+    );
     assert.deepEqual(podHeldSince(p), new Date('2026-01-01T01:00:00Z'));
   });
   it('falls back on creation without a PodScheduled True condition (raw JSON strings too)', () => {
-    const p = pod({}, { creationTimestamp: '2026-01-01T00:00:00Z' as unknown as Date }, { conditions: [{ type: 'PodScheduled', status: 'False' }] });
+    const p = pod(
+      {},
+      { creationTimestamp: '2026-01-01T00:00:00Z' as unknown as Date },
+      { conditions: [{ type: 'PodScheduled', status: 'False' }] },
+    );
     assert.deepEqual(podHeldSince(p), new Date('2026-01-01T00:00:00Z'));
     assert.equal(podHeldSince(pod({})), undefined);
   });
@@ -161,7 +177,12 @@ describe('capacityByJob', () => {
   it('sumCapacity adds Jobs up', () => {
     const a = { pods: 1, requests: { cpu: 1 }, resourceSeconds: { cpu: 60 }, heldSeconds: 60 };
     const b = { pods: 2, requests: { cpu: 2, memory: 10 }, resourceSeconds: { cpu: 10, memory: 5 }, heldSeconds: 5 };
-    assert.deepEqual(sumCapacity([a, b]), { pods: 3, requests: { cpu: 3, memory: 10 }, resourceSeconds: { cpu: 70, memory: 5 }, heldSeconds: 65 });
+    assert.deepEqual(sumCapacity([a, b]), {
+      pods: 3,
+      requests: { cpu: 3, memory: 10 },
+      resourceSeconds: { cpu: 70, memory: 5 },
+      heldSeconds: 65,
+    });
     assert.deepEqual(sumCapacity([]), { pods: 0, requests: {}, resourceSeconds: {}, heldSeconds: 0 });
   });
 });
@@ -180,7 +201,10 @@ describe('formatting', () => {
     assert.equal(formatAmount('nvidia.com/gpu', 4), '4');
   });
   it('lists extended resources first, then cpu and memory', () => {
-    assert.equal(formatRequests({ memory: 2 ** 30, cpu: 2, 'nvidia.com/gpu': 4, 'example.com/widget': 1, pods: 1 }), '1 example.com/widget, 4 nvidia.com/gpu, 2 cpu, 1Gi memory, 1 pods');
+    assert.equal(
+      formatRequests({ memory: 2 ** 30, cpu: 2, 'nvidia.com/gpu': 4, 'example.com/widget': 1, pods: 1 }),
+      '1 example.com/widget, 4 nvidia.com/gpu, 2 cpu, 1Gi memory, 1 pods',
+    );
     assert.equal(formatRequests({}), '');
   });
   it('describes the capacity with the time held', () => {

@@ -11,7 +11,10 @@ function decision(over: Partial<Decision> = {}): Decision {
   const stuck = [stuckIn(j, { pod: 'build-x7', stuckSince: secondsAgo(600) })];
   const parsed = parsePolicyYaml('{}');
   assert.ok(parsed.ok);
-  return { ...judge({ stuck, ownerOf: ownersFor(stuck, [j]), namespaceLabels: new Map(), policy: parsed.policy, now: NOW }).decisions[0]!, ...over };
+  return {
+    ...judge({ stuck, ownerOf: ownersFor(stuck, [j]), namespaceLabels: new Map(), policy: parsed.policy, now: NOW }).decisions[0]!,
+    ...over,
+  };
 }
 
 describe('the claim message', () => {
@@ -19,19 +22,34 @@ describe('the claim message', () => {
     for (const d of [
       decision(),
       decision({ containerKind: 'init', container: 'fetch', stuckPods: 3, pullClass: 'stalled', rule: 'ci-batch' }),
-      decision({ containerKind: 'sidecar', image: 'registry.example:5000/team/app@sha256:abc', graceSeconds: undefined, graceSource: undefined }),
-      decision({ capacity: { pods: 2, requests: { 'nvidia.com/gpu': 4, cpu: 8 }, resourceSeconds: { 'nvidia.com/gpu': 46080 }, heldSeconds: 11520 } }),
-      decision({ graceSeconds: undefined, graceSource: undefined, capacity: { pods: 1, requests: { cpu: 0.5 }, resourceSeconds: { cpu: 30 }, heldSeconds: 60 } }),
+      decision({
+        containerKind: 'sidecar',
+        image: 'registry.example:5000/team/app@sha256:abc',
+        graceSeconds: undefined,
+        graceSource: undefined,
+      }),
+      decision({
+        capacity: { pods: 2, requests: { 'nvidia.com/gpu': 4, cpu: 8 }, resourceSeconds: { 'nvidia.com/gpu': 46080 }, heldSeconds: 11520 },
+      }),
+      decision({
+        graceSeconds: undefined,
+        graceSource: undefined,
+        capacity: { pods: 1, requests: { cpu: 0.5 }, resourceSeconds: { cpu: 30 }, heldSeconds: 60 },
+      }),
     ]) {
       const text = formatClaimMessage(d);
-      assert.deepEqual(parseClaimMessage(text), {
-        containerKind: d.containerKind,
-        container: d.container,
-        pod: d.pod,
-        image: d.image,
-        pullClass: d.pullClass,
-        rule: d.rule,
-      }, text);
+      assert.deepEqual(
+        parseClaimMessage(text),
+        {
+          containerKind: d.containerKind,
+          container: d.container,
+          pod: d.pod,
+          image: d.image,
+          pullClass: d.pullClass,
+          rule: d.rule,
+        },
+        text,
+      );
     }
   });
 

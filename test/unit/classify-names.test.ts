@@ -63,7 +63,8 @@ const TEMPLATES: Template[] = [
     source: 'containerd 2.x core/remotes/docker/resolver.go (unexpectedResponseErr)',
     reason: 'ErrImagePull',
     expected: 'auth',
-    message: (n) => `${CTRD(n)}: unexpected status from HEAD request to https://${n.host}/v2/${n.repo}/manifests/${tagOrDigest(n)}: 401 Unauthorized`,
+    message: (n) =>
+      `${CTRD(n)}: unexpected status from HEAD request to https://${n.host}/v2/${n.repo}/manifests/${tagOrDigest(n)}: 401 Unauthorized`,
   },
   {
     source: 'containerd 2.x core/remotes/docker/fetcher.go (open: content at URL not found)',
@@ -91,13 +92,15 @@ const TEMPLATES: Template[] = [
     source: 'containerd 1.7 pkg/cri/server/image_pull.go, kubelet v1.32+ back-off wrapping (image_manager.go)',
     reason: 'ImagePullBackOff',
     expected: 'stalled',
-    message: (n) => `Back-off pulling image "${ref(n)}": ErrImagePull: rpc error: code = Canceled desc = failed to pull and unpack image "${ref(n)}": context canceled`,
+    message: (n) =>
+      `Back-off pulling image "${ref(n)}": ErrImagePull: rpc error: code = Canceled desc = failed to pull and unpack image "${ref(n)}": context canceled`,
   },
   {
     source: 'containerd 2.x client/pull.go (platform matcher: no match for platform in manifest)',
     reason: 'ErrImagePull',
     expected: 'permanent',
-    message: (n) => `rpc error: code = NotFound desc = failed to pull and unpack image "${ref(n)}": no match for platform in manifest: not found`,
+    message: (n) =>
+      `rpc error: code = NotFound desc = failed to pull and unpack image "${ref(n)}": no match for platform in manifest: not found`,
   },
   {
     source: 'containerd v2.0 schema-1 refusal (kubelet event quoted publicly)',
@@ -173,7 +176,7 @@ const TEMPLATES: Template[] = [
     message: (n) => `Error response from daemon: manifest for ${familiar(n)}${n.object} not found: manifest unknown: manifest unknown`,
   },
   {
-    source: "moby distribution/errors.go (TranslatePullError: pull access denied for %s) via cri-dockerd",
+    source: 'moby distribution/errors.go (TranslatePullError: pull access denied for %s) via cri-dockerd',
     reason: 'ErrImagePull',
     expected: 'auth',
     message: (n) =>
@@ -197,8 +200,24 @@ const TEMPLATES: Template[] = [
 ];
 
 // Names a user could give, made of the words the class rules look for.
-const HOSTS = ['registry.example.com', 'docker.io', 'timeout.example.com', 'unauthorized.eof.io:5000', 'localhost:5000', '10.0.0.7', 'x509.denied-429.example'];
-const REPOS = ['acme/app', 'library/eof', 'acme/access-denied-fix', 'not-found/unauthorized', 'team/x509-tls-timeout', 'rate-limit/toomanyrequests', 'library/denied'];
+const HOSTS = [
+  'registry.example.com',
+  'docker.io',
+  'timeout.example.com',
+  'unauthorized.eof.io:5000',
+  'localhost:5000',
+  '10.0.0.7',
+  'x509.denied-429.example',
+];
+const REPOS = [
+  'acme/app',
+  'library/eof',
+  'acme/access-denied-fix',
+  'not-found/unauthorized',
+  'team/x509-tls-timeout',
+  'rate-limit/toomanyrequests',
+  'library/denied',
+];
 const OBJECTS = [
   ':1',
   ':fix-timeout',
@@ -229,7 +248,8 @@ describe('classification never depends on the image reference', () => {
         const message = t.message(n);
         for (const image of [ref(n), undefined]) {
           const got = explainPullFailure(t.reason, message, image);
-          if (got.pullClass !== t.expected) wrong.push(`${got.pullClass} (${got.decidedBy}) for ${ref(n)}${image ? '' : ' without the image'}: ${message}`);
+          if (got.pullClass !== t.expected)
+            wrong.push(`${got.pullClass} (${got.decidedBy}) for ${ref(n)}${image ? '' : ' without the image'}: ${message}`);
         }
       }
       assert.deepEqual(wrong.slice(0, 5), [], `${wrong.length} wrong`);

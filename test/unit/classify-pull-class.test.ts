@@ -54,8 +54,7 @@ const CRIO_UNAUTHORIZED =
 const CANCELED_IMAGE = 'private_registery.mydomain/csg/idrac_to_kafka:20250429T0012';
 const CTRD_CANCELED = `rpc error: code = Canceled desc = failed to pull and unpack image "${CANCELED_IMAGE}": context canceled`;
 
-const backOff = (image: string, cause: string, reason = 'ErrImagePull'): string =>
-  `Back-off pulling image "${image}": ${reason}: ${cause}`;
+const backOff = (image: string, cause: string, reason = 'ErrImagePull'): string => `Back-off pulling image "${image}": ${reason}: ${cause}`;
 
 const CASES: Case[] = [
   // permanent
@@ -140,11 +139,26 @@ const CASES: Case[] = [
       'image pull failed for quay.io/acme/app:1 because the signature validation failed: Source image rejected: A signature was required, but no signature exists',
     expected: 'permanent',
   },
-  { name: 'back-off: not found', reason: 'ImagePullBackOff', message: recordedMessage('tag-missing', 'ImagePullBackOff'), expected: 'permanent' },
-  { name: 'back-off: CRI-O manifest unknown', reason: 'ImagePullBackOff', message: backOff('busybox:nope', CRIO_MANIFEST_UNKNOWN), expected: 'permanent' },
+  {
+    name: 'back-off: not found',
+    reason: 'ImagePullBackOff',
+    message: recordedMessage('tag-missing', 'ImagePullBackOff'),
+    expected: 'permanent',
+  },
+  {
+    name: 'back-off: CRI-O manifest unknown',
+    reason: 'ImagePullBackOff',
+    message: backOff('busybox:nope', CRIO_MANIFEST_UNKNOWN),
+    expected: 'permanent',
+  },
 
   // auth
-  { name: 'containerd: Docker Hub pull access denied + insufficient_scope', reason: 'ErrImagePull', message: CTRD_DENIED, expected: 'auth' },
+  {
+    name: 'containerd: Docker Hub pull access denied + insufficient_scope',
+    reason: 'ErrImagePull',
+    message: CTRD_DENIED,
+    expected: 'auth',
+  },
   {
     name: "docker: pull access denied ... may require 'docker login'",
     reason: 'ErrImagePull',
@@ -198,7 +212,12 @@ const CASES: Case[] = [
     expected: 'auth',
   },
   { name: 'back-off: Docker Hub denied', reason: 'ImagePullBackOff', message: backOff('acme/private:1', CTRD_DENIED), expected: 'auth' },
-  { name: 'back-off: CRI-O unauthorized', reason: 'ImagePullBackOff', message: backOff('acr.azurecr.io/app:1', CRIO_UNAUTHORIZED), expected: 'auth' },
+  {
+    name: 'back-off: CRI-O unauthorized',
+    reason: 'ImagePullBackOff',
+    message: backOff('acr.azurecr.io/app:1', CRIO_UNAUTHORIZED),
+    expected: 'auth',
+  },
 
   // transient
   { name: 'containerd: 429 Too Many Requests on the manifest HEAD', reason: 'ErrImagePull', message: CTRD_429, expected: 'transient' },
@@ -224,9 +243,19 @@ const CASES: Case[] = [
     expected: 'transient',
   },
   { name: 'containerd: DNS no such host', reason: 'ErrImagePull', message: CTRD_DNS, expected: 'transient' },
-  { name: 'bare dial tcp DNS error', reason: 'ErrImagePull', message: 'dial tcp: lookup registry.example on 10.96.0.10:53: no such host', expected: 'transient' },
+  {
+    name: 'bare dial tcp DNS error',
+    reason: 'ErrImagePull',
+    message: 'dial tcp: lookup registry.example on 10.96.0.10:53: no such host',
+    expected: 'transient',
+  },
   { name: 'containerd: i/o timeout', reason: 'ErrImagePull', message: CTRD_TIMEOUT, expected: 'transient' },
-  { name: 'containerd: x509 unknown authority (SPEC: TLS is transient)', reason: 'ErrImagePull', message: CTRD_X509, expected: 'transient' },
+  {
+    name: 'containerd: x509 unknown authority (SPEC: TLS is transient)',
+    reason: 'ErrImagePull',
+    message: CTRD_X509,
+    expected: 'transient',
+  },
   { name: 'connection refused', reason: 'ErrImagePull', message: CTRD_REFUSED, expected: 'transient' },
   {
     name: 'connection reset by peer',
@@ -240,7 +269,12 @@ const CASES: Case[] = [
     message: `${CTRD} "docker.io/library/nginx:1": failed to do request: Head "https://registry-1.docker.io/v2/library/nginx/manifests/1": net/http: TLS handshake timeout`,
     expected: 'transient',
   },
-  { name: 'context deadline exceeded', reason: 'ErrImagePull', message: 'rpc error: code = DeadlineExceeded desc = context deadline exceeded', expected: 'transient' },
+  {
+    name: 'context deadline exceeded',
+    reason: 'ErrImagePull',
+    message: 'rpc error: code = DeadlineExceeded desc = context deadline exceeded',
+    expected: 'transient',
+  },
   {
     name: 'net/http: request canceled',
     reason: 'ErrImagePull',
@@ -272,7 +306,8 @@ const CASES: Case[] = [
   {
     name: 'CRI-O: no route to host',
     reason: 'ErrImagePull',
-    message: 'pinging container registry registry.example.com: Get "https://registry.example.com/v2/": dial tcp 10.0.0.2:443: connect: no route to host',
+    message:
+      'pinging container registry registry.example.com: Get "https://registry.example.com/v2/": dial tcp 10.0.0.2:443: connect: no route to host',
     expected: 'transient',
   },
   {
@@ -281,7 +316,12 @@ const CASES: Case[] = [
     message: 'image pull failed for registry.example.com/app:1 because the registry is unavailable: mirror down',
     expected: 'transient',
   },
-  { name: 'precedence: 5xx inside an auth token fetch is transient', reason: 'ErrImagePull', message: CTRD_TOKEN_503, expected: 'transient' },
+  {
+    name: 'precedence: 5xx inside an auth token fetch is transient',
+    reason: 'ErrImagePull',
+    message: CTRD_TOKEN_503,
+    expected: 'transient',
+  },
   {
     name: 'precedence: DNS failure fetching an anonymous token is transient',
     reason: 'ErrImagePull',
@@ -290,23 +330,72 @@ const CASES: Case[] = [
       'dial tcp: lookup auth.docker.io: no such host',
     expected: 'transient',
   },
-  { name: 'back-off: 429', reason: 'ImagePullBackOff', message: recordedMessage('too-many-requests', 'ImagePullBackOff'), expected: 'transient' },
-  { name: 'back-off: 429 on the manifest GET', reason: 'ImagePullBackOff', message: recordedMessage('too-many-requests-on-fetch', 'ImagePullBackOff'), expected: 'transient' },
-  { name: 'back-off: pull QPS exceeded', reason: 'ImagePullBackOff', message: backOff('nginx', 'pull QPS exceeded'), expected: 'transient' },
-  { name: 'back-off: 503', reason: 'ImagePullBackOff', message: recordedMessage('service-unavailable', 'ImagePullBackOff'), expected: 'transient' },
-  { name: 'back-off: 503 from the token endpoint', reason: 'ImagePullBackOff', message: recordedMessage('token-unavailable', 'ImagePullBackOff'), expected: 'transient' },
-  { name: 'back-off: DNS', reason: 'ImagePullBackOff', message: recordedMessage('unresolvable-host', 'ImagePullBackOff'), expected: 'transient' },
-  { name: 'back-off: x509', reason: 'ImagePullBackOff', message: recordedMessage('untrusted-certificate', 'ImagePullBackOff'), expected: 'transient' },
+  {
+    name: 'back-off: 429',
+    reason: 'ImagePullBackOff',
+    message: recordedMessage('too-many-requests', 'ImagePullBackOff'),
+    expected: 'transient',
+  },
+  {
+    name: 'back-off: 429 on the manifest GET',
+    reason: 'ImagePullBackOff',
+    message: recordedMessage('too-many-requests-on-fetch', 'ImagePullBackOff'),
+    expected: 'transient',
+  },
+  {
+    name: 'back-off: pull QPS exceeded',
+    reason: 'ImagePullBackOff',
+    message: backOff('nginx', 'pull QPS exceeded'),
+    expected: 'transient',
+  },
+  {
+    name: 'back-off: 503',
+    reason: 'ImagePullBackOff',
+    message: recordedMessage('service-unavailable', 'ImagePullBackOff'),
+    expected: 'transient',
+  },
+  {
+    name: 'back-off: 503 from the token endpoint',
+    reason: 'ImagePullBackOff',
+    message: recordedMessage('token-unavailable', 'ImagePullBackOff'),
+    expected: 'transient',
+  },
+  {
+    name: 'back-off: DNS',
+    reason: 'ImagePullBackOff',
+    message: recordedMessage('unresolvable-host', 'ImagePullBackOff'),
+    expected: 'transient',
+  },
+  {
+    name: 'back-off: x509',
+    reason: 'ImagePullBackOff',
+    message: recordedMessage('untrusted-certificate', 'ImagePullBackOff'),
+    expected: 'transient',
+  },
   {
     name: 'back-off: embedded RegistryUnavailable',
     reason: 'ImagePullBackOff',
-    message: backOff('registry.example.com/app:1', 'image pull failed for registry.example.com/app:1 because the registry is unavailable', 'RegistryUnavailable'),
+    message: backOff(
+      'registry.example.com/app:1',
+      'image pull failed for registry.example.com/app:1 because the registry is unavailable',
+      'RegistryUnavailable',
+    ),
     expected: 'transient',
   },
 
   // unknown
-  { name: 'bare older back-off', reason: 'ImagePullBackOff', message: 'Back-off pulling image "docker.io/library/nope:1"', expected: 'unknown' },
-  { name: 'bare back-off with cue-like image name', reason: 'ImagePullBackOff', message: 'Back-off pulling image "acme/denied-429-timeout:1"', expected: 'unknown' },
+  {
+    name: 'bare older back-off',
+    reason: 'ImagePullBackOff',
+    message: 'Back-off pulling image "docker.io/library/nope:1"',
+    expected: 'unknown',
+  },
+  {
+    name: 'bare back-off with cue-like image name',
+    reason: 'ImagePullBackOff',
+    message: 'Back-off pulling image "acme/denied-429-timeout:1"',
+    expected: 'unknown',
+  },
   { name: 'empty message', reason: 'ErrImagePull', message: '', expected: 'unknown' },
   {
     name: 'ImageInspectError',
@@ -317,11 +406,15 @@ const CASES: Case[] = [
   {
     name: 'node-local permission denied is not auth',
     reason: 'ErrImagePull',
-    message:
-      `${CTRD} "docker.io/library/nginx:1": failed to extract layer sha256:8d7e: mount callback failed on /var/lib/containerd/tmpmounts/containerd-mount1: permission denied`,
+    message: `${CTRD} "docker.io/library/nginx:1": failed to extract layer sha256:8d7e: mount callback failed on /var/lib/containerd/tmpmounts/containerd-mount1: permission denied`,
     expected: 'unknown',
   },
-  { name: 'no space left on device', reason: 'ErrImagePull', message: `${CTRD} "docker.io/library/nginx:1": failed to copy: write /var/lib/containerd/ingest/1/data: no space left on device`, expected: 'unknown' },
+  {
+    name: 'no space left on device',
+    reason: 'ErrImagePull',
+    message: `${CTRD} "docker.io/library/nginx:1": failed to copy: write /var/lib/containerd/ingest/1/data: no space left on device`,
+    expected: 'unknown',
+  },
   {
     name: 'plain-HTTP registry misconfiguration',
     reason: 'ErrImagePull',
@@ -337,7 +430,12 @@ const CASES: Case[] = [
     message: CTRD_CANCELED,
     expected: 'stalled',
   },
-  { name: 'containerd 1.7: back-off over the cancelled pull (kubelet v1.32+ wrapping)', reason: 'ImagePullBackOff', message: backOff(CANCELED_IMAGE, CTRD_CANCELED), expected: 'stalled' },
+  {
+    name: 'containerd 1.7: back-off over the cancelled pull (kubelet v1.32+ wrapping)',
+    reason: 'ImagePullBackOff',
+    message: backOff(CANCELED_IMAGE, CTRD_CANCELED),
+    expected: 'stalled',
+  },
   {
     // CRI-O 1.31.2, cri-o/cri-o#8760 (pull_progress_timeout, server/image_pull.go; cri-o/cri-o#7887)
     name: 'CRI-O: pull cancelled for no progress',
@@ -415,14 +513,16 @@ const CASES: Case[] = [
     // issue 16: containers/image docker/docker_image_src.go `reading manifest TAG in REPO` under CRI-O
     name: 'CRI-O: tag fix-timeout printed apart (was transient)',
     reason: 'ErrImagePull',
-    message: 'initializing source docker://quay.io/acme/worker:fix-timeout: reading manifest fix-timeout in quay.io/acme/worker: manifest unknown',
+    message:
+      'initializing source docker://quay.io/acme/worker:fix-timeout: reading manifest fix-timeout in quay.io/acme/worker: manifest unknown',
     image: 'quay.io/acme/worker:fix-timeout',
     expected: 'permanent',
   },
   {
     name: 'CRI-O: tag access-denied-fix printed apart (was auth)',
     reason: 'ErrImagePull',
-    message: 'initializing source docker://quay.io/acme/worker:access-denied-fix: reading manifest access-denied-fix in quay.io/acme/worker: manifest unknown',
+    message:
+      'initializing source docker://quay.io/acme/worker:access-denied-fix: reading manifest access-denied-fix in quay.io/acme/worker: manifest unknown',
     expected: 'permanent',
   },
   {
@@ -540,7 +640,11 @@ describe('classifyPullFailure: real kubelet / containerd / CRI-O messages', () =
   }
 
   it('has a real-message case for every class', () => {
-    for (const cls of PULL_CLASSES) assert.ok(CASES.some((c) => c.expected === cls), cls);
+    for (const cls of PULL_CLASSES)
+      assert.ok(
+        CASES.some((c) => c.expected === cls),
+        cls,
+      );
     assert.ok(CASES.length >= 50);
   });
 
@@ -680,14 +784,27 @@ describe('repositoryOf', () => {
 describe('describeClassification', () => {
   const rows = describeClassification();
   it('covers every class and every reason', () => {
-    for (const cls of PULL_FAILURE_CLASSES) assert.ok(rows.some((r) => r.pullClass === cls), cls);
+    for (const cls of PULL_FAILURE_CLASSES)
+      assert.ok(
+        rows.some((r) => r.pullClass === cls),
+        cls,
+      );
     const text = rows.flatMap((r) => r.cues).join('\n');
     for (const reason of STUCK_REASONS) assert.match(text, new RegExp(`reason ${reason}\\b`), reason);
   });
   it('lists steps in evaluation order: reason, message (stalled, transient, auth, permanent), default', () => {
     assert.deepEqual(
       rows.map((r) => `${r.step}:${r.pullClass}`),
-      ['reason:permanent', 'reason:transient', 'message:stalled', 'message:transient', 'message:auth', 'message:permanent', 'default:permanent', 'default:unknown'],
+      [
+        'reason:permanent',
+        'reason:transient',
+        'message:stalled',
+        'message:transient',
+        'message:auth',
+        'message:permanent',
+        'default:permanent',
+        'default:unknown',
+      ],
     );
   });
 
@@ -697,6 +814,9 @@ describe('describeClassification', () => {
     assert.ok(start >= 0);
     const table = readme.slice(start, readme.indexOf('\n#', start + 1));
     const readmeRows = [...table.matchAll(/^\| (reason|message|default) \| (\w+) \|/gm)].map((m) => `${m[1]}:${m[2]}`);
-    assert.deepEqual(readmeRows, rows.map((r) => `${r.step}:${r.pullClass}`));
+    assert.deepEqual(
+      readmeRows,
+      rows.map((r) => `${r.step}:${r.pullClass}`),
+    );
   });
 });

@@ -33,7 +33,15 @@ function terminated(name: string, finishedAt: Date | undefined): V1ContainerStat
 }
 
 function running(name: string, startedAt: Date, restartCount = 0): V1ContainerStatus {
-  return { name, image: `docker.io/library/${name}:1`, imageID: 'sha256:1', ready: true, restartCount, started: true, state: { running: { startedAt } } };
+  return {
+    name,
+    image: `docker.io/library/${name}:1`,
+    imageID: 'sha256:1',
+    ready: true,
+    restartCount,
+    started: true,
+    state: { running: { startedAt } },
+  };
 }
 
 function cond(type: string, at: Date, status = 'True'): V1PodCondition {
@@ -61,7 +69,9 @@ function pod(o: PodOpts = {}): V1Pod {
       resourceVersion: '42',
       creationTimestamp: 'creationTimestamp' in o ? o.creationTimestamp : T(0),
       ...(o.deletionTimestamp ? { deletionTimestamp: o.deletionTimestamp } : {}),
-      ownerReferences: [{ apiVersion: 'batch/v1', kind: 'Job', name: 'job-a', uid: 'job-uid-1', controller: true, blockOwnerDeletion: true }],
+      ownerReferences: [
+        { apiVersion: 'batch/v1', kind: 'Job', name: 'job-a', uid: 'job-uid-1', controller: true, blockOwnerDeletion: true },
+      ],
     },
     spec: {
       containers: o.containers ?? [{ name: 'main', image: 'docker.io/library/nope:1' }],
@@ -97,7 +107,15 @@ describe('findStuckContainers: what is stuck', () => {
     });
   });
 
-  for (const reason of ['ErrImagePull', 'ImagePullBackOff', 'InvalidImageName', 'ErrImageNeverPull', 'RegistryUnavailable', 'SignatureValidationFailed', 'ImageInspectError']) {
+  for (const reason of [
+    'ErrImagePull',
+    'ImagePullBackOff',
+    'InvalidImageName',
+    'ErrImageNeverPull',
+    'RegistryUnavailable',
+    'SignatureValidationFailed',
+    'ImageInspectError',
+  ]) {
     it(`counts ${reason} as stuck`, () => {
       const found = findStuckContainers(pod({ statuses: [waiting('main', reason)] }));
       assert.equal(found.length, 1);
@@ -105,7 +123,14 @@ describe('findStuckContainers: what is stuck', () => {
     });
   }
 
-  for (const reason of ['ContainerCreating', 'CrashLoopBackOff', 'PodInitializing', 'CreateContainerConfigError', 'CreateContainerError', '']) {
+  for (const reason of [
+    'ContainerCreating',
+    'CrashLoopBackOff',
+    'PodInitializing',
+    'CreateContainerConfigError',
+    'CreateContainerError',
+    '',
+  ]) {
     it(`ignores waiting reason ${JSON.stringify(reason)} without a ready sandbox`, () => {
       assert.deepEqual(findStuckContainers(pod({ statuses: [waiting('main', reason)] })), []);
     });
@@ -165,11 +190,19 @@ describe('findStuckContainers: what is stuck', () => {
       initStatuses: [waiting('setup', 'ErrImagePull')],
       statuses: [waiting('main', 'PodInitializing')],
     });
-    assert.deepEqual(findStuckContainers(q).map((s) => [s.container, s.containerKind]), [['setup', 'init']]);
+    assert.deepEqual(
+      findStuckContainers(q).map((s) => [s.container, s.containerKind]),
+      [['setup', 'init']],
+    );
   });
 
   it('falls back to the spec image when the status has none', () => {
-    const found = findStuckContainers(pod({ containers: [{ name: 'main', image: 'registry.example.com/app:2' }], statuses: [waiting('main', 'ErrImagePull', { image: '' })] }));
+    const found = findStuckContainers(
+      pod({
+        containers: [{ name: 'main', image: 'registry.example.com/app:2' }],
+        statuses: [waiting('main', 'ErrImagePull', { image: '' })],
+      }),
+    );
     assert.equal(found[0]?.image, 'registry.example.com/app:2');
     const none = findStuckContainers(pod({ containers: [{ name: 'main' }], statuses: [waiting('main', 'ErrImagePull', { image: '' })] }));
     assert.equal(none[0]?.image, '');
@@ -199,7 +232,10 @@ describe('findStuckContainers: container kinds', () => {
       initStatuses: [waiting('proxy', 'ImagePullBackOff'), waiting('setup', 'PodInitializing')],
       statuses: [waiting('main', 'PodInitializing')],
     });
-    assert.deepEqual(findStuckContainers(p).map((s) => [s.container, s.containerKind]), [['proxy', 'sidecar']]);
+    assert.deepEqual(
+      findStuckContainers(p).map((s) => [s.container, s.containerKind]),
+      [['proxy', 'sidecar']],
+    );
   });
 
   it('an init container with restartPolicy Never or unset is init', () => {
@@ -313,7 +349,10 @@ describe('findStuckContainers: stuckSince for init and sidecar containers', () =
       statuses: [waiting('main', 'PodInitializing')],
       conditions: [cond('PodReadyToStartContainers', T(2))],
     });
-    assert.deepEqual(findStuckContainers(p).map((s) => [s.container, s.containerKind, s.stuckSince]), [['setup', 'init', T(4)]]);
+    assert.deepEqual(
+      findStuckContainers(p).map((s) => [s.container, s.containerKind, s.stuckSince]),
+      [['setup', 'init', T(4)]],
+    );
   });
   it('after a restarted sidecar: falls back, its startedAt is too late', () => {
     const p = pod({
@@ -337,7 +376,10 @@ describe('findStuckContainers: stuckSince for init and sidecar containers', () =
       statuses: [waiting('main', 'PodInitializing')],
       conditions: [cond('PodReadyToStartContainers', T(2))],
     });
-    assert.deepEqual(findStuckContainers(p).map((s) => [s.container, s.containerKind, s.stuckSince]), [['proxy', 'sidecar', T(5)]]);
+    assert.deepEqual(
+      findStuckContainers(p).map((s) => [s.container, s.containerKind, s.stuckSince]),
+      [['proxy', 'sidecar', T(5)]],
+    );
   });
   it('init statuses without init specs are not judged', () => {
     const p = pod({
@@ -354,7 +396,11 @@ describe('findStuckContainers: only containers the spec names', () => {
   it('a waiting status of a container the spec does not have is never judged', () => {
     const healthy = running('main', T(3));
     for (const reason of ['ImagePullBackOff', 'ErrImagePull', 'ContainerCreating']) {
-      assert.deepEqual(findStuckContainers(pod({ conditions: READY, statuses: [healthy, waiting('ghost', reason, {}, NOT_FOUND)] })), [], reason);
+      assert.deepEqual(
+        findStuckContainers(pod({ conditions: READY, statuses: [healthy, waiting('ghost', reason, {}, NOT_FOUND)] })),
+        [],
+        reason,
+      );
       const ghostInit = pod({ conditions: READY, statuses: [healthy], initStatuses: [waiting('ghost', reason, {}, NOT_FOUND)] });
       assert.deepEqual(findStuckContainers(ghostInit), [], `init ${reason}`);
     }
@@ -369,8 +415,13 @@ describe('findStuckContainers: only containers the spec names', () => {
     assert.deepEqual(findStuckContainers(p), []);
   });
   it('the spec containers next to a ghost are still judged', () => {
-    const found = findStuckContainers(pod({ conditions: READY, statuses: [waiting('ghost', 'ErrImagePull'), waiting('main', 'ImagePullBackOff', {}, NOT_FOUND)] }));
-    assert.deepEqual(found.map((c) => [c.container, c.reason]), [['main', 'ImagePullBackOff']]);
+    const found = findStuckContainers(
+      pod({ conditions: READY, statuses: [waiting('ghost', 'ErrImagePull'), waiting('main', 'ImagePullBackOff', {}, NOT_FOUND)] }),
+    );
+    assert.deepEqual(
+      found.map((c) => [c.container, c.reason]),
+      [['main', 'ImagePullBackOff']],
+    );
   });
 });
 
@@ -543,7 +594,10 @@ describe('findStuckContainers: class stalled, on pods recorded from the real nod
   it('a pull error wins over stalled: recorded pull failures have the sandbox up and keep their class', () => {
     const p = recordedPod('tag-missing', 'ErrImagePull');
     assert.ok(trueAt(p, 'PodReadyToStartContainers'));
-    assert.deepEqual(findStuckContainers(p).map((s) => s.pullClass), ['permanent']);
+    assert.deepEqual(
+      findStuckContainers(p).map((s) => s.pullClass),
+      ['permanent'],
+    );
   });
 
   it('a terminating pod is never stalled', () => {

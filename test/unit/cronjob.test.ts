@@ -9,10 +9,23 @@ const AT = '2026-11-30T12:00:00Z';
 const IMAGE = 'registry.example/app:gone';
 
 function cron(over: Partial<CronJobView> = {}): CronJobView {
-  return { namespace: 'ci', name: 'nightly', uid: 'u1', resourceVersion: '7', annotations: {}, suspended: false, lastSuccessfulTime: undefined, ...over };
+  return {
+    namespace: 'ci',
+    name: 'nightly',
+    uid: 'u1',
+    resourceVersion: '7',
+    annotations: {},
+    suspended: false,
+    lastSuccessfulTime: undefined,
+    ...over,
+  };
 }
 
-const fail = (job: string, image = IMAGE, minute = Number(job.replace(/\D/g, '')) || 0) => ({ job, image, stuckSince: new Date(Date.UTC(2026, 10, 30, 11, minute)) });
+const fail = (job: string, image = IMAGE, minute = Number(job.replace(/\D/g, '')) || 0) => ({
+  job,
+  image,
+  stuckSince: new Date(Date.UTC(2026, 10, 30, 11, minute)),
+});
 
 /** The CronJob as it reads after the verdict's merge patch. */
 function applied(view: CronJobView, verdict: CronJobVerdict): CronJobView {
@@ -26,7 +39,11 @@ function applied(view: CronJobView, verdict: CronJobVerdict): CronJobView {
 }
 
 /** One sweep per failure, each on the CronJob as the previous one left it. */
-function sweeps(start: CronJobView, failures: ReturnType<typeof fail>[][], suspendAfter = 3): { view: CronJobView; verdicts: CronJobVerdict[] } {
+function sweeps(
+  start: CronJobView,
+  failures: ReturnType<typeof fail>[][],
+  suspendAfter = 3,
+): { view: CronJobView; verdicts: CronJobVerdict[] } {
   let view = start;
   const verdicts: CronJobVerdict[] = [];
   for (const f of failures) {
@@ -64,13 +81,24 @@ describe('judgeCronJob', () => {
 
   it('counts each failed Job in annotations on the CronJob, and suspends at N', () => {
     const { view, verdicts } = sweeps(cron(), [[fail('nightly-1')], [fail('nightly-2')], [fail('nightly-3')]]);
-    assert.deepEqual(verdicts.map((v) => v.kind), ['count', 'count', 'suspend']);
-    assert.deepEqual(readStreak(view.annotations), { count: 3, image: IMAGE, jobs: ['nightly-1', 'nightly-2', 'nightly-3'], lastSuccess: 'none' });
+    assert.deepEqual(
+      verdicts.map((v) => v.kind),
+      ['count', 'count', 'suspend'],
+    );
+    assert.deepEqual(readStreak(view.annotations), {
+      count: 3,
+      image: IMAGE,
+      jobs: ['nightly-1', 'nightly-2', 'nightly-3'],
+      lastSuccess: 'none',
+    });
     const last = verdicts[2]!;
     assert.ok(last.kind === 'suspend');
     assert.equal(view.suspended, true);
     assert.equal(view.annotations['imagepull-sweeper/suspended-at'], AT);
-    assert.match(last.message, new RegExp(`3 Jobs in a row failed, stuck pulling image ${IMAGE.replace(/[.]/g, '\\.')} \\(nightly-1, nightly-2, nightly-3\\)`));
+    assert.match(
+      last.message,
+      new RegExp(`3 Jobs in a row failed, stuck pulling image ${IMAGE.replace(/[.]/g, '\\.')} \\(nightly-1, nightly-2, nightly-3\\)`),
+    );
     assert.match(last.message, /kubectl -n ci patch cronjob nightly -p '\{"spec":\{"suspend":false\}\}'/);
     assert.equal(view.annotations['imagepull-sweeper/message'], last.message);
   });
@@ -96,18 +124,38 @@ describe('judgeCronJob', () => {
   });
 
   it('starts again on another image', () => {
-    const { view, verdicts } = sweeps(cron(), [[fail('nightly-1')], [fail('nightly-2')], [fail('nightly-3', 'registry.example/app:other')]]);
-    assert.deepEqual(verdicts.map((v) => v.kind), ['count', 'count', 'count']);
-    assert.deepEqual(readStreak(view.annotations), { count: 1, image: 'registry.example/app:other', jobs: ['nightly-3'], lastSuccess: 'none' });
+    const { view, verdicts } = sweeps(cron(), [
+      [fail('nightly-1')],
+      [fail('nightly-2')],
+      [fail('nightly-3', 'registry.example/app:other')],
+    ]);
+    assert.deepEqual(
+      verdicts.map((v) => v.kind),
+      ['count', 'count', 'count'],
+    );
+    assert.deepEqual(readStreak(view.annotations), {
+      count: 1,
+      image: 'registry.example/app:other',
+      jobs: ['nightly-3'],
+      lastSuccess: 'none',
+    });
   });
 
   it('starts again when a run succeeded in between (status.lastSuccessfulTime moved)', () => {
     const first = sweeps(cron(), [[fail('nightly-1')], [fail('nightly-2')]]);
     const recovered = { ...first.view, lastSuccessfulTime: '2026-11-30T11:30:00.000Z' };
     const { view, verdicts } = sweeps(recovered, [[fail('nightly-4')], [fail('nightly-5')]]);
-    assert.deepEqual(verdicts.map((v) => v.kind), ['count', 'count']);
+    assert.deepEqual(
+      verdicts.map((v) => v.kind),
+      ['count', 'count'],
+    );
     assert.equal(view.suspended, false);
-    assert.deepEqual(readStreak(view.annotations), { count: 2, image: IMAGE, jobs: ['nightly-4', 'nightly-5'], lastSuccess: '2026-11-30T11:30:00.000Z' });
+    assert.deepEqual(readStreak(view.annotations), {
+      count: 2,
+      image: IMAGE,
+      jobs: ['nightly-4', 'nightly-5'],
+      lastSuccess: '2026-11-30T11:30:00.000Z',
+    });
   });
 
   it('starts again when the owner resumed a CronJob the sweeper suspended', () => {
@@ -138,8 +186,18 @@ describe('judgeCronJob', () => {
 
   it('reads no run from missing or malformed annotations', () => {
     assert.equal(readStreak({}), undefined);
-    assert.equal(readStreak({ 'imagepull-sweeper/failed-in-a-row': 'x', 'imagepull-sweeper/failed-image': IMAGE, 'imagepull-sweeper/last-success-seen': 'none' }), undefined);
-    const v = judgeCronJob(cron({ annotations: { 'imagepull-sweeper/failed-in-a-row': '-4' } }), [fail('nightly-1')], { suspendAfter: 3, at: AT });
+    assert.equal(
+      readStreak({
+        'imagepull-sweeper/failed-in-a-row': 'x',
+        'imagepull-sweeper/failed-image': IMAGE,
+        'imagepull-sweeper/last-success-seen': 'none',
+      }),
+      undefined,
+    );
+    const v = judgeCronJob(cron({ annotations: { 'imagepull-sweeper/failed-in-a-row': '-4' } }), [fail('nightly-1')], {
+      suspendAfter: 3,
+      at: AT,
+    });
     assert.equal(v.streak?.count, 1);
   });
 });
@@ -151,7 +209,15 @@ describe('toCronJobView', () => {
       spec: { schedule: '* * * * *', suspend: true, jobTemplate: {} },
       status: { lastSuccessfulTime: new Date('2026-11-30T10:00:00Z') },
     });
-    assert.deepEqual(view, { namespace: 'ci', name: 'n', uid: 'u', resourceVersion: '3', annotations: { a: 'b' }, suspended: true, lastSuccessfulTime: '2026-11-30T10:00:00.000Z' });
+    assert.deepEqual(view, {
+      namespace: 'ci',
+      name: 'n',
+      uid: 'u',
+      resourceVersion: '3',
+      annotations: { a: 'b' },
+      suspended: true,
+      lastSuccessfulTime: '2026-11-30T10:00:00.000Z',
+    });
     assert.equal(toCronJobView({ metadata: {}, spec: { schedule: '', jobTemplate: {} } }).lastSuccessfulTime, undefined);
   });
 });
@@ -165,11 +231,39 @@ describe('CronJob audit lines', () => {
     const chunks: string[] = [];
     stream.on('data', (c: Buffer) => chunks.push(c.toString()));
     const logger = createLogger({ format: 'text', stream });
-    const suspended = { namespace: 'ci', cronJob: 'nightly', image: IMAGE, failedInARow: 3, jobs: ['n-1', 'n-2', 'n-3'], outcome: 'would-suspend' as const, detail: 'd', error: undefined };
+    const suspended = {
+      namespace: 'ci',
+      cronJob: 'nightly',
+      image: IMAGE,
+      failedInARow: 3,
+      jobs: ['n-1', 'n-2', 'n-3'],
+      outcome: 'would-suspend' as const,
+      detail: 'd',
+      error: undefined,
+    };
     logCronJob(logger, cronJobAuditLine('s', suspended, 3, true));
     const broken = { ...suspended, outcome: 'error' as const, error: 'Forbidden: no' };
-    const outage = { tripped: false, stuckPods: 0, images: 0, transientPods: 0, transientFraction: 0, authPods: 0, authFraction: 0, trips: [] };
-    const base = { sweepId: 's', policy: 'p', namespaces: [], startedAt: new Date(0), finishedAt: new Date(0), podsScanned: 0, stuckContainers: 0, outage, results: [] };
+    const outage = {
+      tripped: false,
+      stuckPods: 0,
+      images: 0,
+      transientPods: 0,
+      transientFraction: 0,
+      authPods: 0,
+      authFraction: 0,
+      trips: [],
+    };
+    const base = {
+      sweepId: 's',
+      policy: 'p',
+      namespaces: [],
+      startedAt: new Date(0),
+      finishedAt: new Date(0),
+      podsScanned: 0,
+      stuckContainers: 0,
+      outage,
+      results: [],
+    };
     logSummary(logger, summarize({ ...base, dryRun: true, cronJobs: [suspended] }));
     const text = chunks.join('');
     assert.match(text, /WOULD SUSPEND\s+ci\/cronjob\/nightly\s+3\/3 failed in a row on registry\.example\/app:gone/);

@@ -36,7 +36,9 @@ function markdownFiles(dir: string): string[] {
 }
 
 const read = (path: string): string => readFileSync(join(REPO, path), 'utf8');
-const docsPages = readdirSync(join(REPO, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`);
+const docsPages = readdirSync(join(REPO, 'docs'))
+  .filter((f) => f.endsWith('.md'))
+  .map((f) => `docs/${f}`);
 /** The user and contributor documentation, whose links must resolve to the heading too. */
 const DOCUMENTATION = ['README.md', 'CONTRIBUTING.md', 'test/support/README.md', ...docsPages];
 
@@ -75,7 +77,12 @@ function tableAfter(text: string, heading: string): string[][] {
   const rows: string[][] = [];
   for (const line of lines.slice(first + 2)) {
     if (!line.startsWith('|')) break;
-    rows.push(line.replace(/^\||\|$/g, '').split(/(?<!\\)\|/).map((c) => c.trim()));
+    rows.push(
+      line
+        .replace(/^\||\|$/g, '')
+        .split(/(?<!\\)\|/)
+        .map((c) => c.trim()),
+    );
   }
   return rows;
 }
@@ -108,13 +115,18 @@ describe('documentation: links', () => {
         const [path = '', anchor = ''] = target.split('#');
         const targetFile = path === '' ? join(REPO, file) : resolve(dirname(join(REPO, file)), decodeURI(path));
         if (!targetFile.endsWith('.md')) continue;
-        assert.ok(anchors(readFileSync(targetFile, 'utf8')).has(decodeURI(anchor)), `${target}: no heading #${anchor} in ${relative(REPO, targetFile)}`);
+        assert.ok(
+          anchors(readFileSync(targetFile, 'utf8')).has(decodeURI(anchor)),
+          `${target}: no heading #${anchor} in ${relative(REPO, targetFile)}`,
+        );
       }
     });
   }
 
   it('the anchors are the ones GitHub makes', () => {
-    const made = anchors('# The `run` mode and its metrics\n## Policy (the ConfigMap\'s `policy.yaml`)\n## Limits\n## Limits\n```\n# not a heading\n```\n');
+    const made = anchors(
+      "# The `run` mode and its metrics\n## Policy (the ConfigMap's `policy.yaml`)\n## Limits\n## Limits\n```\n# not a heading\n```\n",
+    );
     assert.deepEqual([...made], ['the-run-mode-and-its-metrics', 'policy-the-configmaps-policyyaml', 'limits', 'limits-1']);
   });
 });
@@ -158,11 +170,19 @@ describe('documentation: the contract and the names the code emits', () => {
 
   it('names the exit statuses, the Event reason and controller, and the policy ConfigMap the code uses', () => {
     for (const code of Object.values(EXIT)) assert.match(contract, new RegExp(`\`${code}\``), String(code));
-    for (const name of [EVENT_REASON_STUCK, REPORTING_CONTROLLER, DEFAULT_POLICY_CONFIGMAP, POLICY_KEY]) assert.ok(contract.includes(name), name);
+    for (const name of [EVENT_REASON_STUCK, REPORTING_CONTROLLER, DEFAULT_POLICY_CONFIGMAP, POLICY_KEY])
+      assert.ok(contract.includes(name), name);
   });
 
   it('names the annotations users set and read, each one the code uses', () => {
-    for (const key of [ANNOTATIONS.ignore, ANNOTATIONS.grace, ANNOTATIONS.failedAt, ANNOTATIONS.reason, ANNOTATIONS.message, ANNOTATIONS.suspendedAt]) {
+    for (const key of [
+      ANNOTATIONS.ignore,
+      ANNOTATIONS.grace,
+      ANNOTATIONS.failedAt,
+      ANNOTATIONS.reason,
+      ANNOTATIONS.message,
+      ANNOTATIONS.suspendedAt,
+    ]) {
       assert.ok(contract.includes(key), key);
     }
     const named = new Set([...contract.matchAll(/imagepull-sweeper\/[a-z][a-z-]*/g)].map((m) => m[0]));
@@ -190,7 +210,9 @@ describe('documentation: tables and examples that restate code', () => {
   const defaults: Policy = builtIn.policy;
 
   const policyExamples: [string, string][] = ['README.md', 'docs/policy.md', 'docs/contract.md'].flatMap((file) =>
-    [...read(file).matchAll(/^```yaml\n([\s\S]*?)^```/gm)].map((m) => [file, m[1]!] as [string, string]).filter(([, y]) => /^defaults:/m.test(y)),
+    [...read(file).matchAll(/^```yaml\n([\s\S]*?)^```/gm)]
+      .map((m) => [file, m[1]!] as [string, string])
+      .filter(([, y]) => /^defaults:/m.test(y)),
   );
 
   it('each policy example is a valid policy whose defaults, limits and cronJobs are the built-in ones', () => {
@@ -199,14 +221,21 @@ describe('documentation: tables and examples that restate code', () => {
       const parsed = parsePolicyYaml(yaml);
       assert.ok(parsed.ok, `${file}: ${JSON.stringify(!parsed.ok && parsed.problems)}`);
       const { defaults: d, limits, cronJobs } = parsed.policy;
-      assert.deepEqual({ defaults: d, limits, cronJobs }, { defaults: defaults.defaults, limits: defaults.limits, cronJobs: defaults.cronJobs }, file);
+      assert.deepEqual(
+        { defaults: d, limits, cronJobs },
+        { defaults: defaults.defaults, limits: defaults.limits, cronJobs: defaults.cronJobs },
+        file,
+      );
     }
   });
 
   it("docs/policy.md's classes table: every class, with its built-in grace", () => {
     const rows = tableAfter(read('docs/policy.md'), '## Classes and grace');
     const table = rows.map(([cls = '', , grace = '']) => [codeSpans(cls)[0], codeSpans(grace)[0]]);
-    assert.deepEqual(table, PULL_CLASSES.map((c) => [c, formatDuration(defaults.defaults.grace[c])]));
+    assert.deepEqual(
+      table,
+      PULL_CLASSES.map((c) => [c, formatDuration(defaults.defaults.grace[c])]),
+    );
   });
 
   it("docs/security.md's RBAC table grants exactly what manifests/rbac.yaml grants", () => {
@@ -230,9 +259,29 @@ describe('documentation: tables and examples that restate code', () => {
 
   it("docs/how-it-works.md's decision line has exactly the fields of an audit line", () => {
     const fields: Record<keyof AuditLine, true> = {
-      sweepId: true, namespace: true, job: true, cronJob: true, pod: true, container: true, containerKind: true, image: true,
-      reason: true, class: true, stuckSeconds: true, graceSeconds: true, graceSource: true, graceClamped: true, rule: true,
-      action: true, outcome: true, dryRun: true, detail: true, mechanism: true, error: true, warnings: true, waitingMessage: true,
+      sweepId: true,
+      namespace: true,
+      job: true,
+      cronJob: true,
+      pod: true,
+      container: true,
+      containerKind: true,
+      image: true,
+      reason: true,
+      class: true,
+      stuckSeconds: true,
+      graceSeconds: true,
+      graceSource: true,
+      graceClamped: true,
+      rule: true,
+      action: true,
+      outcome: true,
+      dryRun: true,
+      detail: true,
+      mechanism: true,
+      error: true,
+      warnings: true,
+      waitingMessage: true,
       freed: true,
     };
     const example = /^```json\n([\s\S]*?)^```/m.exec(read('docs/how-it-works.md'))?.[1];

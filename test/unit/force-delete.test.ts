@@ -68,8 +68,18 @@ describe('containerThatRan: real pod statuses', () => {
   });
 
   it('any sign is enough: a container ID, started, a running or started terminated state, in state or lastState', () => {
-    const base: V1ContainerStatus = { name: 'c', image: 'i', imageID: '', ready: false, restartCount: 0, state: { waiting: { reason: 'ContainerCreating' } } };
-    const withStatus = (s: Partial<V1ContainerStatus>, list: 'initContainerStatuses' | 'containerStatuses' | 'ephemeralContainerStatuses' = 'containerStatuses'): V1Pod => ({
+    const base: V1ContainerStatus = {
+      name: 'c',
+      image: 'i',
+      imageID: '',
+      ready: false,
+      restartCount: 0,
+      state: { waiting: { reason: 'ContainerCreating' } },
+    };
+    const withStatus = (
+      s: Partial<V1ContainerStatus>,
+      list: 'initContainerStatuses' | 'containerStatuses' | 'ephemeralContainerStatuses' = 'containerStatuses',
+    ): V1Pod => ({
       status: { [list]: [{ ...base, ...s }] },
     });
     const started = new Date(NOW.getTime() - 5000);
@@ -79,7 +89,10 @@ describe('containerThatRan: real pod statuses', () => {
     assert.equal(containerThatRan(withStatus({ state: { running: { startedAt: started } } })), 'container c');
     assert.equal(containerThatRan(withStatus({ state: { terminated: { exitCode: 0, startedAt: started } } })), 'container c');
     assert.equal(containerThatRan(withStatus({ lastState: { terminated: { exitCode: 1, startedAt: started } } })), 'container c');
-    assert.equal(containerThatRan(withStatus({ lastState: { terminated: { exitCode: 1, containerID: 'containerd://old' } } })), 'container c');
+    assert.equal(
+      containerThatRan(withStatus({ lastState: { terminated: { exitCode: 1, containerID: 'containerd://old' } } })),
+      'container c',
+    );
     assert.equal(containerThatRan(withStatus({ containerID: 'containerd://abc' }, 'initContainerStatuses')), 'init container c');
     assert.equal(containerThatRan(withStatus({ containerID: 'containerd://abc' }, 'ephemeralContainerStatuses')), 'ephemeral container c');
     assert.equal(containerThatRan({}), undefined, 'no status at all: nothing is known to have run');
@@ -101,21 +114,29 @@ describe('planForceDeletes', () => {
   it('never a pod one of whose containers ran, and says which', () => {
     const plan = planForceDeletes([terminating(REAL_NODE.clock, 'ran-init', 72)], JOB_UID, NOW);
     assert.deepEqual(plan.targets, []);
-    assert.deepEqual(plan.spared, [{ pod: 'ran-init', why: 'pod ran-init terminating 1m12s, not force-deleted: its init container setup has run' }]);
+    assert.deepEqual(plan.spared, [
+      { pod: 'ran-init', why: 'pod ran-init terminating 1m12s, not force-deleted: its init container setup has run' },
+    ]);
   });
 
-  it('leaves pods that are not terminating, not the Job\'s, already ended or already force-deleted', () => {
+  it("leaves pods that are not terminating, not the Job's, already ended or already force-deleted", () => {
     const pending = stalled('stalled', 'ContainerCreating');
-    pending.metadata = { ...pending.metadata, ownerReferences: [{ apiVersion: 'batch/v1', kind: 'Job', name: 'j', uid: JOB_UID, controller: true }] };
+    pending.metadata = {
+      ...pending.metadata,
+      ownerReferences: [{ apiVersion: 'batch/v1', kind: 'Job', name: 'j', uid: JOB_UID, controller: true }],
+    };
     const otherJob = terminating(pending, 'other', 90, { owner: 'another-job' });
     const ended = terminating(REAL_NODE.deletedWaitingPod.pod, 'ended');
     const forced = terminating(pending, 'forced', 90, { grace: 0 });
     const plan = planForceDeletes([pending, otherJob, ended, forced], JOB_UID, NOW);
     assert.deepEqual(plan.targets, []);
-    assert.deepEqual(plan.spared.map((s) => s.why), [
-      'pod ended terminating 1m10s, not force-deleted: the kubelet has ended it (phase Failed)',
-      'pod forced terminating 1m30s, not force-deleted: already deleted with grace period 0 (held by a finalizer)',
-    ]);
+    assert.deepEqual(
+      plan.spared.map((s) => s.why),
+      [
+        'pod ended terminating 1m10s, not force-deleted: the kubelet has ended it (phase Failed)',
+        'pod forced terminating 1m30s, not force-deleted: already deleted with grace period 0 (held by a finalizer)',
+      ],
+    );
   });
 
   it('measures terminating from when the deletion was asked for, not from its deadline', () => {
@@ -134,7 +155,9 @@ function claimed(name: string, failedSecondsAgo: number): JobView {
   return job(name, {
     uid: JOB_UID,
     annotations: {
-      'imagepull-sweeper/failed-at': secondsAgo(failedSecondsAgo).toISOString().replace(/\.\d{3}Z$/, 'Z'),
+      'imagepull-sweeper/failed-at': secondsAgo(failedSecondsAgo)
+        .toISOString()
+        .replace(/\.\d{3}Z$/, 'Z'),
       'imagepull-sweeper/reason': 'ImagePullBackOff',
       'imagepull-sweeper/message': MESSAGE,
       'imagepull-sweeper/claim': 'c-1',
@@ -154,14 +177,23 @@ describe('judgePending with forceDeleteAfter', () => {
     assert.equal(p.awaiting, 1);
     assert.equal(p.decisions[0]!.plan, 'skip');
     const done = { ...claimed('done', 30), failed: true, finished: true, failing: false };
-    assert.deepEqual(judgePending({ ...base, labelled: [done] }).finished.map((j) => j.name), ['done']);
-    assert.deepEqual(dueForForceDelete({ ...base, labelled: [{ ...target, annotations: claimed('t', 61).annotations }] }).map((j) => j.name), ['target']);
+    assert.deepEqual(
+      judgePending({ ...base, labelled: [done] }).finished.map((j) => j.name),
+      ['done'],
+    );
+    assert.deepEqual(
+      dueForForceDelete({ ...base, labelled: [{ ...target, annotations: claimed('t', 61).annotations }] }).map((j) => j.name),
+      ['target'],
+    );
   });
 
   it('reads the pods of pending Jobs only once forceDeleteAfter has passed, and never with 0', () => {
     const early = claimed('early', 59);
     const due = { ...claimed('due', 60), uid: 'other-uid' };
-    assert.deepEqual(dueForForceDelete({ ...base, labelled: [early, due] }).map((j) => j.name), ['due']);
+    assert.deepEqual(
+      dueForForceDelete({ ...base, labelled: [early, due] }).map((j) => j.name),
+      ['due'],
+    );
     assert.deepEqual(dueForForceDelete({ ...base, labelled: [early, due], forceDeleteAfterSeconds: 0 }), []);
     const finished = { ...claimed('finished', 600), finished: true };
     assert.deepEqual(dueForForceDelete({ ...base, labelled: [finished] }), []);
@@ -173,7 +205,10 @@ describe('judgePending with forceDeleteAfter', () => {
     const d = p.decisions[0]!;
     assert.equal(d.plan, 'retry');
     assert.equal(d.mechanism, undefined, 'the Job already has its deadline: only the pod is forced');
-    assert.deepEqual(d.forceDelete?.map((t) => [t.pod, t.uid]), [['hung-abcde', 'uid-hung-abcde']]);
+    assert.deepEqual(
+      d.forceDelete?.map((t) => [t.pod, t.uid]),
+      [['hung-abcde', 'uid-hung-abcde']],
+    );
     assert.match(d.detail, /^failed by imagepull-sweeper at \S+; pods still terminating after forceDeleteAfter 1m$/);
     assert.equal(p.awaiting, 1);
   });
@@ -197,14 +232,22 @@ describe('judgePending with forceDeleteAfter', () => {
     const d = judgePending({ ...base, labelled: [claimed('ran', 75)], podsByJob: new Map([[JOB_UID, [ran]]]) }).decisions[0]!;
     assert.equal(d.plan, 'skip');
     assert.deepEqual(d.forceDelete, []);
-    assert.match(d.detail, /waiting for the Job controller \(1m15s of confirmWithin 5m\); pod ran-abcde terminating 1m10s, not force-deleted: its init container setup has run$/);
+    assert.match(
+      d.detail,
+      /waiting for the Job controller \(1m15s of confirmWithin 5m\); pod ran-abcde terminating 1m10s, not force-deleted: its init container setup has run$/,
+    );
   });
 
   it('forceDeleteAfter not passed, or 0: nothing forced even with the pods at hand', () => {
     const early = judgePending({ ...base, labelled: [claimed('early', 59)], podsByJob: new Map([[JOB_UID, [hung]]]) }).decisions[0]!;
     assert.equal(early.plan, 'skip');
     assert.deepEqual(early.forceDelete, []);
-    const never = judgePending({ ...base, forceDeleteAfterSeconds: 0, labelled: [claimed('never', 200)], podsByJob: new Map([[JOB_UID, [hung]]]) });
+    const never = judgePending({
+      ...base,
+      forceDeleteAfterSeconds: 0,
+      labelled: [claimed('never', 200)],
+      podsByJob: new Map([[JOB_UID, [hung]]]),
+    });
     assert.equal(never.decisions[0]!.plan, 'skip');
   });
 

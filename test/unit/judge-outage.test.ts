@@ -18,7 +18,9 @@ function policy(yaml: string): Policy {
   return parsed.policy;
 }
 
-const P = policy('limits: { maxJobsPerNamespace: 100, outage: { minStuckPods: 4, minImages: 2, transientFraction: 0.5, authFraction: 0.5 } }');
+const P = policy(
+  'limits: { maxJobsPerNamespace: 100, outage: { minStuckPods: 4, minImages: 2, transientFraction: 0.5, authFraction: 0.5 } }',
+);
 
 type Failure = PullClass | 'invalid-name';
 
@@ -101,7 +103,10 @@ describe('assessOutage', () => {
     assert.equal(outage.authFraction, 1);
     assert.deepEqual(
       outage.trips.map((t) => [t.scope, t.pullClass]),
-      [['the whole sweep', 'auth'], ['registry quay.io', 'auth']],
+      [
+        ['the whole sweep', 'auth'],
+        ['registry quay.io', 'auth'],
+      ],
     );
   });
 
@@ -161,7 +166,10 @@ describe('judge under the outage breaker', () => {
     for (const j of auth.jobs) {
       assert.equal(byJob[j.name]!.plan, 'report');
       assert.equal(byJob[j.name]!.action, 'report');
-      assert.match(byJob[j.name]!.detail, /^outage breaker tripped \(registry registry\.corp: 4 of 6 stuck pods \(67%\) across 4 images are auth\): auth failures are reported, not failed, this sweep$/);
+      assert.match(
+        byJob[j.name]!.detail,
+        /^outage breaker tripped \(registry registry\.corp: 4 of 6 stuck pods \(67%\) across 4 images are auth\): auth failures are reported, not failed, this sweep$/,
+      );
     }
     for (const j of missing.jobs) assert.equal(byJob[j.name]!.plan, 'fail');
   });
@@ -180,7 +188,10 @@ describe('judge under the outage breaker', () => {
 
   it('stalled Jobs are never held back by the breaker', () => {
     const stalled = fleet('s', 6, { host: 'quay.io', pullClass: 'stalled', images: 3 });
-    const { byJob } = plans([stalled], policy('limits: { outage: { minStuckPods: 1, minImages: 1, transientFraction: 0.01, authFraction: 0.01 } }'));
+    const { byJob } = plans(
+      [stalled],
+      policy('limits: { outage: { minStuckPods: 1, minImages: 1, transientFraction: 0.01, authFraction: 0.01 } }'),
+    );
     for (const j of stalled.jobs) assert.equal(byJob[j.name]!.plan, 'fail');
   });
 });
@@ -203,7 +214,10 @@ describe('the breaker holds a burst of not-found on one registry host', () => {
 
   it('needs minStuckPods not-found pods on the one host, and never trips for the whole sweep', () => {
     const few = fleet('f', 3, { host: 'quay.io', pullClass: 'permanent' });
-    const spread = [...fleet('a', 2, { host: 'a.example', pullClass: 'permanent' }).stuck, ...fleet('b', 2, { host: 'b.example', pullClass: 'permanent' }).stuck];
+    const spread = [
+      ...fleet('a', 2, { host: 'a.example', pullClass: 'permanent' }).stuck,
+      ...fleet('b', 2, { host: 'b.example', pullClass: 'permanent' }).stuck,
+    ];
     assert.deepEqual(assessOutage(few.stuck, LIMITS).trips, []);
     assert.deepEqual(assessOutage(spread, LIMITS).trips, []);
   });

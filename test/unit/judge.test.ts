@@ -101,7 +101,10 @@ describe('judge: grace', () => {
     assert.deepEqual(l!.graceSource, { kind: 'annotation', rule: undefined, clamped: true });
     assert.match(l!.detail, /of 1h from annotation, clamped to maxGrace\)/);
     assert.match(describeStuck(l!), /grace 1h from annotation, clamped to maxGrace\)/);
-    assert.ok(l!.warnings.some((w) => /clamp/i.test(w)), `expected a clamp warning, got ${JSON.stringify(l!.warnings)}`);
+    assert.ok(
+      l!.warnings.some((w) => /clamp/i.test(w)),
+      `expected a clamp warning, got ${JSON.stringify(l!.warnings)}`,
+    );
   });
 
   it('ignores the grace annotation with a warning when overrides are not allowed', () => {

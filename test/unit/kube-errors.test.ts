@@ -21,7 +21,11 @@ describe('TLS trust failures', () => {
     ['a certificate from an unknown CA', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'unable to verify the first certificate'],
     ['a self-signed CA in the chain', 'SELF_SIGNED_CERT_IN_CHAIN', 'self-signed certificate in certificate chain'],
     ['an unknown issuer', 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'unable to get local issuer certificate'],
-    ['a host name mismatch', 'ERR_TLS_CERT_ALTNAME_INVALID', "Hostname/IP does not match certificate's altnames: IP: 127.0.0.2 is not in the cert's list: 127.0.0.1"],
+    [
+      'a host name mismatch',
+      'ERR_TLS_CERT_ALTNAME_INVALID',
+      "Hostname/IP does not match certificate's altnames: IP: 127.0.0.2 is not in the cert's list: 127.0.0.1",
+    ],
     ['an expired certificate', 'CERT_HAS_EXPIRED', 'certificate has expired'],
   ];
   for (const [what, code, reason] of cases) {
@@ -58,10 +62,13 @@ describe('refused credentials', () => {
   it('a 403 names what was forbidden', () => {
     const body = JSON.stringify({ reason: 'Forbidden', message: 'pods is forbidden: User "x" cannot list resource "pods"' });
     const f = describeApiError(new ApiException(403, 'HTTP-Code: 403', body, {}));
-    assert.equal(explainFailure(f), 'the cluster refused the credentials (403 Forbidden: pods is forbidden: User "x" cannot list resource "pods")');
+    assert.equal(
+      explainFailure(f),
+      'the cluster refused the credentials (403 Forbidden: pods is forbidden: User "x" cannot list resource "pods")',
+    );
   });
 
-  it('a status without a body never shows the client\'s text', () => {
+  it("a status without a body never shows the client's text", () => {
     const f = describeApiError(new ApiException(503, 'HTTP-Code: 503\nMessage: x', undefined, {}));
     assert.equal(f.message, 'HTTP 503');
     assert.equal(f.reason, 'ServiceUnavailable');

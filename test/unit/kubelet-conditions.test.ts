@@ -46,7 +46,8 @@ describe('sandboxNotReadySince', () => {
     assert.equal(sandboxNotReadySince(pod('False', 'ErrImagePull')), undefined);
     for (const c of REAL_NODE.stalled) {
       for (const [state, p] of Object.entries(c.pods)) {
-        if (state === 'ContainerCreating' || state === 'PodInitializing') assert.equal(sandboxNotReadySince(p), undefined, `${c.id} ${state}`);
+        if (state === 'ContainerCreating' || state === 'PodInitializing')
+          assert.equal(sandboxNotReadySince(p), undefined, `${c.id} ${state}`);
       }
     }
   });

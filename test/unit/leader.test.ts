@@ -27,12 +27,22 @@ describe('judgeLease', () => {
     const v = judgeLease(undefined, seenAt(0), 'a', 0, WALL, STANDARD_TIMINGS);
     assert.deepEqual(v, {
       kind: 'take',
-      spec: { holderIdentity: 'a', leaseDurationSeconds: 15, acquireTime: '2026-01-02T03:04:05.678000Z', renewTime: '2026-01-02T03:04:05.678000Z', leaseTransitions: 0 },
+      spec: {
+        holderIdentity: 'a',
+        leaseDurationSeconds: 15,
+        acquireTime: '2026-01-02T03:04:05.678000Z',
+        renewTime: '2026-01-02T03:04:05.678000Z',
+        leaseTransitions: 0,
+      },
     });
   });
 
   it("leaves another holder's Lease alone until it has stood unchanged here for a lease duration", () => {
-    assert.deepEqual(judgeLease(other, seenAt(1000, other), 'a', 1000 + 14_999, WALL, STANDARD_TIMINGS), { kind: 'held', holder: 'b', expiresInMs: 1 });
+    assert.deepEqual(judgeLease(other, seenAt(1000, other), 'a', 1000 + 14_999, WALL, STANDARD_TIMINGS), {
+      kind: 'held',
+      holder: 'b',
+      expiresInMs: 1,
+    });
     const taken = judgeLease(other, seenAt(1000, other), 'a', 1000 + 15_000, WALL, STANDARD_TIMINGS);
     assert.equal(taken.kind, 'take');
     assert.equal(taken.kind === 'take' && taken.spec.leaseTransitions, 4);

@@ -10,7 +10,9 @@ import { allObjects, MANIFESTS } from '../support/manifests.ts';
 
 /** The pod spec inside any workload kind (Pod, Job, CronJob, Deployment, DaemonSet, ...). */
 function podSpecs(obj: KubernetesObject): V1PodSpec[] {
-  const o = obj as KubernetesObject & { spec?: { template?: V1PodTemplateSpec; jobTemplate?: { spec?: { template?: V1PodTemplateSpec } } } };
+  const o = obj as KubernetesObject & {
+    spec?: { template?: V1PodTemplateSpec; jobTemplate?: { spec?: { template?: V1PodTemplateSpec } } };
+  };
   if (obj.kind === 'Pod') return [(obj as unknown as { spec: V1PodSpec }).spec];
   const template = o.spec?.jobTemplate?.spec?.template ?? o.spec?.template;
   return template?.spec ? [template.spec] : [];
@@ -37,25 +39,35 @@ function hardeningProblems(pod: V1PodSpec): string[] {
     if (sc.privileged) problems.push(`${at}: privileged`);
     if (!sc.capabilities?.drop?.includes('ALL')) problems.push(`${at}: capabilities do not drop ALL`);
     if (sc.capabilities?.add?.length) problems.push(`${at}: adds capabilities ${sc.capabilities.add.join(', ')}`);
-    if ((sc.seccompProfile ?? podSc.seccompProfile)?.type !== 'RuntimeDefault') problems.push(`${at}: seccompProfile is not RuntimeDefault`);
+    if ((sc.seccompProfile ?? podSc.seccompProfile)?.type !== 'RuntimeDefault')
+      problems.push(`${at}: seccompProfile is not RuntimeDefault`);
   }
   return problems;
 }
 
 describe('hardening of the shipped manifests', () => {
   // manifests/ (the CronJob mode) and with the Component manifests/deployment/ (the Deployment mode).
-  const deploymentMode = renderKustomization(join(MANIFESTS, '..', 'test', 'fixtures', 'kustomize-deployment')).map((obj) => ({ file: 'deployment/', obj }));
+  const deploymentMode = renderKustomization(join(MANIFESTS, '..', 'test', 'fixtures', 'kustomize-deployment')).map((obj) => ({
+    file: 'deployment/',
+    obj,
+  }));
   const workloads = [...allObjects(), ...deploymentMode].flatMap(({ file, obj }) =>
     podSpecs(obj).map((spec) => ({ where: `${file}: ${obj.kind} ${obj.metadata?.name}`, spec })),
   );
 
   it('finds the pods to check (the CronJob and the Deployment)', () => {
-    assert.ok(workloads.some((w) => w.where.includes('CronJob imagepull-sweeper')), workloads.map((w) => w.where).join(', '));
-    assert.ok(workloads.some((w) => w.where === 'deployment/: Deployment imagepull-sweeper'), workloads.map((w) => w.where).join(', '));
+    assert.ok(
+      workloads.some((w) => w.where.includes('CronJob imagepull-sweeper')),
+      workloads.map((w) => w.where).join(', '),
+    );
+    assert.ok(
+      workloads.some((w) => w.where === 'deployment/: Deployment imagepull-sweeper'),
+      workloads.map((w) => w.where).join(', '),
+    );
     assert.ok(!deploymentMode.some(({ obj }) => obj.kind === 'CronJob'), 'the Deployment mode has no CronJob');
   });
 
-  it('the Deployment has the CronJob pod\'s hardening exactly: security contexts, token, volumes, resources', () => {
+  it("the Deployment has the CronJob pod's hardening exactly: security contexts, token, volumes, resources", () => {
     const cronJob = workloads.find((w) => w.where.includes('CronJob imagepull-sweeper'))!.spec;
     const deployment = workloads.find((w) => w.where === 'deployment/: Deployment imagepull-sweeper')!.spec;
     for (const key of ['securityContext', 'automountServiceAccountToken', 'enableServiceLinks', 'serviceAccountName', 'volumes'] as const) {
@@ -80,16 +92,68 @@ describe('hardening of the shipped manifests', () => {
   it('the check itself notices each weakening', () => {
     const base = workloads[0]!.spec;
     const weakened: [string, (s: V1PodSpec) => void][] = [
-      ['runAsNonRoot', (s) => { delete s.securityContext!.runAsNonRoot; delete s.containers[0]!.securityContext!.runAsNonRoot; }],
-      ['readOnlyRootFilesystem', (s) => { s.containers[0]!.securityContext!.readOnlyRootFilesystem = false; }],
-      ['allowPrivilegeEscalation', (s) => { delete s.containers[0]!.securityContext!.allowPrivilegeEscalation; }],
-      ['drop ALL', (s) => { s.containers[0]!.securityContext!.capabilities = { drop: ['NET_RAW'] }; }],
-      ['adds capabilities', (s) => { s.containers[0]!.securityContext!.capabilities!.add = ['NET_ADMIN']; }],
-      ['seccompProfile', (s) => { delete s.securityContext!.seccompProfile; s.containers[0]!.securityContext!.seccompProfile = { type: 'Unconfined' }; }],
-      ['privileged', (s) => { s.containers[0]!.securityContext!.privileged = true; }],
-      ['hostNetwork', (s) => { s.hostNetwork = true; }],
-      ['hostPath', (s) => { s.volumes = [{ name: 'root', hostPath: { path: '/' } }]; }],
-      ['init container', (s) => { s.initContainers = [{ name: 'setup', image: 'x' }]; }],
+      [
+        'runAsNonRoot',
+        (s) => {
+          delete s.securityContext!.runAsNonRoot;
+          delete s.containers[0]!.securityContext!.runAsNonRoot;
+        },
+      ],
+      [
+        'readOnlyRootFilesystem',
+        (s) => {
+          s.containers[0]!.securityContext!.readOnlyRootFilesystem = false;
+        },
+      ],
+      [
+        'allowPrivilegeEscalation',
+        (s) => {
+          delete s.containers[0]!.securityContext!.allowPrivilegeEscalation;
+        },
+      ],
+      [
+        'drop ALL',
+        (s) => {
+          s.containers[0]!.securityContext!.capabilities = { drop: ['NET_RAW'] };
+        },
+      ],
+      [
+        'adds capabilities',
+        (s) => {
+          s.containers[0]!.securityContext!.capabilities!.add = ['NET_ADMIN'];
+        },
+      ],
+      [
+        'seccompProfile',
+        (s) => {
+          delete s.securityContext!.seccompProfile;
+          s.containers[0]!.securityContext!.seccompProfile = { type: 'Unconfined' };
+        },
+      ],
+      [
+        'privileged',
+        (s) => {
+          s.containers[0]!.securityContext!.privileged = true;
+        },
+      ],
+      [
+        'hostNetwork',
+        (s) => {
+          s.hostNetwork = true;
+        },
+      ],
+      [
+        'hostPath',
+        (s) => {
+          s.volumes = [{ name: 'root', hostPath: { path: '/' } }];
+        },
+      ],
+      [
+        'init container',
+        (s) => {
+          s.initContainers = [{ name: 'setup', image: 'x' }];
+        },
+      ],
     ];
     for (const [what, weaken] of weakened) {
       const spec = structuredClone(base);

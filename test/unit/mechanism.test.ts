@@ -25,8 +25,14 @@ describe('chooseMechanism: the first rule that matches the pod the kubelet leave
 
   it('uses the deadline without a podFailurePolicy, or without a FailJob rule on a True condition', () => {
     assert.equal(choose(undefined).mechanism, 'activeDeadlineSeconds');
-    assert.equal(choose({ rules: [{ action: 'FailJob', onPodConditions: [{ type: 'X', status: 'False' }] }] }).mechanism, 'activeDeadlineSeconds');
-    assert.equal(choose({ rules: [{ action: 'Count', onPodConditions: [{ type: 'X', status: 'True' }] }] }).mechanism, 'activeDeadlineSeconds');
+    assert.equal(
+      choose({ rules: [{ action: 'FailJob', onPodConditions: [{ type: 'X', status: 'False' }] }] }).mechanism,
+      'activeDeadlineSeconds',
+    );
+    assert.equal(
+      choose({ rules: [{ action: 'Count', onPodConditions: [{ type: 'X', status: 'True' }] }] }).mechanism,
+      'activeDeadlineSeconds',
+    );
   });
 
   it('an earlier onExitCodes In [137] rule (any action) shadows it: deadline', () => {
@@ -38,12 +44,21 @@ describe('chooseMechanism: the first rule that matches the pod the kubelet leave
   });
 
   it('an earlier onExitCodes rule that does not match 137 does not shadow it', () => {
-    assert.equal(choose({ rules: [{ action: 'Ignore', onExitCodes: { operator: 'In', values: [1, 2] } }, FAIL_ON_STUCK] }).mechanism, 'podFailurePolicy');
-    assert.equal(choose({ rules: [{ action: 'Ignore', onExitCodes: { operator: 'NotIn', values: [137] } }, FAIL_ON_STUCK] }).mechanism, 'podFailurePolicy');
+    assert.equal(
+      choose({ rules: [{ action: 'Ignore', onExitCodes: { operator: 'In', values: [1, 2] } }, FAIL_ON_STUCK] }).mechanism,
+      'podFailurePolicy',
+    );
+    assert.equal(
+      choose({ rules: [{ action: 'Ignore', onExitCodes: { operator: 'NotIn', values: [137] } }, FAIL_ON_STUCK] }).mechanism,
+      'podFailurePolicy',
+    );
   });
 
   it('NotIn without 137 matches 137: shadowed', () => {
-    assert.equal(choose({ rules: [{ action: 'Count', onExitCodes: { operator: 'NotIn', values: [0, 1] } }, FAIL_ON_STUCK] }).mechanism, 'activeDeadlineSeconds');
+    assert.equal(
+      choose({ rules: [{ action: 'Count', onExitCodes: { operator: 'NotIn', values: [0, 1] } }, FAIL_ON_STUCK] }).mechanism,
+      'activeDeadlineSeconds',
+    );
   });
 
   it('containerName narrows onExitCodes to that container, init containers included', () => {
@@ -66,17 +81,29 @@ describe('chooseMechanism: the first rule that matches the pod the kubelet leave
   });
 
   it('later rules do not matter; a second FailJob candidate is used when the first is shadowed', () => {
-    assert.equal(choose({ rules: [FAIL_ON_STUCK, { action: 'Ignore', onExitCodes: { operator: 'In', values: [137] } }] }).mechanism, 'podFailurePolicy');
+    assert.equal(
+      choose({ rules: [FAIL_ON_STUCK, { action: 'Ignore', onExitCodes: { operator: 'In', values: [137] } }] }).mechanism,
+      'podFailurePolicy',
+    );
     const c = choose({
       rules: [
         { action: 'Ignore', onPodConditions: [{ type: 'A', status: 'True' }] },
-        { action: 'FailJob', onPodConditions: [{ type: 'A', status: 'True' }, { type: 'B', status: 'True' }] },
+        {
+          action: 'FailJob',
+          onPodConditions: [
+            { type: 'A', status: 'True' },
+            { type: 'B', status: 'True' },
+          ],
+        },
       ],
     });
     assert.equal(c.conditionType, 'B');
   });
 
   it('never adds a condition type the kubelet owns', () => {
-    assert.equal(choose({ rules: [{ action: 'FailJob', onPodConditions: [{ type: 'Ready', status: 'True' }] }] }).mechanism, 'activeDeadlineSeconds');
+    assert.equal(
+      choose({ rules: [{ action: 'FailJob', onPodConditions: [{ type: 'Ready', status: 'True' }] }] }).mechanism,
+      'activeDeadlineSeconds',
+    );
   });
 });

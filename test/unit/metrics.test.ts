@@ -22,12 +22,37 @@ function decision(name: string, stuckSeconds: number, over: Partial<Parameters<t
   return judge({ stuck, ownerOf: ownersFor(stuck, [j]), namespaceLabels: new Map(), policy: parsed.policy, now: NOW }).decisions[0]!;
 }
 
-const GPU_POD: StuckCapacity = { pods: 2, requests: { cpu: 2, memory: 2 ** 30, 'nvidia.com/gpu': 4 }, resourceSeconds: { cpu: 1200, memory: 600 * 2 ** 30, 'nvidia.com/gpu': 2400 }, heldSeconds: 600 };
+const GPU_POD: StuckCapacity = {
+  pods: 2,
+  requests: { cpu: 2, memory: 2 ** 30, 'nvidia.com/gpu': 4 },
+  resourceSeconds: { cpu: 1200, memory: 600 * 2 ** 30, 'nvidia.com/gpu': 2400 },
+  heldSeconds: 600,
+};
 
-const NO_OUTAGE: OutageAssessment = { stuckPods: 0, images: 0, transientPods: 0, transientFraction: 0, authPods: 0, authFraction: 0, tripped: false, trips: [] };
+const NO_OUTAGE: OutageAssessment = {
+  stuckPods: 0,
+  images: 0,
+  transientPods: 0,
+  transientFraction: 0,
+  authPods: 0,
+  authFraction: 0,
+  tripped: false,
+  trips: [],
+};
 
 function sweepResult(results: ActResult[], outage: OutageAssessment = NO_OUTAGE, status: SweepResult['status'] = 'done'): SweepResult {
-  const summary = summarize({ sweepId: 's', dryRun: false, policy: 'p', namespaces: [], startedAt: NOW, finishedAt: NOW, podsScanned: 1, stuckContainers: 1, outage, results });
+  const summary = summarize({
+    sweepId: 's',
+    dryRun: false,
+    policy: 'p',
+    namespaces: [],
+    startedAt: NOW,
+    finishedAt: NOW,
+    podsScanned: 1,
+    stuckContainers: 1,
+    outage,
+    results,
+  });
   return { status, summary, results };
 }
 
@@ -36,7 +61,9 @@ const result = (d: Decision, outcome: Outcome): ActResult => ({ decision: d, out
 async function sample(metrics: SweepMetrics, name: string, labels: Record<string, string> = {}): Promise<number | undefined> {
   const metric = (await metrics.registry.getMetricsAsJSON()).find((m) => m.name === name.replace(/_(bucket|sum|count)$/, ''));
   const value = metric?.values.find(
-    (v) => ((v as { metricName?: string }).metricName ?? metric.name) === name && Object.entries(labels).every(([k, x]) => String(v.labels[k]) === x),
+    (v) =>
+      ((v as { metricName?: string }).metricName ?? metric.name) === name &&
+      Object.entries(labels).every(([k, x]) => String(v.labels[k]) === x),
   );
   return value?.value;
 }
@@ -45,11 +72,33 @@ describe('SweepMetrics: what an operator alerts on', () => {
   it('counts decisions by outcome, class, namespace and registry host', async () => {
     const m = new SweepMetrics();
     const failed = { ...decision('a', 900), capacity: GPU_POD };
-    m.record(sweepResult([result(failed, 'failed'), result(decision('b', 900, { namespace: 'ci-b', image: 'ghcr.example:5000/x/y:1' }), 'reported')]), 1, NOW);
+    m.record(
+      sweepResult([
+        result(failed, 'failed'),
+        result(decision('b', 900, { namespace: 'ci-b', image: 'ghcr.example:5000/x/y:1' }), 'reported'),
+      ]),
+      1,
+      NOW,
+    );
     assert.equal(await sample(m, 'imagepull_sweeper_decisions_total', { outcome: 'failed' }), 1);
     assert.equal(await sample(m, 'imagepull_sweeper_decisions_total', { outcome: 'skipped' }), 0);
-    assert.equal(await sample(m, 'imagepull_sweeper_decision_details_total', { outcome: 'failed', class: 'permanent', namespace: 'ci-a', registry: 'registry.example' }), 1);
-    assert.equal(await sample(m, 'imagepull_sweeper_decision_details_total', { outcome: 'reported', namespace: 'ci-b', registry: 'ghcr.example:5000' }), 1);
+    assert.equal(
+      await sample(m, 'imagepull_sweeper_decision_details_total', {
+        outcome: 'failed',
+        class: 'permanent',
+        namespace: 'ci-a',
+        registry: 'registry.example',
+      }),
+      1,
+    );
+    assert.equal(
+      await sample(m, 'imagepull_sweeper_decision_details_total', {
+        outcome: 'reported',
+        namespace: 'ci-b',
+        registry: 'ghcr.example:5000',
+      }),
+      1,
+    );
   });
 
   it('counts the capacity freed by failed Jobs only, and how long their containers had been stuck', async () => {
@@ -59,7 +108,10 @@ describe('SweepMetrics: what an operator alerts on', () => {
     m.record(sweepResult([result(failed, 'failed'), result(reported, 'reported')]), 1, NOW);
     assert.equal(await sample(m, 'imagepull_sweeper_freed_requests_total', { namespace: 'ci-a', resource: 'nvidia.com/gpu' }), 4);
     assert.equal(await sample(m, 'imagepull_sweeper_freed_requests_total', { namespace: 'ci-a', resource: 'memory' }), 2 ** 30);
-    assert.equal(await sample(m, 'imagepull_sweeper_freed_resource_seconds_total', { namespace: 'ci-a', resource: 'nvidia.com/gpu' }), 2400);
+    assert.equal(
+      await sample(m, 'imagepull_sweeper_freed_resource_seconds_total', { namespace: 'ci-a', resource: 'nvidia.com/gpu' }),
+      2400,
+    );
     assert.equal(await sample(m, 'imagepull_sweeper_freed_pods_total', { namespace: 'ci-a' }), 2);
     assert.equal(await sample(m, 'imagepull_sweeper_failed_stuck_seconds_count', { class: 'permanent' }), 1);
     assert.equal(await sample(m, 'imagepull_sweeper_failed_stuck_seconds_sum', { class: 'permanent' }), 900);
@@ -151,7 +203,10 @@ describe('the capacity freed, in the Event, the audit line and the summary', () 
   });
 
   it('the summary adds up the failed Jobs, in JSON and in text', async () => {
-    const other = { ...decision('cpu', 900), capacity: { pods: 1, requests: { cpu: 0.5 }, resourceSeconds: { cpu: 300 }, heldSeconds: 600 } };
+    const other = {
+      ...decision('cpu', 900),
+      capacity: { pods: 1, requests: { cpu: 0.5 }, resourceSeconds: { cpu: 300 }, heldSeconds: 600 },
+    };
     const results = [result(failing, 'failed'), result(other, 'failed'), result({ ...decision('r', 900), capacity: GPU_POD }, 'reported')];
     const summary = sweepResult(results).summary!;
     assert.deepEqual(summary.freed, {

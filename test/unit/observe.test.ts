@@ -13,7 +13,16 @@ function stuckPod(name: string, phase = 'Pending', namespace = 'ns'): V1Pod {
     spec: { containers: [{ name: 'main', image: 'x:1' }] },
     status: {
       phase,
-      containerStatuses: [{ name: 'main', image: 'x:1', imageID: '', ready: false, restartCount: 0, state: { waiting: { reason: 'ErrImagePull', message: 'not found' } } }],
+      containerStatuses: [
+        {
+          name: 'main',
+          image: 'x:1',
+          imageID: '',
+          ready: false,
+          restartCount: 0,
+          state: { waiting: { reason: 'ErrImagePull', message: 'not found' } },
+        },
+      ],
     },
   };
 }
@@ -38,9 +47,10 @@ function scripted(
   let served = 0;
   const rowsPage = async (opts: { namespace?: string; fieldSelector: string; limit: number; continueToken?: string }) => {
     calls.push({ continueToken: opts.continueToken, fieldSelector: opts.fieldSelector, scope: opts.namespace ?? '*' });
-      const page = pages[served++];
-      if (page === 'expired') throw new ApiException(410, 'Gone', JSON.stringify({ reason: 'Expired', message: 'continue token expired' }), {});
-      return { items: page ?? [], continueToken: served < pages.length ? `t${served}` : undefined };
+    const page = pages[served++];
+    if (page === 'expired')
+      throw new ApiException(410, 'Gone', JSON.stringify({ reason: 'Expired', message: 'continue token expired' }), {});
+    return { items: page ?? [], continueToken: served < pages.length ? `t${served}` : undefined };
   };
   const gateway = {
     async listNamespaceNames(opts: { limit: number }) {
@@ -80,21 +90,30 @@ describe('observeStuckContainers', () => {
     assert.equal(result.podsScanned, 4);
     assert.equal(result.candidates, 3);
     assert.deepEqual(reads.sort(), ['a', 'b', 'c']);
-    assert.deepEqual(calls.map((c) => c.continueToken), [undefined, 't1', 't2']);
+    assert.deepEqual(
+      calls.map((c) => c.continueToken),
+      [undefined, 't1', 't2'],
+    );
     assert.ok(calls.every((c) => c.fieldSelector === PENDING_PODS));
   });
 
   it('judges a candidate on its full read: gone, or no longer Pending, is not stuck', async () => {
     const { gateway } = scripted([[row('gone'), row('running'), row('still')]], { gone: 'gone', running: stuckPod('running', 'Running') });
     const result = await observeStuckContainers(gateway, { namespaces: ['ns'], pageSize: 10 });
-    assert.deepEqual(result.stuck.map((c) => c.pod), ['still']);
+    assert.deepEqual(
+      result.stuck.map((c) => c.pod),
+      ['still'],
+    );
   });
 
   it('starts the list again, dropping what it had, when the continue token expires', async () => {
     const restarts: number[] = [];
     const { gateway, calls } = scripted([[row('a')], 'expired', [row('a')], [row('b')]]);
     const result = await observeStuckContainers(gateway, { namespaces: [], pageSize: 1, onRestart: (_ns, n) => restarts.push(n) });
-    assert.deepEqual(result.stuck.map((c) => c.pod), ['a', 'b']);
+    assert.deepEqual(
+      result.stuck.map((c) => c.pod),
+      ['a', 'b'],
+    );
     assert.deepEqual(restarts, [1]);
     assert.equal(calls[2]!.continueToken, undefined);
   });
@@ -114,7 +133,9 @@ describe('observeStuckContainers', () => {
     await observeStuckContainers(few.gateway, { namespaces: ['ns'], pageSize: 500 });
     assert.equal(few.lists, 0);
     assert.equal(few.reads.length, 9);
-    const diluted = scripted([[...Array.from({ length: 10 }, (_, i) => row(`s${i}`)), ...Array.from({ length: 31 }, (_, i) => row(`q${i}`, 'Pending'))]]);
+    const diluted = scripted([
+      [...Array.from({ length: 10 }, (_, i) => row(`s${i}`)), ...Array.from({ length: 31 }, (_, i) => row(`q${i}`, 'Pending'))],
+    ]);
     await observeStuckContainers(diluted.gateway, { namespaces: ['ns'], pageSize: 500 });
     assert.equal(diluted.lists, 0);
     assert.equal(diluted.reads.length, 10);
@@ -122,9 +143,19 @@ describe('observeStuckContainers', () => {
 
   it('lists a cluster of many namespaces at once, and reads each candidate in its namespace', async () => {
     const many = Array.from({ length: 5000 }, (_, i) => `team-${i}`);
-    const { gateway, calls, reads } = scripted([[row('a', 'ErrImagePull', 'team-7'), row('q', 'Pending', 'team-7')], [row('b', 'ImagePullBackOff', 'team-4000')]], {}, many);
+    const { gateway, calls, reads } = scripted(
+      [[row('a', 'ErrImagePull', 'team-7'), row('q', 'Pending', 'team-7')], [row('b', 'ImagePullBackOff', 'team-4000')]],
+      {},
+      many,
+    );
     const result = await observeStuckContainers(gateway, { namespaces: [], pageSize: 2 });
-    assert.deepEqual(calls.map((c) => [c.scope, c.continueToken, c.fieldSelector]), [['*', undefined, PENDING_PODS], ['*', 't1', PENDING_PODS]]);
+    assert.deepEqual(
+      calls.map((c) => [c.scope, c.continueToken, c.fieldSelector]),
+      [
+        ['*', undefined, PENDING_PODS],
+        ['*', 't1', PENDING_PODS],
+      ],
+    );
     assert.deepEqual(reads.sort(), ['team-4000/b', 'team-7/a']);
     assert.deepEqual(result.stuck.map((c) => `${c.namespace}/${c.pod}`).sort(), ['team-4000/b', 'team-7/a']);
     assert.deepEqual([result.podsScanned, result.candidates, result.pages], [3, 2, 3], 'one page of namespace names, two of rows');
@@ -133,17 +164,34 @@ describe('observeStuckContainers', () => {
   it('lists few namespaces one by one, and uses --namespace as given', async () => {
     const few = scripted([[row('a', 'ErrImagePull', 'x')]], {}, ['x', 'y']);
     await observeStuckContainers(few.gateway, { namespaces: [], pageSize: 500, listConcurrency: 1 });
-    assert.deepEqual(few.calls.map((c) => c.scope), ['x', 'y']);
+    assert.deepEqual(
+      few.calls.map((c) => c.scope),
+      ['x', 'y'],
+    );
     const forced = scripted([[row('a', 'ErrImagePull', 'x')]], {}, ['x', 'y']);
     await observeStuckContainers(forced.gateway, { namespaces: [], pageSize: 500, walkNamespacesUpTo: 0 });
-    assert.deepEqual(forced.calls.map((c) => c.scope), ['*']);
-    const named = scripted([[row('a', 'ErrImagePull', 'z')]], {}, Array.from({ length: 100 }, (_, i) => `n${i}`));
+    assert.deepEqual(
+      forced.calls.map((c) => c.scope),
+      ['*'],
+    );
+    const named = scripted(
+      [[row('a', 'ErrImagePull', 'z')]],
+      {},
+      Array.from({ length: 100 }, (_, i) => `n${i}`),
+    );
     await observeStuckContainers(named.gateway, { namespaces: ['z', 'z'], pageSize: 500 });
-    assert.deepEqual(named.calls.map((c) => c.scope), ['z']);
+    assert.deepEqual(
+      named.calls.map((c) => c.scope),
+      ['z'],
+    );
   });
 
   it('reads many candidates of one namespace of the cluster-wide list with one LIST of that namespace', async () => {
-    const rows = [...Array.from({ length: 10 }, (_, i) => row(`s${i}`, 'ErrImagePull', 'busy')), row('lone', 'ErrImagePull', 'calm'), row('q', 'Pending', 'calm')];
+    const rows = [
+      ...Array.from({ length: 10 }, (_, i) => row(`s${i}`, 'ErrImagePull', 'busy')),
+      row('lone', 'ErrImagePull', 'calm'),
+      row('q', 'Pending', 'calm'),
+    ];
     const busy = scripted([rows], {}, []);
     const result = await observeStuckContainers(busy.gateway, { namespaces: [], pageSize: 500, walkNamespacesUpTo: 0 });
     assert.deepEqual(busy.reads, ['calm/lone']);
@@ -153,8 +201,17 @@ describe('observeStuckContainers', () => {
 
   it('starts the cluster-wide list again when its continue token expires', async () => {
     const restarts: (string | undefined)[] = [];
-    const { gateway } = scripted([[row('a', 'ErrImagePull', 'x')], 'expired', [row('a', 'ErrImagePull', 'x')], [row('b', 'ErrImagePull', 'y')]], {}, []);
-    const result = await observeStuckContainers(gateway, { namespaces: [], pageSize: 1, walkNamespacesUpTo: 0, onRestart: (ns) => restarts.push(ns) });
+    const { gateway } = scripted(
+      [[row('a', 'ErrImagePull', 'x')], 'expired', [row('a', 'ErrImagePull', 'x')], [row('b', 'ErrImagePull', 'y')]],
+      {},
+      [],
+    );
+    const result = await observeStuckContainers(gateway, {
+      namespaces: [],
+      pageSize: 1,
+      walkNamespacesUpTo: 0,
+      onRestart: (ns) => restarts.push(ns),
+    });
     assert.deepEqual(result.stuck.map((c) => c.pod).sort(), ['a', 'b']);
     assert.equal(result.podsScanned, 2);
     assert.deepEqual(restarts, [undefined]);
@@ -162,7 +219,10 @@ describe('observeStuckContainers', () => {
 
   it('gives up after maxRestarts and surfaces the error', async () => {
     const { gateway } = scripted(['expired', 'expired', 'expired']);
-    await assert.rejects(observeStuckContainers(gateway, { namespaces: [], pageSize: 1, maxRestarts: 2 }), (e: unknown) => e instanceof ApiException && e.code === 410);
+    await assert.rejects(
+      observeStuckContainers(gateway, { namespaces: [], pageSize: 1, maxRestarts: 2 }),
+      (e: unknown) => e instanceof ApiException && e.code === 410,
+    );
   });
 });
 

@@ -14,7 +14,9 @@ const MESSAGE =
 function claimed(name: string, failedSecondsAgo: number, over: Partial<JobView> = {}): JobView {
   return job(name, {
     annotations: {
-      'imagepull-sweeper/failed-at': secondsAgo(failedSecondsAgo).toISOString().replace(/\.\d{3}Z$/, 'Z'),
+      'imagepull-sweeper/failed-at': secondsAgo(failedSecondsAgo)
+        .toISOString()
+        .replace(/\.\d{3}Z$/, 'Z'),
       'imagepull-sweeper/reason': 'ImagePullBackOff',
       'imagepull-sweeper/message': MESSAGE,
       'imagepull-sweeper/claim': 'c-1',
@@ -73,7 +75,10 @@ describe('judgePending: the confirmation rule', () => {
     const done = claimed('done', 30, { finished: true, failed: true });
     const deleting = claimed('deleting', 900, { deleting: true });
     const p = judgePending({ labelled: [done, deleting], decisions: [], confirmWithinSeconds: 300, now: NOW });
-    assert.deepEqual(p.finished.map((j) => j.name), ['done']);
+    assert.deepEqual(
+      p.finished.map((j) => j.name),
+      ['done'],
+    );
     assert.equal(p.decisions.length, 0);
     assert.equal(p.awaiting, 0);
   });
@@ -83,7 +88,13 @@ describe('judgePending: the confirmation rule', () => {
     const stuck = [stuckIn(other, { stuckSince: secondsAgo(999) })];
     const judged = judge({ stuck, ownerOf: ownersFor(stuck, [other]), namespaceLabels: new Map(), policy, now: NOW });
     const p = judgePending({ labelled: [claimed('waiting', 10)], decisions: judged.decisions, confirmWithinSeconds: 300, now: NOW });
-    assert.deepEqual(p.decisions.map((d) => [d.job, d.plan]), [['fresh', 'fail'], ['waiting', 'skip']]);
+    assert.deepEqual(
+      p.decisions.map((d) => [d.job, d.plan]),
+      [
+        ['fresh', 'fail'],
+        ['waiting', 'skip'],
+      ],
+    );
   });
 });
 
@@ -96,7 +107,12 @@ describe('describePodsFound: what a retry reports', () => {
         : {}),
     },
     spec: { containers: [], nodeName: o.node },
-    status: { phase: o.phase ?? 'Pending', containerStatuses: o.waiting ? [{ name: 'main', image: '', imageID: '', ready: false, restartCount: 0, state: { waiting: { reason: o.waiting } } }] : [] },
+    status: {
+      phase: o.phase ?? 'Pending',
+      containerStatuses: o.waiting
+        ? [{ name: 'main', image: '', imageID: '', ready: false, restartCount: 0, state: { waiting: { reason: o.waiting } } }]
+        : [],
+    },
   });
 
   it('says how long pods have been terminating, and where', () => {
@@ -105,7 +121,10 @@ describe('describePodsFound: what a retry reports', () => {
   });
 
   it('counts the other pods by phase, with their waiting reasons', () => {
-    assert.equal(describePodsFound([pod({ waiting: 'ImagePullBackOff' }), pod({ phase: 'Running' })], NOW), '1 pod(s) Pending (ImagePullBackOff); 1 pod(s) Running');
+    assert.equal(
+      describePodsFound([pod({ waiting: 'ImagePullBackOff' }), pod({ phase: 'Running' })], NOW),
+      '1 pod(s) Pending (ImagePullBackOff); 1 pod(s) Running',
+    );
     assert.equal(describePodsFound([], NOW), 'no pods left');
   });
 });

@@ -51,7 +51,10 @@ describe('parseGoDuration', () => {
   ];
   for (const [text, message] of invalid) {
     it(`rejects ${JSON.stringify(text)}`, () => {
-      assert.throws(() => parseGoDuration(text), (error: unknown) => error instanceof DurationError && message.test(error.message));
+      assert.throws(
+        () => parseGoDuration(text),
+        (error: unknown) => error instanceof DurationError && message.test(error.message),
+      );
       const result = tryParseGoDuration(text);
       assert.equal(result.ok, false);
     });

@@ -123,7 +123,9 @@ describe('parsePolicyYaml: valid policies', () => {
   }
 
   it('fills unset grace classes and limits from the built-in defaults', () => {
-    const policy = valid('defaults:\n  grace:\n    auth: 1m\n  jobOverrides: { maxGrace: 2h }\nlimits:\n  maxJobsPerSweep: 7\n  outage: { minImages: 2 }\n');
+    const policy = valid(
+      'defaults:\n  grace:\n    auth: 1m\n  jobOverrides: { maxGrace: 2h }\nlimits:\n  maxJobsPerSweep: 7\n  outage: { minImages: 2 }\n',
+    );
     assert.deepEqual(policy.defaults.grace, { permanent: 120, auth: 60, transient: 3600, unknown: 900, stalled: 1800 });
     assert.deepEqual(policy.defaults.jobOverrides, { allowed: true, maxGraceSeconds: 7200 });
     assert.deepEqual(policy.limits, {
@@ -196,7 +198,9 @@ limits:
     const shadowed = parsePolicyYaml('rules:\n  - name: a\n    namespaces: ["*"]\n  - name: b\n');
     assert.ok(shadowed.ok);
     assert.equal(shadowed.warnings.length, 1);
-    const fine = parsePolicyYaml('rules:\n  - name: a\n    namespaces: ["*"]\n    namespaceSelector: { matchLabels: { a: b } }\n  - name: b\n');
+    const fine = parsePolicyYaml(
+      'rules:\n  - name: a\n    namespaces: ["*"]\n    namespaceSelector: { matchLabels: { a: b } }\n  - name: b\n',
+    );
     assert.ok(fine.ok);
     assert.deepEqual(fine.warnings, []);
   });
@@ -214,7 +218,10 @@ describe('parsePolicyYaml: problems with exact positions', () => {
 
   it('`namespace` in a rule suggests `namespaces`, not `name`', () => {
     assert.equal(only('rules:\n  - name: a\n    namespace: [x]\n').message, 'unknown key "namespace"; did you mean "namespaces"?');
-    assert.equal(only('rules:\n  - name: a\n    namespaceselector: {}\n').message, 'unknown key "namespaceselector"; did you mean "namespaceSelector"?');
+    assert.equal(
+      only('rules:\n  - name: a\n    namespaceselector: {}\n').message,
+      'unknown key "namespaceselector"; did you mean "namespaceSelector"?',
+    );
     assert.equal(problems('rules:\n  - nam: a\n')[0]!.message, 'unknown key "nam"; did you mean "name"?');
     assert.equal(only('defaults:\n  grace:\n    perm: 1m\n').message, 'unknown key "perm"; did you mean "permanent"?');
   });
@@ -264,7 +271,10 @@ limits:
     assert.equal(list[0]!.message, 'expected a duration string such as "60s", or 0 for never, got number 60');
     assert.match(only('limits: { forceDeleteAfter: 1d }\n').message, /unknown unit "d" in duration "1d"/);
     assert.equal(only('limits: { forceDeleteAfter: -1m }\n').message, 'duration "-1m" is negative');
-    assert.equal(only('limits: { forceDeleteAfter: true }\n').message, 'expected a duration string such as "60s", or 0 for never, got boolean true');
+    assert.equal(
+      only('limits: { forceDeleteAfter: true }\n').message,
+      'expected a duration string such as "60s", or 0 for never, got boolean true',
+    );
     assert.equal(only('limits: { forceDeleteAfter: [60s] }\n').path, 'limits.forceDeleteAfter');
   });
 
@@ -404,7 +414,10 @@ limits:
   });
 
   it('a zero transientFraction is rejected', () => {
-    assert.equal(only('limits: { outage: { transientFraction: 0 } }\n').message, 'expected a fraction greater than 0 and at most 1, got number 0');
+    assert.equal(
+      only('limits: { outage: { transientFraction: 0 } }\n').message,
+      'expected a fraction greater than 0 and at most 1, got number 0',
+    );
   });
 
   it('YAML syntax errors carry their position', () => {
@@ -504,7 +517,16 @@ describe('parsePolicyYaml: bounded time and memory', () => {
   it('stops an alias bomb with a clear problem', () => {
     const level = (name: string, prev: string) => `${name}: &${name} [${Array(9).fill(`*${prev}`).join(', ')}]\n`;
     let text = 'a: &a ["x", "x", "x", "x", "x", "x", "x", "x", "x"]\n';
-    for (const [name, prev] of [['b', 'a'], ['c', 'b'], ['d', 'c'], ['e', 'd'], ['f', 'e'], ['g', 'f'], ['h', 'g']] as const) text += level(name, prev);
+    for (const [name, prev] of [
+      ['b', 'a'],
+      ['c', 'b'],
+      ['d', 'c'],
+      ['e', 'd'],
+      ['f', 'e'],
+      ['g', 'f'],
+      ['h', 'g'],
+    ] as const)
+      text += level(name, prev);
     const started = performance.now();
     assert.match(only(text).message, /expands more than 100 aliases/);
     assert.ok(performance.now() - started < 2000);

@@ -189,12 +189,15 @@ describe('graceForJob', () => {
 
   it('sets one grace for every class', () => {
     const job = graceForJob(ci, { [ANNOTATIONS.grace]: '45s' });
-    assert.deepEqual({ ...job, sources: undefined }, {
-      grace: { permanent: 45, auth: 45, transient: 45, unknown: 45, stalled: 45 },
-      sources: undefined,
-      override: { requested: 45, applied: 45, clamped: false },
-      warnings: [],
-    });
+    assert.deepEqual(
+      { ...job, sources: undefined },
+      {
+        grace: { permanent: 45, auth: 45, transient: 45, unknown: 45, stalled: 45 },
+        sources: undefined,
+        override: { requested: 45, applied: 45, clamped: false },
+        warnings: [],
+      },
+    );
   });
 
   it('may lengthen up to maxGrace exactly', () => {
@@ -206,9 +209,7 @@ describe('graceForJob', () => {
     const job = graceForJob(ciOther, { [ANNOTATIONS.grace]: '2h' });
     assert.deepEqual(job.grace, { permanent: 600, auth: 600, transient: 600, unknown: 600, stalled: 600 });
     assert.deepEqual(job.override, { requested: 7200, applied: 600, clamped: true });
-    assert.deepEqual(job.warnings, [
-      'annotation imagepull-sweeper/grace="2h" clamped to 10m (jobOverrides.maxGrace in rule "ci-other")',
-    ]);
+    assert.deepEqual(job.warnings, ['annotation imagepull-sweeper/grace="2h" clamped to 10m (jobOverrides.maxGrace in rule "ci-other")']);
   });
 
   it('is ignored with a warning when overrides are not allowed', () => {

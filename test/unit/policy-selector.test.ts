@@ -1,12 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import {
-  isEmptySelector,
-  labelKeyError,
-  labelValueError,
-  matchesSelector,
-  requirementValuesError,
-} from '../../src/policy/selector.ts';
+import { isEmptySelector, labelKeyError, labelValueError, matchesSelector, requirementValuesError } from '../../src/policy/selector.ts';
 import type { LabelSelector } from '../../src/policy/types.ts';
 
 describe('label key and value syntax', () => {

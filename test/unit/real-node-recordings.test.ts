@@ -25,7 +25,10 @@ for (const f of REAL_NODES) {
           assert.equal(classifyPullFailure(reason as StuckReason, recordedMessage(c.id, reason, f), c.image), c.expectedClass);
           const [s, ...more] = findStuckContainers(recordedPod(c.id, reason, f));
           assert.equal(more.length, 0);
-          assert.deepEqual([s!.container, s!.containerKind, s!.reason, s!.pullClass], [c.container, c.containerKind, reason, c.expectedClass]);
+          assert.deepEqual(
+            [s!.container, s!.containerKind, s!.reason, s!.pullClass],
+            [c.container, c.containerKind, reason, c.expectedClass],
+          );
         });
       }
     }

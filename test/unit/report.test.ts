@@ -27,7 +27,21 @@ function decisionFor(name: string, over = {}) {
 describe('audit lines', () => {
   it('carry every field the SPEC names', () => {
     const line = auditLine('abc', { decision: decisionFor('build'), outcome: 'failed', error: undefined }, false);
-    for (const field of ['sweepId', 'namespace', 'job', 'pod', 'container', 'image', 'reason', 'class', 'stuckSeconds', 'rule', 'action', 'outcome', 'dryRun']) {
+    for (const field of [
+      'sweepId',
+      'namespace',
+      'job',
+      'pod',
+      'container',
+      'image',
+      'reason',
+      'class',
+      'stuckSeconds',
+      'rule',
+      'action',
+      'outcome',
+      'dryRun',
+    ]) {
       assert.ok(field in line, `missing ${field}`);
     }
     assert.equal(line.class, 'permanent');
@@ -127,9 +141,22 @@ describe('a dry run says "would"', () => {
     const report = { ...decisionFor('b'), plan: 'report' as const, action: 'report' as const };
     const skip = { ...decisionFor('c'), plan: 'skip' as const };
     const { gateway, calls } = scriptedGateway();
-    const results = await act(dryRunGateway(gateway), [fail, report, skip], { concurrency: 2, now: NOW, instance: 'h', claim: 'c', rejudge: (d) => d });
+    const results = await act(dryRunGateway(gateway), [fail, report, skip], {
+      concurrency: 2,
+      now: NOW,
+      instance: 'h',
+      claim: 'c',
+      rejudge: (d) => d,
+    });
     assert.deepEqual(calls, [], 'nothing sent');
-    assert.deepEqual(results.map((r) => [r.outcome, r.error]), [['would-fail', undefined], ['would-report', undefined], ['skipped', undefined]]);
+    assert.deepEqual(
+      results.map((r) => [r.outcome, r.error]),
+      [
+        ['would-fail', undefined],
+        ['would-report', undefined],
+        ['skipped', undefined],
+      ],
+    );
   });
 
   it('in JSON lines and the summary, which counts no live outcome', () => {
@@ -142,7 +169,11 @@ describe('a dry run says "would"', () => {
     logDecision(out.logger, auditLine('s', results[0]!, true));
     const s = summarize({ ...base, results });
     logSummary(out.logger, s);
-    const [line, summary] = out.text().trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const [line, summary] = out
+      .text()
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     assert.equal(line!.outcome, 'would-fail');
     assert.equal(line!.dryRun, true);
     assert.deepEqual(summary!.outcomes, { 'would-fail': 1, 'would-report': 1, 'would-retry': 0, skipped: 1, deferred: 0, error: 0 });
@@ -159,15 +190,25 @@ describe('a dry run says "would"', () => {
     ];
     for (const r of results) logDecision(out.logger, auditLine('s', r, true));
     logSummary(out.logger, summarize({ ...base, results }));
-    const lines = out.text().split('\n').filter((l) => /^\S/.test(l));
-    assert.deepEqual(lines.slice(0, 4).map((l) => /^(WOULD \w+|would skip)/i.exec(l)?.[0]), ['WOULD FAIL', 'WOULD REPORT', 'would skip', 'WOULD DEFER']);
+    const lines = out
+      .text()
+      .split('\n')
+      .filter((l) => /^\S/.test(l));
+    assert.deepEqual(
+      lines.slice(0, 4).map((l) => /^(WOULD \w+|would skip)/i.exec(l)?.[0]),
+      ['WOULD FAIL', 'WOULD REPORT', 'would skip', 'WOULD DEFER'],
+    );
     assert.match(out.text(), /Dry run s: 4 decision\(s\) \(1 would fail, 1 would report, 1 would skip, 1 would defer\)/);
     assert.doesNotMatch(out.text(), /\d (failed|reported|skipped|deferred)\b/);
   });
 
   it('in the metrics labels of run --dry-run', async () => {
     const dry = new SweepMetrics({ dryRun: true });
-    dry.record({ status: 'done', summary: undefined, results: [{ decision: decisionFor('a'), outcome: 'would-fail', error: undefined }] }, 1, NOW);
+    dry.record(
+      { status: 'done', summary: undefined, results: [{ decision: decisionFor('a'), outcome: 'would-fail', error: undefined }] },
+      1,
+      NOW,
+    );
     const text = await dry.registry.metrics();
     assert.match(text, /imagepull_sweeper_decisions_total\{outcome="would-fail"\} 1/);
     assert.match(text, /imagepull_sweeper_decisions_total\{outcome="would-report"\} 0/);

@@ -57,7 +57,10 @@ describe('the retrying gateway', () => {
     const landed = scripted({ mergePatchJob: [dropped(), status(409)], readJob: [job({ 'imagepull-sweeper/failed-at': 'T' })] });
     await retrying(landed.gateway).mergePatchJob('ns', 'j', claim);
     const lost = scripted({ mergePatchJob: [dropped(), status(409)], readJob: [job({ 'imagepull-sweeper/failed-at': 'other' })] });
-    await assert.rejects(retrying(lost.gateway).mergePatchJob('ns', 'j', claim), (e: unknown) => e instanceof ApiException && e.code === 409);
+    await assert.rejects(
+      retrying(lost.gateway).mergePatchJob('ns', 'j', claim),
+      (e: unknown) => e instanceof ApiException && e.code === 409,
+    );
     const firstTry = scripted({ mergePatchJob: [status(409)], readJob: [job({ 'imagepull-sweeper/failed-at': 'T' })] });
     await assert.rejects(retrying(firstTry.gateway).mergePatchJob('ns', 'j', claim));
     assert.equal(firstTry.count('readJob'), 0, 'a conflict on the first attempt is a race lost, not checked');
@@ -65,7 +68,10 @@ describe('the retrying gateway', () => {
 
   it('reads a conflicting claim back with retries: a dropped read does not turn a landed claim into a conflict', async () => {
     const claim = { metadata: { resourceVersion: '7', annotations: { 'imagepull-sweeper/claim': 'c1' } } };
-    const flaky = scripted({ mergePatchJob: [dropped(), status(409)], readJob: [dropped(), status(503), job({ 'imagepull-sweeper/claim': 'c1' })] });
+    const flaky = scripted({
+      mergePatchJob: [dropped(), status(409)],
+      readJob: [dropped(), status(503), job({ 'imagepull-sweeper/claim': 'c1' })],
+    });
     await retrying(flaky.gateway).mergePatchJob('ns', 'j', claim);
     assert.equal(flaky.count('readJob'), 3);
   });

@@ -21,7 +21,11 @@ const majorOf = (range: string | undefined): string | undefined => /^(?:\^|~|>=)
 describe(`runtime (this test runs on Node ${process.version})`, () => {
   it('every Dockerfile stage is on one official Node major', () => {
     assert.ok(major, `Dockerfile FROM ${bases[0]}: not a node:<major>-<variant> image`);
-    assert.deepEqual(majors, bases.map(() => major), `Dockerfile stages: ${bases.join(', ')}`);
+    assert.deepEqual(
+      majors,
+      bases.map(() => major),
+      `Dockerfile stages: ${bases.join(', ')}`,
+    );
   });
 
   it('the tests run on the Dockerfile major', () => {

@@ -18,7 +18,15 @@ function harness(sweepSeconds: number[], stopAfterSweeps: number) {
   const sweeps: Date[] = [];
   const out = new PassThrough();
   const lines: Record<string, unknown>[] = [];
-  out.on('data', (c: Buffer) => lines.push(...c.toString().trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>)));
+  out.on('data', (c: Buffer) =>
+    lines.push(
+      ...c
+        .toString()
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as Record<string, unknown>),
+    ),
+  );
   const deps = {
     clock: () => new Date(now),
     logger: createLogger({ format: 'json', stream: out }),
@@ -43,9 +51,18 @@ describe('parseSchedule', () => {
   });
 
   it('rejects bad expressions and zones with a usage error naming the flag', () => {
-    assert.throws(() => parseSchedule('* * *'), (e: unknown) => e instanceof RunOptionError && /expected 5 cron fields/.test(e.message));
-    assert.throws(() => parseSchedule('61 * * * *'), (e: unknown) => e instanceof RunOptionError && /--schedule/.test(e.message));
-    assert.throws(() => parseSchedule('* * * * *', 'Mars/Olympus'), (e: unknown) => e instanceof RunOptionError && /--timezone/.test(e.message));
+    assert.throws(
+      () => parseSchedule('* * *'),
+      (e: unknown) => e instanceof RunOptionError && /expected 5 cron fields/.test(e.message),
+    );
+    assert.throws(
+      () => parseSchedule('61 * * * *'),
+      (e: unknown) => e instanceof RunOptionError && /--schedule/.test(e.message),
+    );
+    assert.throws(
+      () => parseSchedule('* * * * *', 'Mars/Olympus'),
+      (e: unknown) => e instanceof RunOptionError && /--timezone/.test(e.message),
+    );
   });
 
   it('is reported by the CLI as a usage error with the same message', () => {
@@ -61,14 +78,20 @@ describe('runOnSchedule', () => {
   it('sweeps at each scheduled time and logs the next one', async () => {
     const h = harness([1, 1, 1], 3);
     await runOnSchedule(parseSchedule('* * * * *'), h.deps, h.stop.signal);
-    assert.deepEqual(h.sweeps.map((d) => d.toISOString()), ['2026-11-29T12:01:00.000Z', '2026-11-29T12:02:00.000Z', '2026-11-29T12:03:00.000Z']);
+    assert.deepEqual(
+      h.sweeps.map((d) => d.toISOString()),
+      ['2026-11-29T12:01:00.000Z', '2026-11-29T12:02:00.000Z', '2026-11-29T12:03:00.000Z'],
+    );
     assert.equal(h.lines.filter((l) => l.message === 'next sweep scheduled').length, 3);
   });
 
   it('never overlaps: an overrunning sweep delays the next and says how many runs were missed', async () => {
     const h = harness([150, 1], 2);
     await runOnSchedule(parseSchedule('* * * * *'), h.deps, h.stop.signal);
-    assert.deepEqual(h.sweeps.map((d) => d.toISOString()), ['2026-11-29T12:01:00.000Z', '2026-11-29T12:04:00.000Z']);
+    assert.deepEqual(
+      h.sweeps.map((d) => d.toISOString()),
+      ['2026-11-29T12:01:00.000Z', '2026-11-29T12:04:00.000Z'],
+    );
     const warning = h.lines.find((l) => l.message === 'sweep overran the schedule; missed runs are not made up');
     assert.equal(warning?.missedRuns, 2);
   });

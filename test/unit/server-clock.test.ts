@@ -48,7 +48,7 @@ describe('serverNow', () => {
     assert.equal(serverNow({ date, ageMs: 5_001 }, 5_000), undefined);
   });
 
-  it('is never later than the server\'s real time, whatever the latency and the position in the second', () => {
+  it("is never later than the server's real time, whatever the latency and the position in the second", () => {
     const random = seededRandom(17);
     for (let i = 0; i < 10_000; i += 1) {
       // The server writes its headers at `sent` (its clock); the answer arrives `latency` later;
@@ -65,9 +65,11 @@ describe('serverNow', () => {
   });
 });
 
-describe('the HTTP layer keeps the Date of the API server\'s newest answer', () => {
+describe("the HTTP layer keeps the Date of the API server's newest answer", () => {
   /** A loopback server answering each path with a status, a Date header (or none) and a body. */
-  async function serve(answers: Record<string, { status: number; date: string | undefined; body?: string }>): Promise<{ server: Server; kc: KubeConfig }> {
+  async function serve(
+    answers: Record<string, { status: number; date: string | undefined; body?: string }>,
+  ): Promise<{ server: Server; kc: KubeConfig }> {
     const server = createServer((req, res) => {
       const answer = answers[req.url ?? ''] ?? { status: 404, date: undefined };
       res.sendDate = false;
@@ -86,12 +88,16 @@ describe('the HTTP layer keeps the Date of the API server\'s newest answer', () 
     return { server, kc };
   }
 
-  it('takes 2xx answers and the API server\'s own errors, the newest one, aged on the monotonic clock', async () => {
+  it("takes 2xx answers and the API server's own errors, the newest one, aged on the monotonic clock", async () => {
     const { server, kc } = await serve({
       '/ok': { status: 200, date: 'Mon, 30 Nov 2026 12:00:00 GMT' },
       '/later': { status: 200, date: 'Mon, 30 Nov 2026 12:00:05 GMT' },
       '/proxy-error': { status: 503, date: 'Mon, 30 Nov 2026 13:00:00 GMT', body: 'upstream connect error' },
-      '/not-found': { status: 404, date: 'Mon, 30 Nov 2026 12:00:07 GMT', body: '{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}' },
+      '/not-found': {
+        status: 404,
+        date: 'Mon, 30 Nov 2026 12:00:07 GMT',
+        body: '{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}',
+      },
       '/no-date': { status: 200, date: undefined },
     });
     try {
@@ -102,13 +108,21 @@ describe('the HTTP layer keeps the Date of the API server\'s newest answer', () 
       await http.getJson('/ok', {});
       assert.equal(http.lastServerDate()?.date.toISOString(), '2026-11-30T12:00:00.000Z');
       await assert.rejects(http.getJson('/proxy-error', {}));
-      assert.equal(http.lastServerDate()?.date.toISOString(), '2026-11-30T12:00:00.000Z', 'an error answer may be a proxy\'s, on its own clock');
+      assert.equal(
+        http.lastServerDate()?.date.toISOString(),
+        '2026-11-30T12:00:00.000Z',
+        "an error answer may be a proxy's, on its own clock",
+      );
       await http.send('POST', '/later', { body: {} });
       assert.equal(http.lastServerDate()?.date.toISOString(), '2026-11-30T12:00:05.000Z');
       await http.getJson('/no-date', {});
       assert.equal(http.lastServerDate()?.date.toISOString(), '2026-11-30T12:00:05.000Z', 'the newest answer that carried one');
       await assert.rejects(http.getJson('/not-found', {}));
-      assert.equal(http.lastServerDate()?.date.toISOString(), '2026-11-30T12:00:07.000Z', 'a Status the API server wrote (a missing ConfigMap)');
+      assert.equal(
+        http.lastServerDate()?.date.toISOString(),
+        '2026-11-30T12:00:07.000Z',
+        'a Status the API server wrote (a missing ConfigMap)',
+      );
       const first = http.lastServerDate()!.ageMs;
       await new Promise((r) => setTimeout(r, 50));
       assert.ok(http.lastServerDate()!.ageMs >= first + 45);

@@ -81,14 +81,20 @@ describe('sweep()', () => {
   it('observes, attributes, judges and fails the stuck Job, in that order', async () => {
     const { result, methods } = await run(oneStuckJob());
     assert.equal(result.status, 'done');
-    assert.deepEqual(result.results.map((r) => [r.decision.job, r.outcome]), [['a', 'failed']]);
+    assert.deepEqual(
+      result.results.map((r) => [r.decision.job, r.outcome]),
+      [['a', 'failed']],
+    );
     assert.deepEqual(methods(), ['listPodRows', 'readPod', 'readServerVersion', 'readJob', 'listJobs', 'mergePatchJob', 'createEvent']);
     assert.equal(result.summary?.exitCode, 0);
   });
 
   it('a dry run reads the same, sends no write, and says would-fail', async () => {
     const { result, writes, text } = await run(oneStuckJob(), { dryRun: true });
-    assert.deepEqual(result.results.map((r) => r.outcome), ['would-fail']);
+    assert.deepEqual(
+      result.results.map((r) => r.outcome),
+      ['would-fail'],
+    );
     assert.deepEqual(writes(), []);
     assert.match(text(), /^WOULD FAIL +ci\/job\/a /m);
     assert.match(text(), /Dry run [0-9a-f]{8}: 1 decision\(s\) \(1 would fail\)/);
@@ -96,7 +102,10 @@ describe('sweep()', () => {
 
   it('stopped (SIGTERM) before acting: every Job deferred, nothing written', async () => {
     const { result, writes, text } = await run(oneStuckJob(), { signal: AbortSignal.abort() });
-    assert.deepEqual(result.results.map((r) => r.outcome), ['deferred']);
+    assert.deepEqual(
+      result.results.map((r) => r.outcome),
+      ['deferred'],
+    );
     assert.deepEqual(writes(), []);
     assert.match(text(), /sweep stopped by a signal/);
   });

@@ -22,10 +22,20 @@ describe('did this write land', () => {
     const confirm = async () => (reads.push('read'), true);
     assert.equal((await tryWrite('update', () => Promise.reject(lostAnswer()), confirm)).landed, true);
     assert.equal((await tryWrite('update', () => Promise.reject(apiError(409, 'Conflict', 'x')), confirm)).landed, false);
-    assert.equal((await tryWrite('update', () => Promise.reject(apiError(409, 'Conflict', 'x')), confirm, { confirmConflicts: true })).landed, true);
-    assert.equal((await tryWrite('update', () => Promise.reject(apiError(404, 'NotFound', 'x')), confirm, { confirmConflicts: true })).landed, false);
+    assert.equal(
+      (await tryWrite('update', () => Promise.reject(apiError(409, 'Conflict', 'x')), confirm, { confirmConflicts: true })).landed,
+      true,
+    );
+    assert.equal(
+      (await tryWrite('update', () => Promise.reject(apiError(404, 'NotFound', 'x')), confirm, { confirmConflicts: true })).landed,
+      false,
+    );
     assert.deepEqual(reads, ['read', 'read']);
-    const unreadable = await tryWrite('update', () => Promise.reject(lostAnswer()), () => Promise.reject(lostAnswer()));
+    const unreadable = await tryWrite(
+      'update',
+      () => Promise.reject(lostAnswer()),
+      () => Promise.reject(lostAnswer()),
+    );
     assert.deepEqual([unreadable.landed, unreadable.failure?.reason], [false, 'ECONNRESET']);
   });
 });
