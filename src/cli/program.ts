@@ -1,53 +1,33 @@
-import type { Writable } from 'node:stream';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, Option } from 'commander';
 import { explainFailure } from '../kube/errors.ts';
-import type { KubeGateway } from '../kube/gateway.ts';
-import type { RetryNotice } from '../kube/retrying.ts';
 import { parsePolicyDocument } from '../policy/configmap.ts';
-import { tryParseGoDuration } from '../policy/duration.ts';
 import { policyJsonSchema } from '../policy/json-schema.ts';
 import { loadPolicy, readPolicyFile } from '../policy/load.ts';
 import { formatProblem } from '../policy/problems.ts';
 import type { OutputFormat } from '../report/logger.ts';
-import type { SweepDeps, SweepOptions } from '../sweep.ts';
+import {
+  type CliIo,
+  type ConnectionFlags,
+  type PolicyFlags,
+  type SweepFlags,
+  outputFormat,
+  prepareSweep,
+  retryLine,
+  tryGateway,
+} from './connect.ts';
 import { UsageError, asUsageError } from './errors.ts';
 import { EXIT, exitStatusOf } from './exit.ts';
 import { explainPolicy } from './explain.ts';
-import { instanceName, invokedName, policyLocation } from './kube.ts';
+import { invokedName, policyLocation } from './kube.ts';
 import { type LeaderElectFlags, runAsLeader, withLeaderElectOptions } from './leader-elect.ts';
-
-export interface CliIo {
-  stdout: Writable & { isTTY?: boolean };
-  stderr: Writable;
-  readStdin: () => Promise<string>;
-  /** For `sweep` and `run`: calls `stop` when SIGTERM/SIGINT arrives. */
-  onStopSignal: (stop: () => void) => void;
-}
-
-interface ConnectionFlags {
-  kubeconfig?: string;
-  context?: string;
-  requestTimeout?: string;
-}
-
-interface PolicyFlags {
-  policyConfigmap?: string;
-  policyFile?: string;
-}
-
-interface SweepFlags extends ConnectionFlags, PolicyFlags {
-  dryRun?: boolean;
-  namespace?: string[];
-  output?: OutputFormat;
-}
 
 /** Options shared by `sweep`, `run` and `policy explain`, declared once. */
 function withPolicyOptions(cmd: Command): Command {
   return cmd
-    .option('--policy-configmap <ns/name>', 'policy ConfigMap (default: imagepull-sweeper-policy in the sweeper\'s namespace)')
+    .option('--policy-configmap <ns/name>', "policy ConfigMap (default: imagepull-sweeper-policy in the sweeper's namespace)")
     .option('--policy-file <file>', 'read the policy from a file instead of a ConfigMap');
 }
 
@@ -145,7 +125,10 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
     .command('validate')
     .description('check a policy file (raw policy.yaml or a whole ConfigMap manifest); "-" reads stdin')
     .argument('<file>', 'policy file, or - for stdin')
-    .addHelpText('after', '\nExamples:\n  $ imagepull-sweeper policy validate policy.yaml\n  $ kubectl get cm imagepull-sweeper-policy -n imagepull-sweeper -o yaml | imagepull-sweeper policy validate -')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  $ imagepull-sweeper policy validate policy.yaml\n  $ kubectl get cm imagepull-sweeper-policy -n imagepull-sweeper -o yaml | imagepull-sweeper policy validate -',
+    )
     .action(async (file: string) => {
       const text = await (file === '-' ? io.readStdin() : readPolicyFile(file)).catch((e: Error) => {
         throw new UsageError(`${file}: ${e.message}`);
@@ -169,13 +152,18 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
         .command('explain')
         .description('print the effective policy for a namespace (and Job), and which rule each value came from')
         .requiredOption('--namespace <ns>', 'namespace to explain')
-        .option('--job <name>', 'also apply this Job\'s annotations (read live)'),
+        .option('--job <name>', "also apply this Job's annotations (read live)"),
     ),
   )
-    .addHelpText('after', '\nExamples:\n  $ imagepull-sweeper policy explain --namespace ci-42\n  $ imagepull-sweeper policy explain --namespace ci-42 --job build-7 --policy-file policy.yaml')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  $ imagepull-sweeper policy explain --namespace ci-42\n  $ imagepull-sweeper policy explain --namespace ci-42 --job build-7 --policy-file policy.yaml',
+    )
     .action(async (flags: ConnectionFlags & PolicyFlags & { namespace: string; job?: string; output?: OutputFormat }) => {
       const location = policyLocation(flags, io.readStdin);
-      const gateway = await tryGateway(flags, location.kind === 'configmap' || flags.job !== undefined, (n) => io.stderr.write(`imagepull-sweeper: ${retryLine(n)}\n`));
+      const gateway = await tryGateway(flags, location.kind === 'configmap' || flags.job !== undefined, (n) =>
+        io.stderr.write(`imagepull-sweeper: ${retryLine(n)}\n`),
+      );
       const loaded = await loadPolicy(gateway, location);
       if (!loaded.ok) {
         if (loaded.kind === 'invalid') {
@@ -200,66 +188,6 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
     });
 
   return program;
-}
-
-/** Loaded only by the commands that talk to a cluster: client-node is most of the start-up cost. */
-async function connectedGateway(flags: ConnectionFlags, onRetry: (n: RetryNotice) => void): Promise<KubeGateway> {
-  const timeoutMs = requestTimeoutMs(flags.requestTimeout);
-  const [{ loadKubeConfig }, { createGateway }, { withRetries }] = await Promise.all([
-    import('./kube-config.ts'),
-    import('../kube/gateway.ts'),
-    import('../kube/retrying.ts'),
-  ]);
-  return withRetries(createGateway(loadKubeConfig(flags), { timeoutMs }), { onRetry });
-}
-
-async function prepareSweep(flags: SweepFlags, io: CliIo): Promise<{ deps: SweepDeps; options: SweepOptions; sweep: typeof import('../sweep.ts').sweep }> {
-  const policy = policyLocation(flags, io.readStdin);
-  const [{ createLogger }, { sweep }] = await Promise.all([import('../report/logger.ts'), import('../sweep.ts')]);
-  const logger = createLogger({ format: outputFormat(flags.output, io), stream: io.stdout });
-  const gateway = await connectedGateway(flags, (n) => logger.warn(retryLine(n), retryFields(n)));
-  return {
-    sweep,
-    deps: { gateway, monotonicMs: () => performance.now(), logger },
-    options: {
-      dryRun: flags.dryRun === true,
-      namespaces: flags.namespace ?? [],
-      policy,
-      instance: instanceName(),
-    },
-  };
-}
-
-async function tryGateway(flags: ConnectionFlags, required: boolean, onRetry: (n: RetryNotice) => void): Promise<KubeGateway | undefined> {
-  try {
-    return await connectedGateway(flags, onRetry);
-  } catch (error) {
-    if (required) throw error;
-    return undefined;
-  }
-}
-
-/** One warn line per retried request: what, why, which attempt, how long until the next. */
-function retryLine(n: RetryNotice): string {
-  const why = `${n.failure.status === undefined ? '' : `${n.failure.status} `}${n.failure.reason}: ${n.failure.message}`;
-  return `retrying ${n.request} after attempt ${n.attempt} (${why}) in ${n.delayMs} ms`;
-}
-
-function retryFields(n: RetryNotice): Record<string, unknown> {
-  return { request: n.request, status: n.failure.status, reason: n.failure.reason, attempt: n.attempt, delayMs: n.delayMs };
-}
-
-function requestTimeoutMs(text: string | undefined): number | undefined {
-  if (text === undefined) return undefined;
-  const parsed = tryParseGoDuration(text);
-  if (!parsed.ok || parsed.seconds <= 0) {
-    throw new UsageError(`--request-timeout ${text}: ${parsed.ok ? 'must be more than 0' : parsed.error}`);
-  }
-  return parsed.seconds * 1000;
-}
-
-function outputFormat(flag: OutputFormat | undefined, io: CliIo): OutputFormat {
-  return flag ?? (io.stdout.isTTY ? 'text' : 'json');
 }
 
 function collect(value: string, previous: string[] | undefined): string[] {

@@ -1,0 +1,102 @@
+// Connecting to the cluster and preparing a sweep from the command's flags: what \`sweep\`, \`run\`
+// and \`policy explain\` share.
+import type { Writable } from 'node:stream';
+import type { KubeGateway } from '../kube/gateway.ts';
+import type { RetryNotice } from '../kube/retrying.ts';
+import { tryParseGoDuration } from '../policy/duration.ts';
+import type { OutputFormat } from '../report/logger.ts';
+import type { SweepDeps, SweepOptions } from '../sweep.ts';
+import { UsageError } from './errors.ts';
+import { instanceName, policyLocation } from './kube.ts';
+
+export interface CliIo {
+  stdout: Writable & { isTTY?: boolean };
+  stderr: Writable;
+  readStdin: () => Promise<string>;
+  /** For `sweep` and `run`: calls `stop` when SIGTERM/SIGINT arrives. */
+  onStopSignal: (stop: () => void) => void;
+}
+
+export interface ConnectionFlags {
+  kubeconfig?: string;
+  context?: string;
+  requestTimeout?: string;
+}
+
+export interface PolicyFlags {
+  policyConfigmap?: string;
+  policyFile?: string;
+}
+
+export interface SweepFlags extends ConnectionFlags, PolicyFlags {
+  dryRun?: boolean;
+  namespace?: string[];
+  output?: OutputFormat;
+}
+
+/** Loaded only by the commands that talk to a cluster: client-node is most of the start-up cost. */
+export async function connectedGateway(flags: ConnectionFlags, onRetry: (n: RetryNotice) => void): Promise<KubeGateway> {
+  const timeoutMs = requestTimeoutMs(flags.requestTimeout);
+  const [{ loadKubeConfig }, { createGateway }, { withRetries }] = await Promise.all([
+    import('./kube-config.ts'),
+    import('../kube/gateway.ts'),
+    import('../kube/retrying.ts'),
+  ]);
+  return withRetries(createGateway(loadKubeConfig(flags), { timeoutMs }), { onRetry });
+}
+
+export async function prepareSweep(
+  flags: SweepFlags,
+  io: CliIo,
+): Promise<{ deps: SweepDeps; options: SweepOptions; sweep: typeof import('../sweep.ts').sweep }> {
+  const policy = policyLocation(flags, io.readStdin);
+  const [{ createLogger }, { sweep }] = await Promise.all([import('../report/logger.ts'), import('../sweep.ts')]);
+  const logger = createLogger({ format: outputFormat(flags.output, io), stream: io.stdout });
+  const gateway = await connectedGateway(flags, (n) => logger.warn(retryLine(n), retryFields(n)));
+  return {
+    sweep,
+    deps: { gateway, monotonicMs: () => performance.now(), logger },
+    options: {
+      dryRun: flags.dryRun === true,
+      namespaces: flags.namespace ?? [],
+      policy,
+      instance: instanceName(),
+    },
+  };
+}
+
+export async function tryGateway(
+  flags: ConnectionFlags,
+  required: boolean,
+  onRetry: (n: RetryNotice) => void,
+): Promise<KubeGateway | undefined> {
+  try {
+    return await connectedGateway(flags, onRetry);
+  } catch (error) {
+    if (required) throw error;
+    return undefined;
+  }
+}
+
+/** One warn line per retried request: what, why, which attempt, how long until the next. */
+export function retryLine(n: RetryNotice): string {
+  const why = `${n.failure.status === undefined ? '' : `${n.failure.status} `}${n.failure.reason}: ${n.failure.message}`;
+  return `retrying ${n.request} after attempt ${n.attempt} (${why}) in ${n.delayMs} ms`;
+}
+
+export function retryFields(n: RetryNotice): Record<string, unknown> {
+  return { request: n.request, status: n.failure.status, reason: n.failure.reason, attempt: n.attempt, delayMs: n.delayMs };
+}
+
+export function requestTimeoutMs(text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const parsed = tryParseGoDuration(text);
+  if (!parsed.ok || parsed.seconds <= 0) {
+    throw new UsageError(`--request-timeout ${text}: ${parsed.ok ? 'must be more than 0' : parsed.error}`);
+  }
+  return parsed.seconds * 1000;
+}
+
+export function outputFormat(flag: OutputFormat | undefined, io: CliIo): OutputFormat {
+  return flag ?? (io.stdout.isTTY ? 'text' : 'json');
+}
