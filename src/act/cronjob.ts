@@ -80,6 +80,15 @@ async function actOnCronJob(
     outcome: OUTCOME.skip.live,
     detail,
   });
+  const failed = (failure: Parameters<typeof failureText>[0]): CronJobResult => ({
+    ...base,
+    image: undefined,
+    failedInARow: undefined,
+    jobs: g.failures.map((f) => f.job),
+    outcome: 'error',
+    detail: 'could not record or suspend',
+    error: failureText(failure),
+  });
   for (let conflicts = 0; ; conflicts += 1) {
     let view;
     try {
@@ -87,15 +96,7 @@ async function actOnCronJob(
     } catch (error) {
       const failure = describeApiError(error);
       if (failure.status === 404) return skipped('CronJob no longer exists');
-      return {
-        ...base,
-        image: undefined,
-        failedInARow: undefined,
-        jobs: g.failures.map((f) => f.job),
-        outcome: 'error',
-        detail: 'could not record or suspend',
-        error: failureText(failure),
-      };
+      return failed(failure);
     }
     if (g.uid !== undefined && view.uid !== g.uid) return skipped('CronJob was replaced (uid differs)');
     const verdict = judgeCronJob(view, g.failures, { suspendAfter: options.suspendAfter, at });
@@ -108,15 +109,7 @@ async function actOnCronJob(
     if (!patched.landed) {
       if (patched.why === 'gone') return skipped('CronJob no longer exists');
       if (patched.why === 'conflict' && conflicts < maxConflicts) continue;
-      return {
-        ...base,
-        image: undefined,
-        failedInARow: undefined,
-        jobs: g.failures.map((f) => f.job),
-        outcome: 'error',
-        detail: 'could not record or suspend',
-        error: failureText(patched.failure),
-      };
+      return failed(patched.failure);
     }
     if (verdict.kind === 'count') return result(verdict, OUTCOME.count.live);
     const event = suspendedCronJobEvent(
