@@ -16,9 +16,6 @@ export interface Reporter {
   now: Date;
 }
 
-/** The claim message, which is also the Event note (its format and parse: judge/claim-message.ts). */
-export { formatClaimMessage as describeStuck } from '../judge/claim-message.ts';
-
 export function stuckJobEvent(d: Decision, action: 'FailJob' | 'Report', reporter: Reporter): EventsV1Event {
   const job = d.jobView!;
   const verb = action === 'FailJob' ? 'Failing Job' : 'Job stuck (report only)';

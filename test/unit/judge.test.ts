@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { describeStuck } from '../../src/act/events.ts';
+import { formatClaimMessage as describeStuck } from '../../src/judge/claim-message.ts';
 import { judge, rejudgeJob, type JudgeInput } from '../../src/judge/judge.ts';
 import type { Decision } from '../../src/judge/types.ts';
 import type { JobView, StuckContainer } from '../../src/model.ts';
