@@ -83,7 +83,7 @@ describe(`Kubernetes ${minor}`, () => {
       if (nodeSkip) return;
       hung = await hungServer();
       node = await startNode({ kubeconfigPath: env.cluster.kubeconfigPath, serializeImagePulls: false });
-      addRegistryHost(node, hung.host);
+      await addRegistryHost(node, hung.host);
     });
     after(async () => {
       await hung?.close();
@@ -138,7 +138,7 @@ describe(`Kubernetes ${minor}`, () => {
         serializeImagePulls: false,
         kubeletFeatureGates: { [GATE]: false },
       });
-      addRegistryHost(node, hung.host);
+      await addRegistryHost(node, hung.host);
     });
     after(async () => {
       // Closing the registry first ends the hung pull, so the kubelet can tear the pod down.

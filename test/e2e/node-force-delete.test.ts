@@ -83,7 +83,7 @@ function forceDeleteOn(label: string, start: (kubeconfigPath: string) => Promise
       if (skip) return;
       hung = await hungServer();
       node = await start(env.cluster.kubeconfigPath);
-      addRegistryHost(node, hung.host);
+      await addRegistryHost(node, hung.host);
     });
     after(async () => {
       // Closing the registry first ends the hung pulls, so the kubelet can tear the pods down.

@@ -61,10 +61,10 @@ for (const runtime of testRuntimes()) {
       if (!expected) throw new Error(`node-mirror-outage.test.ts has no expected message for ${runtime}`);
       node = await testNode(env.cluster.kubeconfigPath, { runtime });
       upstream = `127.0.0.1:${await freePort()}`;
-      addRegistryHost(node, upstream, { mirrors: [node.registry] });
+      await addRegistryHost(node, upstream, { mirrors: [node.registry] });
     });
-    after(() => {
-      if (node && upstream) removeRegistryHost(node, upstream);
+    after(async () => {
+      if (node && upstream) await removeRegistryHost(node, upstream);
     });
 
     it(

@@ -76,8 +76,8 @@ for (const runtime of runtimes) {
         runtimeOptions: { imagePullProgressTimeout: PROGRESS_TIMEOUT },
         serializeImagePulls: false,
       });
-      addRegistryHost(node, stalling.host);
-      addRegistryHost(node, hung.host);
+      await addRegistryHost(node, stalling.host);
+      await addRegistryHost(node, hung.host);
     });
     after(async () => {
       await hung?.close();

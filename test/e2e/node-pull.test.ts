@@ -136,7 +136,7 @@ for (const runtime of testRuntimes())
       ns = await env.namespace(`node-pull-${runtime}`);
       faults = await startFaultRegistries({ retryAfterSeconds: faultRetryAfterSeconds(runtime) });
       hosts = faultHostsFor(runtime, faults);
-      for (const h of Object.values(hosts)) addRegistryHost(node, h, h === hosts.untrusted ? 'https' : 'http');
+      for (const h of Object.values(hosts)) await addRegistryHost(node, h, h === hosts.untrusted ? 'https' : 'http');
       if (runtime === 'crio') await prepareCrioCases(node, ns);
       cases = [...(await nodeCases(node)), ...registryFaultCases(node, hosts), ...(runtime === 'crio' ? crioCases(node) : [])];
       await Promise.all(cases.map((c) => createCasePod(env.kc, ns, c.id, c)));
@@ -151,7 +151,7 @@ for (const runtime of testRuntimes())
     after(async () => {
       if (!faults) return;
       await faults.close();
-      for (const h of Object.values(hosts)) removeRegistryHost(node, h);
+      for (const h of Object.values(hosts)) await removeRegistryHost(node, h);
     });
 
     const one = (id: string): { c: NodeCase; forms: Map<string, V1Pod> } => {

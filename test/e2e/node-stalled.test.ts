@@ -40,7 +40,7 @@ function privateNode(serializeImagePulls: boolean): { node: () => RunningNode; h
     if (skip) return;
     hung = await hungServer();
     node = await startNode({ kubeconfigPath: env.cluster.kubeconfigPath, serializeImagePulls });
-    addRegistryHost(node, hung.host);
+    await addRegistryHost(node, hung.host);
   });
   after(async () => {
     // Closing the registry first ends the hung pulls, so the kubelet can tear the pods down.

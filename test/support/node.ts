@@ -12,7 +12,8 @@
 //   testNode(kc, {runtime}) the node of that runtime for a test file: the shared one
 //                        ($IMAGEPULL_SWEEPER_TEST_NODES, set by run-e2e.ts) or a private one;
 //                        nodeSkipReason() says when to skip.
-//   addRegistryHost()    registry host config (plain HTTP, HTTPS, mirrors) on a running node.
+//   addRegistryHost()    registry host config (plain HTTP, HTTPS, mirrors) on a running node,
+//                        resolved once the runtime's pulls see it.
 //   hungServer()         a loopback TCP server that accepts connections and never answers.
 //
 // Processes are tracked by pid (each leads its own process group) and by cgroup (the runtime,
@@ -199,19 +200,33 @@ export async function pushImage(layout: string, ref: string, creds?: { user: str
 }
 
 /** A node's registry host config (containerd: `<registryConfigDir>/<host:port>/hosts.toml`). */
-type RegistryConfigRef = Pick<NodeInfo, 'runtime' | 'registryConfigDir'>;
+type RegistryConfigRef = Pick<NodeInfo, 'runtime' | 'registryConfigDir' | 'logDir'>;
 
 /**
  * Makes the node pull from `hostPort` over plain HTTP (or HTTPS trusting only the system's CAs),
  * trying `mirrors` first when given.
  */
-export function addRegistryHost(node: RegistryConfigRef, hostPort: string, cfg: RegistryHostConfig | 'http' | 'https' = {}): void {
-  runtimeDriver(node.runtime).addRegistryHost(node.registryConfigDir, hostPort, typeof cfg === 'string' ? { scheme: cfg } : cfg);
+export async function addRegistryHost(
+  node: RegistryConfigRef,
+  hostPort: string,
+  cfg: RegistryHostConfig | 'http' | 'https' = {},
+): Promise<void> {
+  const driver = runtimeDriver(node.runtime);
+  await applyRegistryChange(node, hostPort, true, () =>
+    driver.addRegistryHost(node.registryConfigDir, hostPort, typeof cfg === 'string' ? { scheme: cfg } : cfg),
+  );
 }
 
 /** Removes what addRegistryHost wrote for `hostPort`. */
-export function removeRegistryHost(node: RegistryConfigRef, hostPort: string): void {
-  runtimeDriver(node.runtime).removeRegistryHost(node.registryConfigDir, hostPort);
+export async function removeRegistryHost(node: RegistryConfigRef, hostPort: string): Promise<void> {
+  const driver = runtimeDriver(node.runtime);
+  await applyRegistryChange(node, hostPort, false, () => driver.removeRegistryHost(node.registryConfigDir, hostPort));
+}
+
+function applyRegistryChange(node: RegistryConfigRef, hostPort: string, present: boolean, write: () => void): Promise<void> {
+  const driver = runtimeDriver(node.runtime);
+  if (!driver.applyRegistryChange) return Promise.resolve(write());
+  return driver.applyRegistryChange(node, hostPort, present, write);
 }
 
 /** Cgroup hierarchies: the v1 controller mounts, or the single v2 one. */

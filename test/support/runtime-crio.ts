@@ -85,6 +85,12 @@ function crioConfig(ctx: RuntimeStartContext, dir: string, pinns: string): strin
   ].join('\n');
 }
 
+/** CRI-O's "Applied new registry configuration" log lines, oldest first. */
+function appliedRegistryConfigs(logFile: string): string[] {
+  const text = fs.existsSync(logFile) ? fs.readFileSync(logFile, 'utf8') : '';
+  return text.split('\n').filter((line) => line.includes('msg="Applied new registry configuration'));
+}
+
 function dropInFile(dir: string, hostPort: string): string {
   return path.join(dir, `${hostPort.replace(/[^A-Za-z0-9.-]/g, '_')}.conf`);
 }
@@ -226,6 +232,26 @@ export const crio: RuntimeDriver = {
   },
   removeRegistryHost(dir, hostPort) {
     fs.rmSync(dropInFile(dir, hostPort), { force: true });
+  },
+  // The reload is asynchronous (fsnotify): a pull started before CRI-O logs the new registry
+  // configuration still uses the old one (a mirror not yet tried).
+  async applyRegistryChange({ registryConfigDir, logDir }, hostPort, present, write) {
+    const unchanged = !present && !fs.existsSync(dropInFile(registryConfigDir, hostPort));
+    const logFile = path.join(logDir, 'crio.log');
+    const appliedBefore = appliedRegistryConfigs(logFile).length;
+    write();
+    if (unchanged) return;
+    const deadline = Date.now() + 15_000;
+    for (;;) {
+      const fresh = appliedRegistryConfigs(logFile).slice(appliedBefore);
+      if (fresh.some((line) => line.includes(`{Prefix:${hostPort} `) === present)) return;
+      if (Date.now() > deadline) {
+        throw new Error(
+          `CRI-O did not reload its registries configuration with ${hostPort} ${present ? 'added' : 'removed'} within 15 s (${logFile})`,
+        );
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
   },
   async runningContainers(criSocket) {
     try {

@@ -60,6 +60,16 @@ export interface RuntimeDriver {
   /** Writes the host config of `hostPort` (takes effect for the next pull). */
   addRegistryHost(registryConfigDir: string, hostPort: string, cfg?: RegistryHostConfig): void;
   removeRegistryHost(registryConfigDir: string, hostPort: string): void;
+  /**
+   * Runs `write` (an add or remove of `hostPort`'s host config) on the running runtime and resolves
+   * once pulls see it. Absent: the runtime reads host config on every pull (containerd).
+   */
+  applyRegistryChange?(
+    node: { registryConfigDir: string; logDir: string },
+    hostPort: string,
+    present: boolean,
+    write: () => void,
+  ): Promise<void>;
   /** How many containers (including sandboxes) still run; undefined when it cannot tell. */
   runningContainers(criSocket: string): Promise<number | undefined>;
 }
