@@ -112,21 +112,31 @@ export async function sweep(liveDeps: SweepDeps, options: SweepOptions): Promise
   } catch (error) {
     return unreachable(logger, sweepId, 'listing pods', describeApiError(error));
   }
-  // Read once the server answered: an unreachable one is reported by the list above.
-  const tooOld = await gateway.readServerVersion().then(serverVersionWarning, () => undefined);
+  // The reads after the pod list do not depend on one another: they run together, so the first
+  // write waits for the slowest of them, not for their sum.
+  const [tooOld, attribution, namespaceLabels, pendingJobs] = await Promise.all([
+    // Read once the server answered: an unreachable one is reported by the list above.
+    gateway.readServerVersion().then(serverVersionWarning, () => undefined),
+    attributeToJobs(gateway, observation.stuck, {
+      concurrency: CONCURRENT_READS,
+      listThreshold: LIST_JOBS_THRESHOLD,
+      onRestart: (ns, n) =>
+        logger.warn('Job list continue token expired; listing again from the start', { sweepId, namespace: ns, restart: n }),
+    }),
+    readNamespaceLabels(gateway, policy, observation.stuck, CONCURRENT_READS),
+    listPendingJobs(gateway, options.namespaces, (ns, n) =>
+      logger.warn('pending Job list continue token expired; listing again from the start', { sweepId, namespace: ns ?? '*', restart: n }),
+    ).then(
+      (jobs) => ({ jobs, error: undefined }),
+      (error: unknown) => ({ jobs: [] as JobView[], error }),
+    ),
+  ]);
   if (tooOld) logger.warn(tooOld, { sweepId });
   const blind = [...observation.nodesWithoutSandboxCondition].sort();
   if (blind.length > 0) logger.warn(SANDBOX_CONDITION_MISSING, { sweepId, nodes: blind });
-
-  const attribution = await attributeToJobs(gateway, observation.stuck, {
-    concurrency: CONCURRENT_READS,
-    listThreshold: LIST_JOBS_THRESHOLD,
-    onRestart: (ns, n) =>
-      logger.warn('Job list continue token expired; listing again from the start', { sweepId, namespace: ns, restart: n }),
-  });
   for (const e of attribution.errors) logger.error('could not read Job', { sweepId, namespace: e.namespace, job: e.job, error: e.message });
 
-  const { labels, unreadable } = await readNamespaceLabels(gateway, policy, observation.stuck, CONCURRENT_READS);
+  const { labels, unreadable } = namespaceLabels;
   for (const [namespace, message] of unreadable) logger.error('could not read Namespace labels', { sweepId, namespace, error: message });
   const containerByPod = new Map(observation.stuck.map((c) => [c.podUid, c]));
   const ownerOf = (podUid: string): PodOwner => {
@@ -138,17 +148,13 @@ export async function sweep(liveDeps: SweepDeps, options: SweepOptions): Promise
     return owner;
   };
 
-  let labelled: JobView[] = [];
+  const labelled = pendingJobs.jobs;
   let otherErrors = 0;
-  try {
-    labelled = await listPendingJobs(gateway, options.namespaces, (ns, n) =>
-      logger.warn('pending Job list continue token expired; listing again from the start', { sweepId, namespace: ns ?? '*', restart: n }),
-    );
-  } catch (error) {
+  if (pendingJobs.error !== undefined) {
     otherErrors += 1;
     logger.error(`could not list the Jobs labelled ${LABELS.pending}; they are checked on the next sweep`, {
       sweepId,
-      error: describeApiError(error).message,
+      error: describeApiError(pendingJobs.error).message,
     });
   }
   const nowMs = monotonicMs();
