@@ -70,6 +70,75 @@ function productionOnly(): Plugin {
   };
 }
 
+/**
+ * client-node's root and its `gen/index.js` re-export every generated API and model (~730 modules,
+ * ~1.7 MB): evaluating them was a third of a sweep's start-up. The sweeper needs KubeConfig (with
+ * its auth providers), the request context and one model, so both indexes are replaced by modules
+ * that export only those; a name client-node stops exporting fails the build, not a sweep.
+ */
+function clientNodeEssentials(): Plugin {
+  const DIST_DIR = join(ROOT, 'node_modules', '@kubernetes', 'client-node', 'dist');
+  const ROOT_INDEX = [
+    `export { KubeConfig } from ${JSON.stringify(join(DIST_DIR, 'config.js'))};`,
+    `export { HttpMethod, RequestContext } from ${JSON.stringify(join(DIST_DIR, 'gen', 'http', 'http.js'))};`,
+    `export { V1MicroTime } from ${JSON.stringify(join(DIST_DIR, 'types.js'))};`,
+  ].join('\n');
+  const GEN_INDEX = [
+    `export { createConfiguration } from ${JSON.stringify(join(DIST_DIR, 'gen', 'configuration.js'))};`,
+    `export { ServerConfiguration } from ${JSON.stringify(join(DIST_DIR, 'gen', 'servers.js'))};`,
+  ].join('\n');
+  const NO_FETCH = [
+    "const unused = () => { throw new Error('node-fetch is not bundled: the sweeper sends its requests itself (src/kube/http.ts)'); };",
+    'export class Headers { constructor() { unused(); } }',
+    'export default function fetch() { return unused(); }',
+  ].join('\n');
+  return {
+    name: 'client-node-essentials',
+    setup(b) {
+      b.onResolve({ filter: /^node-fetch$/ }, (args) =>
+        args.importer.startsWith(DIST_DIR) ? { path: 'no-fetch', namespace: 'client-node-essentials' } : undefined,
+      );
+      b.onResolve({ filter: /^@kubernetes\/client-node$/ }, () => ({ path: 'root', namespace: 'client-node-essentials' }));
+      b.onResolve({ filter: /^\.\/gen\/index\.js$/ }, (args) =>
+        args.importer === join(DIST_DIR, 'config.js') ? { path: 'gen', namespace: 'client-node-essentials' } : undefined,
+      );
+      b.onLoad({ filter: /.*/, namespace: 'client-node-essentials' }, (args) => ({
+        contents: args.path === 'root' ? ROOT_INDEX : args.path === 'gen' ? GEN_INDEX : NO_FETCH,
+        resolveDir: DIST_DIR,
+        loader: 'js',
+      }));
+    },
+  };
+}
+
+/**
+ * `import ... from 'node:http'` makes Node build an ES module facade, which reads every export of
+ * node:http, and its WebSocket getters load Node's bundled undici: ~30 ms of start-up. The bundle
+ * takes node:http from process.getBuiltinModule instead, exporting its plain (non-getter)
+ * properties by name; importing a getter (e.g. `globalAgent`) by name fails the build.
+ */
+function httpWithoutFacade(): Plugin {
+  const http = process.getBuiltinModule('node:http') as Record<string, unknown>;
+  const names = Object.entries(Object.getOwnPropertyDescriptors(http))
+    .filter(([name, d]) => !d.get && /^[A-Za-z_$][\w$]*$/.test(name) && name !== 'default')
+    .map(([name]) => name);
+  const contents = [
+    "const http = process.getBuiltinModule('node:http');",
+    'export default http;',
+    `export const { ${names.join(', ')} } = http;`,
+  ].join('\n');
+  return {
+    name: 'http-without-facade',
+    setup(b) {
+      // require('http') in bundled CommonJS stays Node's own require: it builds no facade.
+      b.onResolve({ filter: /^(node:)?http$/ }, (args) =>
+        args.kind === 'import-statement' ? { path: 'node:http', namespace: 'http-without-facade' } : undefined,
+      );
+      b.onLoad({ filter: /.*/, namespace: 'http-without-facade' }, () => ({ contents, loader: 'js' }));
+    },
+  };
+}
+
 rmSync(DIST, { recursive: true, force: true });
 const result = await build({
   absWorkingDir: ROOT,
@@ -83,11 +152,7 @@ const result = await build({
   target: 'node26',
   metafile: true,
   logLevel: 'warning',
-  plugins: [productionOnly()],
-  // tr46 (node-fetch, which client-node's configuration imports) requires Node's deprecated
-  // punycode built-in; outside node_modules that prints DEP0040 on every run. The userland
-  // package is the same code.
-  alias: { punycode: 'punycode/' },
+  plugins: [clientNodeEssentials(), httpWithoutFacade(), productionOnly()],
   // Bundled CommonJS dependencies call require() for Node's built-ins.
   banner: { js: "import { createRequire as __sweeperRequire } from 'node:module'; const require = __sweeperRequire(import.meta.url);" },
 });

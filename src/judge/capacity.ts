@@ -2,6 +2,7 @@
 import type { StuckContainer } from '../model.ts';
 import { addInto, type PodCapacity, type ResourceAmounts } from '../observe/pod-requests.ts';
 import { formatDuration } from '../policy/duration.ts';
+import { compareText } from '../order.ts';
 
 /** The stuck pods of one Job, summed. */
 export interface StuckCapacity {
@@ -78,7 +79,7 @@ export function formatAmount(resource: string, value: number): string {
 /** Extended resources (GPUs) first: they are what an operator misses most; then cpu, memory, the rest. */
 function resourceOrder(a: string, b: string): number {
   const rank = (r: string) => (r.includes('/') ? 0 : r === 'cpu' ? 1 : r === 'memory' ? 2 : 3);
-  return rank(a) - rank(b) || a.localeCompare(b);
+  return rank(a) - rank(b) || compareText(a, b);
 }
 
 /** "4 nvidia.com/gpu, 8 cpu, 32Gi memory"; empty when nothing was requested. */

@@ -2,6 +2,7 @@
 // kept in annotations on the CronJob itself, because its Jobs do not outlive its history limits.
 import type { CronJobView } from '../model.ts';
 import { ANNOTATIONS, ignoredByAnnotation } from '../policy/annotations.ts';
+import { compareText } from '../order.ts';
 
 /** One Job of the CronJob failed by the sweeper in this sweep (or that a dry run would fail). */
 export interface CronJobFailure {
@@ -71,7 +72,7 @@ export function judgeCronJob(
   const resumed = suspendedBySweeper;
   let streak: Streak | undefined = previous && !resumed && previous.lastSuccess === lastSuccess ? previous : undefined;
   const counted: string[] = [];
-  for (const f of [...failures].sort((a, b) => a.stuckSince.getTime() - b.stuckSince.getTime() || a.job.localeCompare(b.job))) {
+  for (const f of [...failures].sort((a, b) => a.stuckSince.getTime() - b.stuckSince.getTime() || compareText(a.job, b.job))) {
     if (streak?.jobs.includes(f.job)) continue;
     if (!streak || streak.image !== f.image) streak = { count: 0, image: f.image, jobs: [], lastSuccess };
     streak = { ...streak, count: streak.count + 1, jobs: [...streak.jobs, f.job].slice(-JOBS_KEPT) };

@@ -7,6 +7,7 @@ import { chooseMechanism } from './mechanism.ts';
 import { assessOutage, describeTrip, tripFor } from './outage.ts';
 import type { Decision, Judgement, OutageAssessment } from './types.ts';
 import { standDown } from './stand-down.ts';
+import { compareText } from '../order.ts';
 
 /** The Job controller's own name in spec.managedBy; any other value means another controller owns the Job. */
 export const BUILTIN_JOB_CONTROLLER = 'kubernetes.io/job-controller';
@@ -247,10 +248,10 @@ function oldestStuckFirst(a: Decision, b: Decision): number {
 
 function byNamespaceThenName(a: Decision, b: Decision): number {
   return (
-    a.namespace.localeCompare(b.namespace) ||
-    (a.job ?? '').localeCompare(b.job ?? '') ||
-    a.pod.localeCompare(b.pod) ||
-    a.container.localeCompare(b.container)
+    compareText(a.namespace, b.namespace) ||
+    compareText(a.job ?? '', b.job ?? '') ||
+    compareText(a.pod, b.pod) ||
+    compareText(a.container, b.container)
   );
 }
 

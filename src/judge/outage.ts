@@ -8,6 +8,7 @@ import { registryHost, repositoryOf } from '../classify/reference.ts';
 import type { PullClass, StuckContainer } from '../model.ts';
 import type { Limits } from '../policy/types.ts';
 import type { OutageAssessment, OutageScope, OutageTrip } from './types.ts';
+import { compareText } from '../order.ts';
 
 /** The classes the breaker protects by fraction, with the limit that sets each one's fraction. */
 export const BREAKER_CLASSES = ['transient', 'auth'] as const satisfies readonly PullClass[];
@@ -81,7 +82,7 @@ export function assessOutage(stuck: readonly StuckContainer[], limits: Limits['o
   }
   const sweepScope = scopeOf('the whole sweep', undefined, whole.get(''), limits);
   const trips: OutageTrip[] = sweepScope.tripped.map((cls) => tripOf(sweepScope, cls));
-  for (const [host, t] of [...byHost].sort(([a], [b]) => a.localeCompare(b))) {
+  for (const [host, t] of [...byHost].sort(([a], [b]) => compareText(a, b))) {
     const scope = scopeOf(`registry ${host}`, host, t, limits);
     for (const cls of scope.tripped) trips.push(tripOf(scope, cls));
   }

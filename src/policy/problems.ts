@@ -4,6 +4,7 @@ import * as z from 'zod';
 import { policyFileSchema } from './schema.ts';
 import type { PolicyProblem } from './types.ts';
 import { locate, type Loaded, type Target } from './yaml-position.ts';
+import { compareText } from '../order.ts';
 
 type Segment = string | number;
 
@@ -118,7 +119,7 @@ function unknownKeyMessage(key: string, allowed: string[] | undefined): string {
 }
 
 function byPosition(a: PolicyProblem, b: PolicyProblem): number {
-  return a.line - b.line || a.column - b.column || a.path.localeCompare(b.path);
+  return a.line - b.line || a.column - b.column || compareText(a.path, b.path);
 }
 
 export function uniqueProblems(problems: PolicyProblem[]): PolicyProblem[] {

@@ -1,0 +1,8 @@
+/**
+ * Orders strings by code point: the same on every machine, whatever its locale, and without the
+ * ICU collator that the first localeCompare call builds (~7 ms of a sweep's start-up).
+ * Kubernetes names are lowercase ASCII, where this is alphabetical order.
+ */
+export function compareText(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
