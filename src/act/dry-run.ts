@@ -14,11 +14,12 @@ import type { SettledJob } from './settle.ts';
  * would force-delete (the deletes recorded for it), not what the unsent writes seemed to find.
  */
 export function asDryRun(gateway: KubeGateway, planned: Decision, result: ActResult): ActResult {
-  const writes = recordedWrites(gateway);
-  if (!writes) return result;
+  const recorded = recordedWrites(gateway);
+  if (!recorded) return result;
   if (result.decision.plan !== planned.plan) return { ...result, outcome: dryRunOutcome(result.outcome) };
-  const deleted = new Set(writes.filter((w) => w.method === 'deletePod').map((w) => w.args[2]));
-  const forced = (planned.forceDelete ?? []).filter((t) => deleted.has(t.uid)).map((t) => `would force-delete ${describeTarget(t)}`);
+  const forced = (planned.forceDelete ?? [])
+    .filter((t) => recorded.deletedPodUids.has(t.uid))
+    .map((t) => `would force-delete ${describeTarget(t)}`);
   return {
     decision: { ...result.decision, detail: [planned.detail, ...forced].join('; ') },
     outcome: dryRunOutcome(result.outcome),

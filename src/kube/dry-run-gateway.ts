@@ -3,40 +3,46 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import type { KubeGateway } from './gateway.ts';
 
-/** One write a dry run would have sent: the gateway method and its arguments. */
-export interface RecordedWrite {
-  method: 'mergePatchJob' | 'jsonPatchJob' | 'patchPodStatus' | 'deletePod' | 'createEvent' | 'mergePatchCronJob';
-  args: readonly unknown[];
+type WriteMethod = 'mergePatchJob' | 'jsonPatchJob' | 'patchPodStatus' | 'deletePod' | 'createEvent' | 'mergePatchCronJob';
+
+/**
+ * What a dry run keeps of the writes it would have sent: their methods in order and the uids of
+ * the pods it would delete. Not their bodies: a dry run of thousands of stuck Jobs would hold
+ * every patch and Event until it ends.
+ */
+export interface RecordedWrites {
+  methods: WriteMethod[];
+  deletedPodUids: Set<string>;
 }
 
-const recordings = new WeakMap<KubeGateway, RecordedWrite[]>();
+const recordings = new WeakMap<KubeGateway, RecordedWrites>();
 
 export function dryRunGateway(real: KubeGateway): KubeGateway {
-  const writes: RecordedWrite[] = [];
-  const record = (method: RecordedWrite['method'], ...args: unknown[]): Promise<void> => {
-    writes.push({ method, args });
+  const recorded: RecordedWrites = { methods: [], deletedPodUids: new Set() };
+  const record = (method: WriteMethod): Promise<void> => {
+    recorded.methods.push(method);
     return Promise.resolve();
   };
   const gateway: KubeGateway = {
     ...bindReads(real),
-    mergePatchJob: (...args) => record('mergePatchJob', ...args),
-    jsonPatchJob: (...args) => record('jsonPatchJob', ...args),
+    mergePatchJob: () => record('mergePatchJob'),
+    jsonPatchJob: () => record('jsonPatchJob'),
     // The pod as the patch would leave it is not known; the caller keeps the resourceVersion it had.
-    patchPodStatus: async (...args) => (await record('patchPodStatus', ...args), {} as V1Pod),
-    deletePod: (...args) => record('deletePod', ...args),
-    createEvent: (...args) => record('createEvent', ...args),
-    mergePatchCronJob: (...args) => record('mergePatchCronJob', ...args),
+    patchPodStatus: async () => (await record('patchPodStatus'), {} as V1Pod),
+    deletePod: (_namespace, _name, uid) => (recorded.deletedPodUids.add(uid), record('deletePod')),
+    createEvent: () => record('createEvent'),
+    mergePatchCronJob: () => record('mergePatchCronJob'),
   };
-  recordings.set(gateway, writes);
+  recordings.set(gateway, recorded);
   return gateway;
 }
 
-/** The writes recorded so far, or undefined for a gateway that sends them (not a dry run). */
-export function recordedWrites(gateway: KubeGateway): readonly RecordedWrite[] | undefined {
+/** What the dry run recorded so far, or undefined for a gateway that sends its writes (not a dry run). */
+export function recordedWrites(gateway: KubeGateway): Readonly<RecordedWrites> | undefined {
   return recordings.get(gateway);
 }
 
-function bindReads(real: KubeGateway): Omit<KubeGateway, RecordedWrite['method']> {
+function bindReads(real: KubeGateway): Omit<KubeGateway, WriteMethod> {
   return {
     listNamespaceNames: (opts) => real.listNamespaceNames(opts),
     listPodRows: (opts) => real.listPodRows(opts),

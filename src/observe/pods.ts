@@ -6,7 +6,8 @@
 import { findStuckContainers } from '../classify/index.ts';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { StuckContainer } from '../model.ts';
-import { mapBounded } from '../concurrency.ts';
+import { limited, mapBounded } from '../concurrency.ts';
+import { compareText } from '../order.ts';
 import { describeApiError } from '../kube/errors.ts';
 import type { KubeGateway, PodRow } from '../kube/gateway.ts';
 import { listFromStart, type RestartOptions } from '../kube/paging.ts';
@@ -22,8 +23,10 @@ export interface ObserveOptions {
   /** Namespaces to sweep; empty means all. */
   namespaces: readonly string[];
   pageSize: number;
-  /** Namespace lists in flight at once (default 4). */
+  /** Lists of a namespace's rows in flight at once (default 8: a page of rows is a few dozen KB). */
   listConcurrency?: number;
+  /** Full-object lists of candidates in flight at once (default 4: a page of full pods is MBs). */
+  fullListConcurrency?: number;
   /** Candidate reads in flight at once (default 8). */
   readConcurrency?: number;
   /**
@@ -86,48 +89,54 @@ export async function observeStuckContainers(gateway: KubeGateway, options: Obse
     if (stuck.length > 0) result.podCapacity.set(stuck[0]!.podUid, podCapacity(pod));
     return stuck;
   };
-  const scopes = new Map<string, Scoped>();
-  const note = (namespace: string, scoped: Scoped) => {
+  const note = (scoped: Scoped) => {
     result.podsScanned += scoped.podsScanned;
     result.pages += scoped.pages;
     result.candidates += scoped.candidates.length;
-    scopes.set(namespace, scoped);
+  };
+  const fullLists = limited(options.fullListConcurrency ?? 4);
+  const reads = limited(options.readConcurrency ?? 8);
+  const listThreshold = options.listThreshold ?? 10;
+  // A namespace's candidates are read as soon as its rows are in, not once every namespace's are.
+  const readCandidates = async (namespace: string, scoped: Scoped): Promise<void> => {
+    const many = scoped.candidates.length >= listThreshold && scoped.candidates.length * 4 >= scoped.podsScanned;
+    if (many) {
+      const names = new Set(scoped.candidates.map((row) => row.name));
+      const listed = await fullLists(() => readCandidatesByList(gateway, namespace, names, judged, options));
+      result.pages += listed.pages;
+      result.stuck.push(...listed.stuck);
+      return;
+    }
+    const read = await Promise.all(scoped.candidates.map((row) => reads(() => readCandidate(gateway, row, judged))));
+    for (const containers of read) result.stuck.push(...containers);
   };
   const named = options.namespaces.length > 0 ? [...new Set(options.namespaces)] : await fewNamespaces(gateway, options, result);
   if (named) {
-    await mapBounded(named, options.listConcurrency ?? 4, async (namespace) =>
-      note(namespace, await listNamespace(gateway, namespace, options)),
-    );
+    await mapBounded(named, options.listConcurrency ?? 8, async (namespace) => {
+      const scoped = await listNamespace(gateway, namespace, options);
+      note(scoped);
+      await readCandidates(namespace, scoped);
+    });
   } else {
     const everywhere = await listEverywhere(gateway, options);
     result.pages += everywhere.pages;
-    for (const [namespace, scoped] of everywhere.byNamespace) note(namespace, { ...scoped, pages: 0 });
+    for (const scoped of everywhere.byNamespace.values()) note({ ...scoped, pages: 0 });
+    await Promise.all([...everywhere.byNamespace].map(([namespace, scoped]) => readCandidates(namespace, scoped)));
   }
-  const toRead: PodRow[] = [];
-  const toList: [string, Scoped][] = [];
-  const listThreshold = options.listThreshold ?? 10;
-  for (const [namespace, scoped] of scopes) {
-    const many = scoped.candidates.length >= listThreshold && scoped.candidates.length * 4 >= scoped.podsScanned;
-    if (many) toList.push([namespace, scoped]);
-    else toRead.push(...scoped.candidates);
-  }
-  await mapBounded(toList, options.listConcurrency ?? 4, async ([namespace, scoped]) => {
-    const listed = await readCandidatesByList(gateway, namespace, new Set(scoped.candidates.map((row) => row.name)), judged, options);
-    result.pages += listed.pages;
-    result.stuck.push(...listed.stuck);
-  });
-  const read = await mapBounded(toRead, options.readConcurrency ?? 8, async (row) => {
-    try {
-      const pod = await gateway.readPod(row.namespace, row.name);
-      // Judged on the full read: a pod that moved on since the list is no longer Pending.
-      return pod.status?.phase === 'Pending' ? judged(pod) : [];
-    } catch (error) {
-      if (describeApiError(error).status === 404) return []; // gone since the list
-      throw error;
-    }
-  });
-  for (const containers of read) result.stuck.push(...containers);
+  // Reads finish in any order; the result does not depend on it.
+  result.stuck.sort((a, b) => compareText(a.namespace, b.namespace) || compareText(a.pod, b.pod));
   return result;
+}
+
+/** A candidate judged on its full read; a pod that is gone or moved on since the list has none. */
+async function readCandidate(gateway: KubeGateway, row: PodRow, judged: (pod: V1Pod) => StuckContainer[]): Promise<StuckContainer[]> {
+  try {
+    const pod = await gateway.readPod(row.namespace, row.name);
+    return pod.status?.phase === 'Pending' ? judged(pod) : [];
+  } catch (error) {
+    if (describeApiError(error).status === 404) return [];
+    throw error;
+  }
 }
 
 /**

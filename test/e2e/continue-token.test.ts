@@ -108,6 +108,7 @@ describe('an expired continue token', () => {
     const real = createGateway(kc);
     const calls: { list: string; continued: boolean; status: number | 'ok' }[] = [];
     const compacted = new Set<string>();
+    let compaction = Promise.resolve();
     const gateway: KubeGateway = {
       ...real,
       async listJobs(opts) {
@@ -117,8 +118,12 @@ describe('an expired continue token', () => {
           calls.push({ list, continued: opts.continueToken !== undefined, status: 'ok' });
           if (page.continueToken && !compacted.has(list)) {
             compacted.add(list);
-            await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: `bump-${list}` } } });
-            await compactEtcd();
+            // The two lists run at once: one compaction at a time, each past a revision of its own.
+            compaction = compaction.then(async () => {
+              await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: `bump-${list}` } } });
+              await compactEtcd();
+            });
+            await compaction;
           }
           return page;
         } catch (error) {

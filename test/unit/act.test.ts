@@ -308,10 +308,7 @@ describe('a dry run: the gateway records the writes', () => {
     const [r] = await act(dry, [decisionFor('p', PFP)], options());
     assert.deepEqual([r!.outcome, r!.error], ['would-fail', undefined]);
     assert.deepEqual(calls, []);
-    assert.deepEqual(
-      recordedWrites(dry)!.map((w) => w.method),
-      ['mergePatchJob', 'patchPodStatus', 'deletePod', 'createEvent'],
-    );
+    assert.deepEqual(recordedWrites(dry)!.methods, ['mergePatchJob', 'patchPodStatus', 'deletePod', 'createEvent']);
     assert.equal(recordedWrites(gateway), undefined);
   });
 });
