@@ -1,15 +1,7 @@
 /** Runs `work` over `items` with at most `limit` in flight, keeping input order. */
-export async function mapBounded<I, O>(items: readonly I[], limit: number, work: (item: I) => Promise<O>): Promise<O[]> {
-  const results = new Array<O>(items.length);
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < items.length) {
-      const index = next++;
-      results[index] = await work(items[index]!);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return results;
+export function mapBounded<I, O>(items: readonly I[], limit: number, work: (item: I) => Promise<O>): Promise<O[]> {
+  const gate = limited(limit);
+  return Promise.all(items.map((item) => gate(() => work(item))));
 }
 
 /** A gate that lets at most `limit` of the calls given to it run at once; the others wait their turn. */
@@ -17,13 +9,16 @@ export function limited(limit: number): <T>(work: () => Promise<T>) => Promise<T
   let running = 0;
   const waiting: (() => void)[] = [];
   return async (work) => {
-    if (running >= limit) await new Promise<void>((resolve) => waiting.push(resolve));
-    running += 1;
+    // A finishing call hands its place straight to the next waiting one, so a call arriving in
+    // between cannot take it too.
+    if (running < limit) running += 1;
+    else await new Promise<void>((resolve) => waiting.push(resolve));
     try {
       return await work();
     } finally {
-      running -= 1;
-      waiting.shift()?.();
+      const next = waiting.shift();
+      if (next) next();
+      else running -= 1;
     }
   };
 }
