@@ -36,6 +36,7 @@ import {
   runtimeDriver,
   type NodeRuntime,
   type RegistryHostConfig,
+  type RuntimeDriver,
   type RuntimeOptions,
 } from './runtimes.ts';
 
@@ -211,22 +212,25 @@ export async function addRegistryHost(
   hostPort: string,
   cfg: RegistryHostConfig | 'http' | 'https' = {},
 ): Promise<void> {
-  const driver = runtimeDriver(node.runtime);
-  await applyRegistryChange(node, hostPort, true, () =>
+  await applyRegistryChange(node, hostPort, true, (driver) =>
     driver.addRegistryHost(node.registryConfigDir, hostPort, typeof cfg === 'string' ? { scheme: cfg } : cfg),
   );
 }
 
 /** Removes what addRegistryHost wrote for `hostPort`. */
 export async function removeRegistryHost(node: RegistryConfigRef, hostPort: string): Promise<void> {
-  const driver = runtimeDriver(node.runtime);
-  await applyRegistryChange(node, hostPort, false, () => driver.removeRegistryHost(node.registryConfigDir, hostPort));
+  await applyRegistryChange(node, hostPort, false, (driver) => driver.removeRegistryHost(node.registryConfigDir, hostPort));
 }
 
-function applyRegistryChange(node: RegistryConfigRef, hostPort: string, present: boolean, write: () => void): Promise<void> {
+async function applyRegistryChange(
+  node: RegistryConfigRef,
+  hostPort: string,
+  present: boolean,
+  write: (driver: RuntimeDriver) => void,
+): Promise<void> {
   const driver = runtimeDriver(node.runtime);
-  if (!driver.applyRegistryChange) return Promise.resolve(write());
-  return driver.applyRegistryChange(node, hostPort, present, write);
+  if (!driver.applyRegistryChange) return write(driver);
+  await driver.applyRegistryChange(node, hostPort, present, () => write(driver));
 }
 
 /** Cgroup hierarchies: the v1 controller mounts, or the single v2 one. */
