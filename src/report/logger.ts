@@ -1,5 +1,6 @@
 import type { Writable } from 'node:stream';
 import winston from 'winston';
+import TransportStream from 'winston-transport';
 import { describeTrip } from '../judge/outage.ts';
 import { outcomeWord } from '../outcomes.ts';
 import { formatDuration } from '../policy/duration.ts';
@@ -27,8 +28,28 @@ export function createLogger(options: LoggerOptions): winston.Logger {
   return winston.createLogger({
     level: options.level ?? 'info',
     format,
-    transports: [new winston.transports.Stream({ stream: options.stream ?? process.stdout })],
+    transports: [new LineTransport(options.stream ?? process.stdout)],
   });
+}
+
+/** winston's formatted line (triple-beam's MESSAGE). */
+const MESSAGE = Symbol.for('message');
+
+/**
+ * Writes each formatted line and lets go of it. winston's own Stream transport also schedules a
+ * 'logged' event per line (setImmediate), which holds every line of a batch that completes
+ * without I/O (a dry run) until the batch ends: 1,500 decisions kept about 8 MB alive.
+ */
+class LineTransport extends TransportStream {
+  readonly #out: Writable;
+  constructor(out: Writable) {
+    super();
+    this.#out = out;
+  }
+  override log(info: Record<symbol, unknown>, next: () => void): void {
+    this.#out.write(`${String(info[MESSAGE])}\n`);
+    next();
+  }
 }
 
 export function logDecision(logger: winston.Logger, line: AuditLine): void {
