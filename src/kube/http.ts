@@ -2,6 +2,7 @@
 // makes; bodies are JSON.stringify-ed and answers parsed with plain JSON.parse (no typed models).
 import * as http from 'node:http';
 import * as https from 'node:https';
+import * as tls from 'node:tls';
 import { HttpMethod, RequestContext, type KubeConfig } from '@kubernetes/client-node';
 import { ApiStatusError } from './errors.ts';
 import { parseHttpDate, type ServerDate } from './server-clock.ts';
@@ -10,7 +11,8 @@ import { parseHttpDate, type ServerDate } from './server-clock.ts';
 const MAX_SOCKETS = 32;
 
 /** TLS options that identify a connection; requests that agree on them can share sockets. */
-const TLS_KEYS = ['ca', 'cert', 'key', 'pfx', 'passphrase', 'rejectUnauthorized', 'servername'] as const;
+const SECRET_KEYS = ['ca', 'cert', 'key', 'pfx', 'passphrase'] as const;
+const TLS_KEYS = [...SECRET_KEYS, 'rejectUnauthorized', 'servername'] as const;
 
 export interface KubeHttp {
   /** GET `path` (with query) and JSON.parse the body; non-2xx throws an ApiStatusError. */
@@ -22,21 +24,25 @@ export interface KubeHttp {
 }
 
 export function createKubeHttp(kubeConfig: KubeConfig, timeoutMs: number): KubeHttp {
-  const agents = new Map<string, http.Agent>();
+  const agents: { isHttps: boolean; identity: unknown[]; agent: http.Agent }[] = [];
 
-  /** The shared agent for the TLS identity of `fresh` (client-node's per-request agent). */
+  /**
+   * The shared agent for the TLS identity of `fresh` (client-node's per-request agent). Its
+   * certificates are compared, not turned into a key, and the shared agent holds them as one
+   * SecureContext: an agent given `ca`/`cert`/`key` parses them for every new connection and
+   * copies them into a string for every request (https.Agent#getName).
+   */
   const shared = (fresh: http.Agent | undefined): http.Agent | undefined => {
     // Proxy agents (socks, hpagent) and anything unknown are left as client-node made them.
     if (!fresh || (fresh.constructor !== https.Agent && fresh.constructor !== http.Agent)) return fresh;
     const options = (fresh as http.Agent & { options: Record<string, unknown> }).options;
     const isHttps = fresh.constructor === https.Agent;
-    const key = JSON.stringify([isHttps, ...TLS_KEYS.map((k) => stringify(options[k]))]);
-    let agent = agents.get(key);
-    if (!agent) {
-      const keepAlive = { keepAlive: true, maxSockets: MAX_SOCKETS, scheduling: 'lifo' as const };
-      agent = isHttps ? new https.Agent({ ...pick(options), ...keepAlive }) : new http.Agent(keepAlive);
-      agents.set(key, agent);
-    }
+    const identity = TLS_KEYS.map((k) => options[k]);
+    const known = agents.find((a) => a.isHttps === isHttps && a.identity.every((v, i) => sameValue(v, identity[i])));
+    if (known) return known.agent;
+    const keepAlive = { keepAlive: true, maxSockets: MAX_SOCKETS, scheduling: 'lifo' as const };
+    const agent = isHttps ? new https.Agent({ ...tlsOptions(options), ...keepAlive }) : new http.Agent(keepAlive);
+    agents.push({ isHttps, identity, agent });
     return agent;
   };
 
@@ -132,15 +138,24 @@ function fromApiServer(status: number, body: string): boolean {
   }
 }
 
-function stringify(value: unknown): string | null {
-  if (value === undefined || value === null) return null;
-  if (Buffer.isBuffer(value)) return value.toString('base64');
-  if (Array.isArray(value)) return JSON.stringify(value.map(stringify));
-  return String(value);
+function sameValue(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (Buffer.isBuffer(a) && Buffer.isBuffer(b)) return a.equals(b);
+  if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((v, i) => sameValue(v, b[i]));
+  return false;
 }
 
-function pick(options: Record<string, unknown>): https.AgentOptions {
-  const out: Record<string, unknown> = {};
-  for (const k of TLS_KEYS) if (options[k] !== undefined) out[k] = options[k];
-  return out as https.AgentOptions;
+/** The certificates and keys in one SecureContext, made once; the checks stay options. */
+function tlsOptions(options: Record<string, unknown>): https.AgentOptions {
+  const [ca, cert, key, pfx, passphrase] = SECRET_KEYS.map((k) => options[k]) as [
+    tls.SecureContextOptions['ca'],
+    tls.SecureContextOptions['cert'],
+    tls.SecureContextOptions['key'],
+    tls.SecureContextOptions['pfx'],
+    string | undefined,
+  ];
+  const out: https.AgentOptions = { secureContext: tls.createSecureContext({ ca, cert, key, pfx, passphrase }) };
+  if (options.rejectUnauthorized !== undefined) out.rejectUnauthorized = options.rejectUnauthorized as boolean;
+  if (options.servername !== undefined) out.servername = options.servername as string;
+  return out;
 }
