@@ -162,8 +162,26 @@ export interface PullClassification {
   notFound: boolean;
 }
 
+/**
+ * The answers for the last few hundred distinct failures. A pull failure repeats: every pod of an
+ * outage, or of a Job's retries, carries the same message for the same image, and each stuck
+ * container is explained when it is observed and again when the outage breaker counts it.
+ */
+const explained = new Map<string, Readonly<PullClassification>>();
+const EXPLAINED_KEPT = 512;
+
 /** Like `classifyPullFailure`, and says which rule decided. */
-export function explainPullFailure(reason: StuckReason, message: string, image?: string): PullClassification {
+export function explainPullFailure(reason: StuckReason, message: string, image?: string): Readonly<PullClassification> {
+  const key = `${reason}\n${image ?? ''}\n${message}`;
+  const known = explained.get(key);
+  if (known) return known;
+  const answer = Object.freeze(explainAnew(reason, message, image));
+  if (explained.size >= EXPLAINED_KEPT) explained.clear();
+  explained.set(key, answer);
+  return answer;
+}
+
+function explainAnew(reason: StuckReason, message: string, image?: string): PullClassification {
   const unwrapped = unwrapBackOff(reason, message);
   const effective = REASON_CLASSES[unwrapped.reason];
   if (effective.decisive) {

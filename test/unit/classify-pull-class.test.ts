@@ -820,3 +820,29 @@ describe('describeClassification', () => {
     );
   });
 });
+
+describe('explaining a failure that repeats', () => {
+  const message = 'Back-off pulling image "registry.invalid/team/app:v1": ErrImagePull: manifest unknown';
+  it('answers the same failure with the same frozen answer, which a caller cannot change for the next', () => {
+    const first = explainPullFailure('ImagePullBackOff', message, 'registry.invalid/team/app:v1');
+    assert.equal(explainPullFailure('ImagePullBackOff', message, 'registry.invalid/team/app:v1'), first);
+    assert.ok(Object.isFrozen(first));
+    assert.equal(first.pullClass, 'permanent');
+  });
+
+  it('tells apart failures that differ only in the image or the reason', () => {
+    const named = explainPullFailure('ErrImagePull', 'failed to pull image: pull access denied for acme/denied-404', 'acme/denied-404');
+    const unnamed = explainPullFailure('ErrImagePull', 'failed to pull image: pull access denied for acme/denied-404');
+    assert.notEqual(named, unnamed);
+    const never = 'Container image "acme/app:v1" is not present with pull policy of Never';
+    assert.equal(explainPullFailure('ErrImagePull', never).reason, 'ErrImagePull');
+    assert.equal(explainPullFailure('ErrImageNeverPull', never).reason, 'ErrImageNeverPull');
+  });
+
+  it('keeps answering right past the number of answers it keeps', () => {
+    for (let i = 0; i < 1_200; i++) {
+      const text = i % 2 ? `rpc error: i/o timeout ${i}` : `rpc error: code = NotFound desc = manifest for x/y:${i} not found`;
+      assert.equal(explainPullFailure('ErrImagePull', text).pullClass, i % 2 ? 'transient' : 'permanent', text);
+    }
+  });
+});
