@@ -86,7 +86,7 @@ env:
       fieldRef:
         fieldPath: metadata.namespace
   - name: NODE_OPTIONS
-    value: "--max-old-space-size=192 --max-semi-space-size=8"
+    value: "--max-old-space-size=192 --max-semi-space-size=4"
 resources:
   {{- toYaml .Values.resources | nindent 2 }}
 securityContext:
