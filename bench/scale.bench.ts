@@ -248,7 +248,8 @@ const median = (xs: number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
 };
-const mb = (kb: number): string => `${(kb / 1024).toFixed(0)} MB`;
+/** /usr/bin/time and cgroups count KiB; printed in MiB, the unit of a container memory limit. */
+const mb = (kb: number): string => `${(kb / 1024).toFixed(0)} MiB`;
 const s = (ms: number): string => `${(ms / 1000).toFixed(2)} s`;
 
 async function run(cmd: string, args: string[]): Promise<void> {
