@@ -139,6 +139,53 @@ function httpWithoutFacade(): Plugin {
   };
 }
 
+/**
+ * client-node imports its proxy agents (socks-proxy-agent, hpagent, with ip-address, socks and
+ * smart-buffer: ~200 KB) at load, for a kubeconfig `proxy-url` few clusters set; evaluating them was
+ * 7 ms of every start-up. Its imports get classes that load the real agent on first construction
+ * (the bundle's require of a CommonJS package runs when first called).
+ */
+function proxyAgentsOnUse(): Plugin {
+  const CONFIG = join(ROOT, 'node_modules', '@kubernetes', 'client-node', 'dist', 'config.js');
+  const onUse = (pkg: string, classes: string[]) =>
+    classes
+      .map((c) => `export class ${c} { constructor(...args) { return new (require(${JSON.stringify(pkg)}).${c})(...args); } }`)
+      .join('\n');
+  const SHIMS: Record<string, string> = {
+    'socks-proxy-agent': onUse('socks-proxy-agent', ['SocksProxyAgent']),
+    hpagent: onUse('hpagent', ['HttpProxyAgent', 'HttpsProxyAgent']),
+  };
+  return {
+    name: 'proxy-agents-on-use',
+    setup(b) {
+      b.onResolve({ filter: /^(socks-proxy-agent|hpagent)$/ }, (args) =>
+        args.importer === CONFIG && args.kind === 'import-statement' ? { path: args.path, namespace: 'proxy-agents-on-use' } : undefined,
+      );
+      b.onLoad({ filter: /.*/, namespace: 'proxy-agents-on-use' }, (args) => ({
+        contents: SHIMS[args.path],
+        resolveDir: dirname(CONFIG),
+        loader: 'js',
+      }));
+    },
+  };
+}
+
+/**
+ * winston and its transports require `readable-stream`, a copy of Node 10's streams (~85 KB
+ * evaluated at start-up); Node's own `stream`, already loaded for HTTP, is the same API.
+ */
+function nodeStreams(): Plugin {
+  const WRITABLE = "module.exports = require('node:stream').Writable;";
+  return {
+    name: 'node-streams',
+    setup(b) {
+      b.onResolve({ filter: /^readable-stream$/ }, () => ({ path: 'node:stream', external: true }));
+      b.onResolve({ filter: /^readable-stream\/lib\/_stream_writable\.js$/ }, () => ({ path: 'writable', namespace: 'node-streams' }));
+      b.onLoad({ filter: /.*/, namespace: 'node-streams' }, () => ({ contents: WRITABLE, loader: 'js' }));
+    },
+  };
+}
+
 rmSync(DIST, { recursive: true, force: true });
 const result = await build({
   absWorkingDir: ROOT,
@@ -152,7 +199,7 @@ const result = await build({
   target: 'node26',
   metafile: true,
   logLevel: 'warning',
-  plugins: [clientNodeEssentials(), httpWithoutFacade(), productionOnly()],
+  plugins: [clientNodeEssentials(), proxyAgentsOnUse(), nodeStreams(), httpWithoutFacade(), productionOnly()],
   // Bundled CommonJS dependencies call require() for Node's built-ins.
   banner: { js: "import { createRequire as __sweeperRequire } from 'node:module'; const require = __sweeperRequire(import.meta.url);" },
 });
