@@ -2,12 +2,13 @@
 // mode with its metrics endpoint, against the real control plane where a cluster is involved.
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer, type Socket } from 'node:net';
+import { createServer as createHttpServer, type IncomingMessage } from 'node:http';
+import { connect, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { type KubeConfig } from '@kubernetes/client-node';
-import { parse } from 'yaml';
+import { parse, stringify } from 'yaml';
 import { REPO, ensureBuilt, jsonLines, runCli, startCli } from '../support/cli.ts';
 import { freePort } from '../support/cluster.ts';
 import { useTestCluster } from '../support/hooks.ts';
@@ -338,6 +339,52 @@ describe('sweep', () => {
     assert.equal(r.code, 3, r.stdout + r.stderr);
     assert.match(r.stdout + r.stderr, /could not be reached.*nothing was changed/);
     assert.doesNotMatch(r.stdout + r.stderr, /\n\s+at /);
+  });
+
+  it('reaches the API server through the HTTP proxy its kubeconfig names (proxy-url)', async () => {
+    const tunnels: string[] = [];
+    const sockets: Socket[] = [];
+    const proxy = createHttpServer();
+    proxy.on('connect', (req: IncomingMessage, client: Socket, head: Buffer) => {
+      tunnels.push(req.url ?? '');
+      const target = new URL(`http://${req.url ?? ''}`);
+      const upstream = connect(Number(target.port), target.hostname, () => {
+        client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+        upstream.write(head);
+        upstream.pipe(client);
+        client.pipe(upstream);
+      });
+      sockets.push(client, upstream);
+      upstream.on('error', () => client.destroy());
+      client.on('error', () => upstream.destroy());
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    const { port } = proxy.address() as { port: number };
+    try {
+      const config = parse(readFileSync(kubeconfig, 'utf8')) as { clusters: { cluster: Record<string, string> }[] };
+      for (const c of config.clusters) c.cluster['proxy-url'] = `http://127.0.0.1:${port}`;
+      const server = new URL(config.clusters[0]!.cluster.server!);
+      const ns = await namespace('proxied');
+      const r = await runCli([
+        'sweep',
+        '--dry-run',
+        '--kubeconfig',
+        file('proxied.kubeconfig', stringify(config)),
+        '--namespace',
+        ns,
+        '--policy-file',
+        file('p-proxy.yaml', '{}\n'),
+        '--output',
+        'json',
+      ]);
+      assert.equal(r.code, 0, r.stdout + r.stderr);
+      assert.ok(jsonLines(r.stdout).some((l) => l.message === 'summary'));
+      assert.ok(tunnels.length > 0, 'no request went through the proxy');
+      assert.deepEqual([...new Set(tunnels)], [server.host]);
+    } finally {
+      for (const s of sockets) s.destroy();
+      proxy.close();
+    }
   });
 
   it('gives up on an API server that never answers (--request-timeout) and exits 3', async () => {
