@@ -9,8 +9,9 @@
 //
 // Pods mode, per run: the full-object LIST floor (bench/list-floor.ts: client-node, 500 a page,
 // a process of its own) and `sweep --dry-run` (the built CLI, a process of its own), each under
-// the shipped CronJob's NODE_OPTIONS and a hard memory cap equal to its memory limit, with wall
-// time, CPU, peak RSS and the API server's apiserver_request_total diff by verb and resource.
+// the image's environment (NODE_ENV), the shipped CronJob's NODE_OPTIONS and a hard memory cap
+// equal to its memory limit, with wall time, CPU, peak RSS and the API server's
+// apiserver_request_total diff by verb and resource.
 // Jobs mode, per run: a real sweep failing N stuck Jobs, the time until the Job controller has
 // marked them all Failed, then the writes floor on another N: bench/writes-floor.ts, a minimal
 // client making the same writes the sweep made (its Job patches and Events, read back and
@@ -81,6 +82,13 @@ function shippedLimits(): Shipped {
     };
   }
   throw new Error('manifests/cronjob.yaml: no CronJob');
+}
+
+/** The environment the image sets (the Dockerfile's runtime stage: `ENV NAME=value`). */
+function imageEnv(): Record<string, string> {
+  const dockerfile = fs.readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8');
+  const runtime = dockerfile.slice(dockerfile.search(/^FROM \S+ AS runtime$/m));
+  return Object.fromEntries([...runtime.matchAll(/^ENV (\w+)=(\S+)$/gm)].map((m) => [m[1]!, m[2]!]));
 }
 
 function quantityBytes(q: string): number {
@@ -380,7 +388,7 @@ console.log(
     .loadavg()
     .map((l) => l.toFixed(1))
     .join(' ')}, ${new Date().toISOString()}\n` +
-    `shipped CronJob: NODE_OPTIONS="${shipped.nodeOptions}", limits.memory ${shipped.memoryLimit}`,
+    `shipped CronJob: NODE_OPTIONS="${shipped.nodeOptions}", limits.memory ${shipped.memoryLimit}; the image's environment: ${JSON.stringify(imageEnv())}`,
 );
 await run('npm', ['run', 'build']);
 
@@ -392,7 +400,7 @@ const kubeconfigPath = given ?? cluster!.kubeconfigPath;
 const kc = new KubeConfig();
 kc.loadFromFile(kubeconfigPath);
 const raw = rawClient(kc);
-const childEnv = { ...process.env, NODE_OPTIONS: shipped.nodeOptions };
+const childEnv = { ...process.env, ...imageEnv(), NODE_OPTIONS: shipped.nodeOptions };
 const policyPath = path.join(os.tmpdir(), `scale-bench-policy-${process.pid}.yaml`);
 fs.writeFileSync(policyPath, `limits: { maxJobsPerSweep: ${stuckCount + 1}, maxJobsPerNamespace: ${stuckCount + 1} }\n`);
 const sweepArgv = (extra: string[]) => [
