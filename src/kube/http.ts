@@ -11,8 +11,7 @@ import { parseHttpDate, type ServerDate } from './server-clock.ts';
 const MAX_SOCKETS = 32;
 
 /** TLS options that identify a connection; requests that agree on them can share sockets. */
-const SECRET_KEYS = ['ca', 'cert', 'key', 'pfx', 'passphrase'] as const;
-const TLS_KEYS = [...SECRET_KEYS, 'rejectUnauthorized', 'servername'] as const;
+const TLS_KEYS = ['ca', 'cert', 'key', 'pfx', 'passphrase', 'rejectUnauthorized', 'servername'] as const;
 
 export interface KubeHttp {
   /** GET `path` (with query) and JSON.parse the body; non-2xx throws an ApiStatusError. */
@@ -88,7 +87,7 @@ export function createKubeHttp(kubeConfig: KubeConfig, timeoutMs: number): KubeH
           });
         });
         // One timer cleared on the answer: AbortSignal.timeout costs a signal, a timer and a
-        // finalizer per request (about 8% of a 150k-pod dry run's CPU).
+        // finalizer per request (about 6% of a 150k-pod dry run's CPU).
         const deadline = setTimeout(() => {
           const timedOut = new DOMException(`no answer to ${method} ${url.pathname} within ${timeoutMs} ms`, 'TimeoutError');
           reject(timedOut);
@@ -147,15 +146,9 @@ function sameValue(a: unknown, b: unknown): boolean {
 
 /** The certificates and keys in one SecureContext, made once; the checks stay options. */
 function tlsOptions(options: Record<string, unknown>): https.AgentOptions {
-  const [ca, cert, key, pfx, passphrase] = SECRET_KEYS.map((k) => options[k]) as [
-    tls.SecureContextOptions['ca'],
-    tls.SecureContextOptions['cert'],
-    tls.SecureContextOptions['key'],
-    tls.SecureContextOptions['pfx'],
-    string | undefined,
-  ];
+  const { ca, cert, key, pfx, passphrase, rejectUnauthorized, servername } = options as https.AgentOptions;
   const out: https.AgentOptions = { secureContext: tls.createSecureContext({ ca, cert, key, pfx, passphrase }) };
-  if (options.rejectUnauthorized !== undefined) out.rejectUnauthorized = options.rejectUnauthorized as boolean;
-  if (options.servername !== undefined) out.servername = options.servername as string;
+  if (rejectUnauthorized !== undefined) out.rejectUnauthorized = rejectUnauthorized;
+  if (servername !== undefined) out.servername = servername;
   return out;
 }
