@@ -13,7 +13,8 @@
 #
 # Usage: build.sh [--version MINOR] [--print-dir | --with-kubectl]
 #   MINOR is 1.37 (default), 1.36, 1.35 or 1.34; $IMAGEPULL_SWEEPER_K8S_VERSION sets it too (the
-#   option wins). CI builds 1.37 and 1.34; 1.36 and 1.35 are there to be run by hand.
+#   option wins). CI builds all four: 1.37 for the whole suite, 1.34, 1.36 and 1.35 for the
+#   compatibility subset (docs/kubernetes-versions.md).
 #   Progress goes to stderr; the last line on stdout is the directory holding the binaries.
 #   --print-dir prints that directory without building (it may not exist yet).
 #   --with-kubectl also builds kubectl from the same module (only the scale benchmark uses it;
