@@ -1,6 +1,7 @@
 // Fails a Job. Deadline path: one conditional patch claims and fails it at once. podFailurePolicy
 // path: claim, mark the pod, delete it; when a pod step fails the claim is released (or, if that
-// fails too, left for the confirmation rule to complete).
+// fails too, left for the confirmation rule to complete). A delete that may have landed keeps the
+// claim: the Job controller may be failing the Job, and only the claim brings its Event.
 import type { Decision } from '../judge/types.ts';
 import type { KubeGateway } from '../kube/gateway.ts';
 import { failureText, tryWrite } from '../kube/write-outcome.ts';
@@ -15,6 +16,9 @@ export async function failJob(gateway: KubeGateway, d: Decision, reporter: Repor
   if (!claimed.landed) return notLanded(claimed);
   if (d.mechanism === 'podFailurePolicy') {
     const steps = await failPod(gateway, d, reporter.now);
+    if (steps.kind === 'unknown') {
+      return { kind: 'failed', error: `${failureText(steps.failure)}; the pod may be deleted: claim kept, completed after confirmWithin` };
+    }
     if (steps.kind !== 'done') {
       const released = await releaseClaim(gateway, job, claim);
       const claimState = released ? 'claim released' : 'claim kept, completed after confirmWithin';

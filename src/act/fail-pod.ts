@@ -10,8 +10,16 @@ import { tryWrite } from '../kube/write-outcome.ts';
 import type { StuckContainer } from '../model.ts';
 import { truncate } from './events.ts';
 
-/** How the pod steps ended: done, the pod changed since it was judged (its stuck containers now), or a write failed. */
-export type PodSteps = { kind: 'done' } | { kind: 'changed'; stuck: StuckContainer[] } | { kind: 'failed'; failure: ApiFailure };
+/**
+ * How the pod steps ended: done, the pod changed since it was judged (its stuck containers now), a
+ * write failed, or the delete's outcome is unknown (it failed and the pod could not be read back:
+ * the pod may be gone, and the Job controller failing the Job).
+ */
+export type PodSteps =
+  | { kind: 'done' }
+  | { kind: 'changed'; stuck: StuckContainer[] }
+  | { kind: 'failed'; failure: ApiFailure }
+  | { kind: 'unknown'; failure: ApiFailure };
 
 const DELETE_ATTEMPTS = 3;
 
@@ -60,8 +68,8 @@ export async function failPod(gateway: KubeGateway, d: Decision, now: Date): Pro
     });
     if (deleted.landed) return { kind: 'done' };
     const seen = current as V1Pod | 'gone' | undefined;
-    if (seen === undefined || seen === 'gone' || deleted.why !== 'conflict' || attempt >= DELETE_ATTEMPTS)
-      return { kind: 'failed', failure: deleted.failure };
+    if (seen === undefined) return { kind: 'unknown', failure: deleted.failure };
+    if (seen === 'gone' || deleted.why !== 'conflict' || attempt >= DELETE_ATTEMPTS) return { kind: 'failed', failure: deleted.failure };
     // The kubelet wrote the pod in between: delete it as it is now, if it is still stuck.
     if (!marked(seen) || stuckNow(seen).length === 0) return { kind: 'changed', stuck: stuckNow(seen) };
     resourceVersion = seen.metadata?.resourceVersion ?? resourceVersion;

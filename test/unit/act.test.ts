@@ -189,6 +189,20 @@ describe('failing a Job by its pod failure policy', () => {
     assert.deepEqual(methods(), ['mergePatchJob', 'patchPodStatus', 'deletePod', 'readPod', 'jsonPatchJob']);
   });
 
+  it('a delete whose answer and read back both failed keeps the claim: the pod may be gone and its Job failing', async () => {
+    const d = decisionFor('p', PFP);
+    const { gateway, methods } = scriptedGateway({
+      deletePod: [apiError(503, 'ServiceUnavailable', 'answer lost')],
+      readPod: [apiError(503, 'ServiceUnavailable', 'later')],
+    });
+    const [r] = await act(gateway, [d], options());
+    assert.deepEqual(
+      [r!.outcome, r!.error],
+      ['error', 'ServiceUnavailable: answer lost; the pod may be deleted: claim kept, completed after confirmWithin'],
+    );
+    assert.deepEqual(methods(), ['mergePatchJob', 'patchPodStatus', 'deletePod', 'readPod']);
+  });
+
   it('a release that fails too leaves the claim for the confirmation rule', async () => {
     const d = decisionFor('p', PFP);
     const { gateway } = scriptedGateway({
