@@ -10,7 +10,7 @@
 // Pods mode, per run: the full-object LIST floor (bench/list-floor.ts: client-node, 500 a page,
 // a process of its own) and `sweep --dry-run` (the built CLI, a process of its own), each under
 // the image's environment (NODE_ENV), the shipped CronJob's NODE_OPTIONS and a hard memory cap
-// equal to its memory limit, with wall time, CPU, peak RSS and the API server's
+// equal to its memory limit (the sweep also with the node flags of the image's ENTRYPOINT), with wall time, CPU, peak RSS and the API server's
 // apiserver_request_total diff by verb and resource.
 // Jobs mode, per run: a real sweep failing N stuck Jobs, the time until the Job controller has
 // marked them all Failed, then the writes floor on another N: bench/writes-floor.ts, a minimal
@@ -28,6 +28,7 @@ import { parseAllDocuments } from 'yaml';
 import { startCluster } from '../test/support/cluster.ts';
 import { mapBounded } from '../src/concurrency.ts';
 import { createPods, createStuckJobs, markRunning, rawClient, type Raw } from './scale-setup.ts';
+import { DOCKERFILE, execForm, parseDockerfile } from '../test/support/dockerfile.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const NAMESPACES = 20;
@@ -84,11 +85,21 @@ function shippedLimits(): Shipped {
   throw new Error('manifests/cronjob.yaml: no CronJob');
 }
 
+const runtimeStage = parseDockerfile(fs.readFileSync(DOCKERFILE, 'utf8')).find((st) => st.name === 'runtime');
+if (!runtimeStage) throw new Error('Dockerfile: no runtime stage');
+
 /** The environment the image sets (the Dockerfile's runtime stage: `ENV NAME=value`). */
 function imageEnv(): Record<string, string> {
-  const dockerfile = fs.readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8');
-  const runtime = dockerfile.slice(dockerfile.search(/^FROM \S+ AS runtime$/m));
-  return Object.fromEntries([...runtime.matchAll(/^ENV (\w+)=(\S+)$/gm)].map((m) => [m[1]!, m[2]!]));
+  return Object.fromEntries(
+    runtimeStage!.instructions.filter((i) => i.op === 'ENV').map((i) => /^(\w+)=(\S+)$/.exec(i.args)!.slice(1, 3) as [string, string]),
+  );
+}
+
+/** The flags the image's ENTRYPOINT gives node before the CLI (`node <flags> main.js`). */
+function imageNodeFlags(): string[] {
+  const [command, ...rest] = execForm(runtimeStage!, 'ENTRYPOINT');
+  if (command !== 'node') throw new Error(`Dockerfile ENTRYPOINT runs ${command}, not node`);
+  return rest.filter((a) => a.startsWith('-'));
 }
 
 function quantityBytes(q: string): number {
@@ -388,7 +399,7 @@ console.log(
     .loadavg()
     .map((l) => l.toFixed(1))
     .join(' ')}, ${new Date().toISOString()}\n` +
-    `shipped CronJob: NODE_OPTIONS="${shipped.nodeOptions}", limits.memory ${shipped.memoryLimit}; the image's environment: ${JSON.stringify(imageEnv())}`,
+    `shipped CronJob: NODE_OPTIONS="${shipped.nodeOptions}", limits.memory ${shipped.memoryLimit}; the image's environment: ${JSON.stringify(imageEnv())}; the image's node flags: ${imageNodeFlags().join(' ')}`,
 );
 await run('npm', ['run', 'build']);
 
@@ -405,6 +416,7 @@ const policyPath = path.join(os.tmpdir(), `scale-bench-policy-${process.pid}.yam
 fs.writeFileSync(policyPath, `limits: { maxJobsPerSweep: ${stuckCount + 1}, maxJobsPerNamespace: ${stuckCount + 1} }\n`);
 const sweepArgv = (extra: string[]) => [
   'node',
+  ...imageNodeFlags(),
   'dist/src/cli/main.js',
   'sweep',
   '--kubeconfig',
