@@ -5,6 +5,13 @@ import type { KubeGateway } from '../kube/gateway.ts';
 import { listFromStart } from '../kube/paging.ts';
 import { jobOwner, toJobView } from './job-view.ts';
 
+/**
+ * Full Jobs a page of a namespace's Job list. Each answer is read, copied and parsed whole, up to
+ * `concurrency` at once, so the page bounds what namespaces of many Jobs cost: a Job is about
+ * 4 KB of JSON, and 8 pages of 500 would be 16 MB of answers in flight.
+ */
+const JOB_PAGE_SIZE = 25;
+
 export interface AttributeOptions {
   concurrency: number;
   /** At or above this many Jobs wanted in one namespace, one paged LIST replaces the GETs. */
@@ -42,7 +49,7 @@ export async function attributeToJobs(
     if (names.size >= options.listThreshold) {
       lookups.push(async () => {
         try {
-          const listPage = (continueToken: string | undefined) => gateway.listJobs({ namespace, limit: 500, continueToken });
+          const listPage = (continueToken: string | undefined) => gateway.listJobs({ namespace, limit: JOB_PAGE_SIZE, continueToken });
           const onRestart = (restart: number) => options.onRestart?.(namespace, restart);
           const listed = await listFromStart(
             listPage,
