@@ -28,7 +28,7 @@ import { parseAllDocuments } from 'yaml';
 import { startCluster } from '../test/support/cluster.ts';
 import { mapBounded } from '../src/concurrency.ts';
 import { createPods, createStuckJobs, markRunning, rawClient, type Raw } from './scale-setup.ts';
-import { DOCKERFILE, execForm, parseDockerfile } from '../test/support/dockerfile.ts';
+import { runtimeConfig } from '../test/support/dockerfile.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const NAMESPACES = 20;
@@ -85,22 +85,10 @@ function shippedLimits(): Shipped {
   throw new Error('manifests/cronjob.yaml: no CronJob');
 }
 
-const runtimeStage = parseDockerfile(fs.readFileSync(DOCKERFILE, 'utf8')).find((st) => st.name === 'runtime');
-if (!runtimeStage) throw new Error('Dockerfile: no runtime stage');
-
-/** The environment the image sets (the Dockerfile's runtime stage: `ENV NAME=value`). */
-function imageEnv(): Record<string, string> {
-  return Object.fromEntries(
-    runtimeStage!.instructions.filter((i) => i.op === 'ENV').map((i) => /^(\w+)=(\S+)$/.exec(i.args)!.slice(1, 3) as [string, string]),
-  );
-}
-
+const image = runtimeConfig();
+if (image.entrypoint[0] !== 'node') throw new Error(`Dockerfile ENTRYPOINT runs ${image.entrypoint[0]}, not node`);
 /** The flags the image's ENTRYPOINT gives node before the CLI (`node <flags> main.js`). */
-function imageNodeFlags(): string[] {
-  const [command, ...rest] = execForm(runtimeStage!, 'ENTRYPOINT');
-  if (command !== 'node') throw new Error(`Dockerfile ENTRYPOINT runs ${command}, not node`);
-  return rest.filter((a) => a.startsWith('-'));
-}
+const imageNodeFlags = image.entrypoint.slice(1).filter((a) => a.startsWith('-'));
 
 function quantityBytes(q: string): number {
   const m = /^(\d+)(Ki|Mi|Gi)?$/.exec(q);
@@ -399,7 +387,7 @@ console.log(
     .loadavg()
     .map((l) => l.toFixed(1))
     .join(' ')}, ${new Date().toISOString()}\n` +
-    `shipped CronJob: NODE_OPTIONS="${shipped.nodeOptions}", limits.memory ${shipped.memoryLimit}; the image's environment: ${JSON.stringify(imageEnv())}; the image's node flags: ${imageNodeFlags().join(' ')}`,
+    `shipped CronJob: NODE_OPTIONS="${shipped.nodeOptions}", limits.memory ${shipped.memoryLimit}; the image's environment: ${JSON.stringify(image.env)}; the image's node flags: ${imageNodeFlags.join(' ')}`,
 );
 await run('npm', ['run', 'build']);
 
@@ -411,12 +399,12 @@ const kubeconfigPath = given ?? cluster!.kubeconfigPath;
 const kc = new KubeConfig();
 kc.loadFromFile(kubeconfigPath);
 const raw = rawClient(kc);
-const childEnv = { ...process.env, ...imageEnv(), NODE_OPTIONS: shipped.nodeOptions };
+const childEnv = { ...process.env, ...image.env, NODE_OPTIONS: shipped.nodeOptions };
 const policyPath = path.join(os.tmpdir(), `scale-bench-policy-${process.pid}.yaml`);
 fs.writeFileSync(policyPath, `limits: { maxJobsPerSweep: ${stuckCount + 1}, maxJobsPerNamespace: ${stuckCount + 1} }\n`);
 const sweepArgv = (extra: string[]) => [
   'node',
-  ...imageNodeFlags(),
+  ...imageNodeFlags,
   'dist/src/cli/main.js',
   'sweep',
   '--kubeconfig',

@@ -10,6 +10,8 @@ import { failedJobEvent, type Reporter } from './events.ts';
 import { failPod } from './fail-pod.ts';
 import { notLanded, type WriteResult } from './write-result.ts';
 
+const CLAIM_KEPT = 'claim kept, completed after confirmWithin';
+
 export async function failJob(gateway: KubeGateway, d: Decision, reporter: Reporter, claim: string): Promise<WriteResult> {
   const job = d.jobView!;
   const claimed = await claimJob(gateway, d, reporter.now, claim);
@@ -17,11 +19,11 @@ export async function failJob(gateway: KubeGateway, d: Decision, reporter: Repor
   if (d.mechanism === 'podFailurePolicy') {
     const steps = await failPod(gateway, d, reporter.now);
     if (steps.kind === 'unknown') {
-      return { kind: 'failed', error: `${failureText(steps.failure)}; the pod may be deleted: claim kept, completed after confirmWithin` };
+      return { kind: 'failed', error: `${failureText(steps.failure)}; the pod may be deleted: ${CLAIM_KEPT}` };
     }
     if (steps.kind !== 'done') {
       const released = await releaseClaim(gateway, job, claim);
-      const claimState = released ? 'claim released' : 'claim kept, completed after confirmWithin';
+      const claimState = released ? 'claim released' : CLAIM_KEPT;
       if (steps.kind === 'changed') {
         return { kind: 'changed', error: `pod ${d.pod} kept changing; ${claimState}`, freshPod: { podUid: d.podUid, stuck: steps.stuck } };
       }
