@@ -7,6 +7,7 @@ import { writeInvalidPolicyEvent } from './act/invalid-policy.ts';
 import { settleFinished } from './act/settle.ts';
 import { attributeToJobs } from './attribute/attribute.ts';
 import { judge, rejudgeJob, type JudgeInput } from './judge/judge.ts';
+import type { Judgement } from './judge/types.ts';
 import { dueForForceDelete, judgePending } from './judge/pending.ts';
 import { dryRunGateway } from './kube/dry-run-gateway.ts';
 import { describeApiError, explainFailure, type ApiFailure } from './kube/errors.ts';
@@ -17,7 +18,7 @@ import type { JobView, PodOwner } from './model.ts';
 import { readJobPods } from './observe/job-pods.ts';
 import { readNamespaceLabels } from './observe/namespace-labels.ts';
 import { listPendingJobs } from './observe/pending-jobs.ts';
-import { observeStuckContainers } from './observe/pods.ts';
+import { observeStuckContainers, type Observation } from './observe/pods.ts';
 import { LABELS } from './policy/annotations.ts';
 import { SYSTEM_NAMESPACES } from './policy/defaults.ts';
 import { loadPolicy, type LoadedPolicy, type PolicyLocation } from './policy/load.ts';
@@ -166,11 +167,7 @@ export async function sweep(liveDeps: SweepDeps, options: SweepOptions): Promise
     logger.warn(SANDBOX_NOT_READY, { sweepId, pods, nodes: [...new Set(slowSandboxes.map((w) => w.node))].sort() });
   }
   const judgeInput: JudgeInput = { stuck: observation.stuck, ownerOf, namespaceLabels: labels, policy, now };
-  const judgement = judge(judgeInput);
-  const { confirmWithinSeconds, forceDeleteAfterSeconds } = policy.limits;
-  const due = dueForForceDelete({ labelled, decisions: judgement.decisions, forceDeleteAfterSeconds, now });
-  const podsByJob = await readJobPods(gateway, due, CONCURRENT_READS);
-  const pending = judgePending({ labelled, decisions: judgement.decisions, confirmWithinSeconds, forceDeleteAfterSeconds, podsByJob, now });
+  const { outage, decisions, finished, awaiting } = await decide(gateway, judgeInput, labelled, observation);
   const actOptions = {
     concurrency: CONCURRENT_WRITES,
     now,
@@ -178,15 +175,14 @@ export async function sweep(liveDeps: SweepDeps, options: SweepOptions): Promise
     claim,
     signal: options.signal,
     rejudge: (decision: Parameters<typeof rejudgeJob>[1], fresh: JobView, freshPod?: Parameters<typeof rejudgeJob>[3]) => ({
-      ...rejudgeJob({ ...judgeInput, outage: judgement.outage }, decision, fresh, freshPod),
+      ...rejudgeJob({ ...judgeInput, outage }, decision, fresh, freshPod),
       capacity: decision.capacity,
     }),
     onResult: (result: ActResult) => logDecision(logger, auditLine(sweepId, result, options.dryRun)),
   };
-  const decisions = withCapacity(pending.decisions, capacityByJob(observation.stuck, observation.podCapacity, now));
   const results = await act(gateway, decisions, actOptions);
   const reporter = { instance: options.instance, now };
-  const settledJobs = await settleFinished(gateway, pending.finished, { concurrency: CONCURRENT_WRITES, reporter, signal: options.signal });
+  const settledJobs = await settleFinished(gateway, finished, { concurrency: CONCURRENT_WRITES, reporter, signal: options.signal });
   for (const settled of settledAsDryRun(gateway, settledJobs)) {
     const fields = { sweepId, namespace: settled.job.namespace, job: settled.job.name };
     if (settled.error) {
@@ -210,10 +206,10 @@ export async function sweep(liveDeps: SweepDeps, options: SweepOptions): Promise
     finishedAt: new Date(now.getTime() + (monotonicMs() - nowMs)),
     podsScanned: observation.podsScanned,
     stuckContainers: observation.stuck.length,
-    outage: judgement.outage,
+    outage,
     results,
     cronJobs,
-    awaitingFailed: pending.awaiting,
+    awaitingFailed: awaiting,
     otherErrors,
   });
   logSummary(logger, summary);
@@ -224,6 +220,27 @@ export async function sweep(liveDeps: SweepDeps, options: SweepOptions): Promise
     cronJobs,
     ...(loaded.builtin ? { policyMissing: 'default' as const } : {}),
   };
+}
+
+/**
+ * The judge's decisions, the pending Jobs' lines and each Job's capacity, as one list. Only that
+ * list outlives this call: every intermediate copy of a decision kept through act cost about 300
+ * bytes per stuck Job (docs/performance.md).
+ */
+async function decide(
+  gateway: KubeGateway,
+  judgeInput: JudgeInput,
+  labelled: JobView[],
+  observation: Pick<Observation, 'stuck' | 'podCapacity'>,
+): Promise<Pick<Judgement, 'outage' | 'decisions'> & { finished: JobView[]; awaiting: number }> {
+  const { policy, now } = judgeInput;
+  const judgement = judge(judgeInput);
+  const { confirmWithinSeconds, forceDeleteAfterSeconds } = policy.limits;
+  const due = dueForForceDelete({ labelled, decisions: judgement.decisions, forceDeleteAfterSeconds, now });
+  const podsByJob = await readJobPods(gateway, due, CONCURRENT_READS);
+  const pending = judgePending({ labelled, decisions: judgement.decisions, confirmWithinSeconds, forceDeleteAfterSeconds, podsByJob, now });
+  const decisions = withCapacity(pending.decisions, capacityByJob(observation.stuck, observation.podCapacity, now));
+  return { outage: judgement.outage, decisions, finished: pending.finished, awaiting: pending.awaiting };
 }
 
 async function policyFailure(

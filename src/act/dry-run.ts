@@ -20,8 +20,10 @@ export function asDryRun(gateway: KubeGateway, planned: Decision, result: ActRes
   const forced = (planned.forceDelete ?? [])
     .filter((t) => recorded.deletedPodUids.has(t.uid))
     .map((t) => `would force-delete ${describeTarget(t)}`);
+  const detail = [planned.detail, ...forced].join('; ');
+  // The decision is shared when its detail stands: a copy per stuck Job lives until the sweep ends.
   return {
-    decision: { ...result.decision, detail: [planned.detail, ...forced].join('; ') },
+    decision: detail === result.decision.detail ? result.decision : { ...result.decision, detail },
     outcome: dryRunOutcome(result.outcome),
     error: result.error,
   };

@@ -158,6 +158,9 @@ describe('a dry run says "would"', () => {
         ['skipped', undefined],
       ],
     );
+    // Shared, not copied: a dry run of thousands of Jobs keeps every result until it ends.
+    assert.equal(results[0]!.decision, fail, 'the would-fail result carries the decision itself');
+    assert.equal(results[1]!.decision, report, 'the would-report result carries the decision itself');
   });
 
   it('in JSON lines and the summary, which counts no live outcome', () => {
