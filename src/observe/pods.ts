@@ -75,6 +75,7 @@ export async function observeStuckContainers(gateway: KubeGateway, options: Obse
     sandboxWaits: [],
     podCapacity: new Map(),
   };
+  const shareTexts = textSharer();
   const judged = (pod: V1Pod): StuckContainer[] => {
     if (lacksSandboxCondition(pod)) result.nodesWithoutSandboxCondition.add(pod.spec?.nodeName ?? '');
     const since = sandboxNotReadySince(pod);
@@ -85,7 +86,7 @@ export async function observeStuckContainers(gateway: KubeGateway, options: Obse
         node: pod.spec?.nodeName ?? '',
         since,
       });
-    const stuck = findStuckContainers(pod);
+    const stuck = findStuckContainers(pod).map(shareTexts);
     if (stuck.length > 0) result.podCapacity.set(stuck[0]!.podUid, podCapacity(pod));
     return stuck;
   };
@@ -126,6 +127,32 @@ export async function observeStuckContainers(gateway: KubeGateway, options: Obse
   // Reads finish in any order; the result does not depend on it.
   result.stuck.sort((a, b) => compareText(a.namespace, b.namespace) || compareText(a.pod, b.pod));
   return result;
+}
+
+/**
+ * Keeps one copy of each text stuck containers repeat: every pod's answer is parsed into strings
+ * of its own, and the pods of one missing image share their namespace, image, reason, message
+ * and owner kind (about 400 bytes a stuck pod kept until the sweep ends, docs/performance.md).
+ */
+function textSharer(): (container: StuckContainer) => StuckContainer {
+  const texts = new Map<string, string>();
+  const one = <T extends string>(text: T): T => {
+    const known = texts.get(text);
+    if (known !== undefined) return known as T;
+    texts.set(text, text);
+    return text;
+  };
+  return (c) => {
+    c.namespace = one(c.namespace);
+    c.image = one(c.image);
+    c.reason = one(c.reason);
+    c.message = one(c.message);
+    if (c.controller) {
+      c.controller.apiVersion = one(c.controller.apiVersion);
+      c.controller.kind = one(c.controller.kind);
+    }
+    return c;
+  };
 }
 
 /** A candidate judged on its full read; a pod that is gone or moved on since the list has none. */
