@@ -8,7 +8,7 @@ import { settleFinished } from './act/settle.ts';
 import { attributeToJobs } from './attribute/attribute.ts';
 import { judge, rejudgeJob, type JudgeInput } from './judge/judge.ts';
 import type { Judgement } from './judge/types.ts';
-import { dueForForceDelete, judgePending } from './judge/pending.ts';
+import { dueForForceDelete, judgePending, type PendingJudgement } from './judge/pending.ts';
 import { dryRunGateway } from './kube/dry-run-gateway.ts';
 import { describeApiError, explainFailure, type ApiFailure } from './kube/errors.ts';
 import type { KubeGateway } from './kube/gateway.ts';
@@ -232,7 +232,7 @@ async function decide(
   judgeInput: JudgeInput,
   labelled: JobView[],
   observation: Pick<Observation, 'stuck' | 'podCapacity'>,
-): Promise<Pick<Judgement, 'outage' | 'decisions'> & { finished: JobView[]; awaiting: number }> {
+): Promise<PendingJudgement & Pick<Judgement, 'outage'>> {
   const { policy, now } = judgeInput;
   const judgement = judge(judgeInput);
   const { confirmWithinSeconds, forceDeleteAfterSeconds } = policy.limits;
@@ -240,7 +240,7 @@ async function decide(
   const podsByJob = await readJobPods(gateway, due, CONCURRENT_READS);
   const pending = judgePending({ labelled, decisions: judgement.decisions, confirmWithinSeconds, forceDeleteAfterSeconds, podsByJob, now });
   const decisions = withCapacity(pending.decisions, capacityByJob(observation.stuck, observation.podCapacity, now));
-  return { outage: judgement.outage, decisions, finished: pending.finished, awaiting: pending.awaiting };
+  return { ...pending, decisions, outage: judgement.outage };
 }
 
 async function policyFailure(
