@@ -20,6 +20,9 @@
 #   --with-kubectl also builds kubectl from the same module (only the scale benchmark uses it;
 #   the tests do not, so it is not built by default).
 set -euo pipefail
+# Stopped (a background build at the end of a test run, test/support/prebuild.ts): the EXIT trap
+# below still removes the half-built set.
+trap 'exit 143' TERM INT
 
 # Minor -> pinned release; each has a folder v<minor>/ with go.mod and go.sum.
 declare -A PINS=([1.37]=v1.37.2 [1.36]=v1.36.3 [1.35]=v1.35.4 [1.34]=v1.34.4)
