@@ -1,7 +1,7 @@
 // Builds the control planes of other Kubernetes minors in the background while a test run uses the
 // machine, at idle CPU and IO priority, so the compatibility runs that follow in `npm test` find
-// them built: on a new machine their builds were a quarter of CI's time, and the e2e suite leaves
-// about half of the 2 cores idle (docs/kubernetes-versions.md "CI's time"). Stopped when the run
+// them built: on a new machine their builds were a quarter of CI's time, while the e2e suite leaves
+// much of the 2 cores idle (docs/kubernetes-versions.md "CI's time"). Stopped when the run
 // ends; Go's build cache keeps every package compiled so far, so the next build starts from there.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
