@@ -32,7 +32,7 @@ function idlePriority(): string[] {
 }
 
 export interface Prebuild {
-  /** Stops the builds still running and says which minors are ready. */
+  /** Stops the builds still running and says how they ended. */
   stop(): Promise<void>;
 }
 
@@ -53,11 +53,9 @@ export function startPrebuild(minors: readonly string[], log: (line: string) => 
     child.on('error', () => resolve(null));
     child.on('exit', (code, signal) => resolve(signal ? null : code));
   });
-  let done: number | null | undefined;
-  void exited.then((code) => (done = code));
   return {
     async stop() {
-      const running = done === undefined;
+      const running = child.exitCode === null && child.signalCode === null;
       if (running && child.pid !== undefined) {
         try {
           process.kill(-child.pid, 'SIGTERM');
@@ -67,13 +65,11 @@ export function startPrebuild(minors: readonly string[], log: (line: string) => 
         const killed = await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000, 'late'))]);
         if (killed === 'late') process.kill(-child.pid, 'SIGKILL');
       }
-      const ready = minors.filter((m) => {
-        const dir = spawnSync('bash', [BUILD_SCRIPT, '--version', m, '--print-dir'], { encoding: 'utf8' }).stdout.trim();
-        return dir !== '' && fs.existsSync(path.join(dir, '.complete'));
-      });
-      const state = running ? 'stopped at the end of the run' : done === 0 ? 'finished' : `failed (exit ${done})`;
-      log(`background builds ${state}; ready: ${ready.join(', ') || 'none'} (log ${logFile})`);
-      if (!running && done !== 0) process.stderr.write(fs.readFileSync(logFile, 'utf8').split('\n').slice(-40).join('\n') + '\n');
+      const code = running ? undefined : await exited;
+      log(
+        `background builds ${running ? 'stopped at the end of the run' : code === 0 ? 'finished' : `failed (exit ${code})`} (log ${logFile})`,
+      );
+      if (code !== undefined && code !== 0) process.stderr.write(fs.readFileSync(logFile, 'utf8').split('\n').slice(-40).join('\n') + '\n');
     },
   };
 }
