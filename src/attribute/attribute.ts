@@ -1,4 +1,4 @@
-import { mapBounded } from '../concurrency.ts';
+import { limited } from '../concurrency.ts';
 import type { JobView, PodOwner, StuckContainer } from '../model.ts';
 import { describeApiError } from '../kube/errors.ts';
 import type { KubeGateway } from '../kube/gateway.ts';
@@ -7,13 +7,19 @@ import { jobOwner, toJobView } from './job-view.ts';
 
 /**
  * Full Jobs a page of a namespace's Job list. Each answer is read, copied and parsed whole, up to
- * `concurrency` at once, so the page bounds what namespaces of many Jobs cost: a Job is about
- * 4 KB of JSON, and 8 pages of 500 would be 16 MB of answers in flight.
+ * `listConcurrency` at once, so the page bounds what namespaces of many Jobs cost: a Job is 2–4 KB
+ * of JSON, and 8 pages of 500 would be 16 MB of answers in flight.
  */
 const JOB_PAGE_SIZE = 25;
 
 export interface AttributeOptions {
+  /** Requests in flight at once. */
   concurrency: number;
+  /**
+   * Namespace Job lists in flight at once, within `concurrency`: each holds its answers' pages
+   * until they are parsed, and fewer at once keep less of them alive (docs/performance.md).
+   */
+  listConcurrency: number;
   /** At or above this many Jobs wanted in one namespace, one paged LIST replaces the GETs. */
   listThreshold: number;
   /** A namespace's Job list started over after its continue token expired (410 Gone). */
@@ -43,11 +49,14 @@ export async function attributeToJobs(
 
   const found = new Map<string, JobView>(); // namespace/name → Job
   const errors: Attribution['errors'] = [];
-  // Namespace LISTs and single GETs all go out together, `concurrency` at a time.
-  const lookups: (() => Promise<void>)[] = [];
+  // Namespace LISTs and single GETs go out together, `concurrency` at a time; of them at most
+  // `listConcurrency` LISTs. A LIST takes its list slot first, so a waiting one holds no request slot.
+  const requests = limited(options.concurrency);
+  const lists = limited(options.listConcurrency);
+  const lookups: Promise<void>[] = [];
   for (const [namespace, names] of wanted) {
     if (names.size >= options.listThreshold) {
-      lookups.push(async () => {
+      const listNamespace = async () => {
         try {
           const listPage = (continueToken: string | undefined) => gateway.listJobs({ namespace, limit: JOB_PAGE_SIZE, continueToken });
           const onRestart = (restart: number) => options.onRestart?.(namespace, restart);
@@ -65,21 +74,23 @@ export async function attributeToJobs(
           const { message } = describeApiError(error);
           for (const name of names) errors.push({ namespace, job: name, message });
         }
-      });
+      };
+      lookups.push(lists(() => requests(listNamespace)));
     } else {
       for (const name of names) {
-        lookups.push(async () => {
+        const readOne = async () => {
           try {
             found.set(`${namespace}/${name}`, toJobView(await gateway.readJob(namespace, name)));
           } catch (error) {
             const failure = describeApiError(error);
             if (failure.status !== 404) errors.push({ namespace, job: name, message: failure.message });
           }
-        });
+        };
+        lookups.push(requests(readOne));
       }
     }
   }
-  await mapBounded(lookups, options.concurrency, (lookup) => lookup());
+  await Promise.all(lookups);
 
   const failedLookups = new Set(errors.map((e) => `${e.namespace}/${e.job}`));
   const byPod = new Map<string, PodOwner>();

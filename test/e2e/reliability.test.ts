@@ -327,7 +327,7 @@ describe('crash safety', () => {
     };
     const gateway = withRetries(landedThenLost, { sleep: async () => undefined });
     const observation = await observeStuckContainers(gateway, { namespaces: [ns], pageSize: 100 });
-    const attribution = await attributeToJobs(gateway, observation.stuck, { concurrency: 2, listThreshold: 10 });
+    const attribution = await attributeToJobs(gateway, observation.stuck, { concurrency: 2, listConcurrency: 2, listThreshold: 10 });
     const input: JudgeInput = {
       stuck: observation.stuck,
       ownerOf: attribution.ownerOf,
@@ -389,7 +389,7 @@ describe('pod preconditions', () => {
       const recovered = await createStuckJob(kc, ns, 'recovered', { stuckFor: 9999, spec: PFP });
       const gateway = withRetries(createGateway(kc));
       const observation = await observeStuckContainers(gateway, { namespaces: [ns], pageSize: 100 });
-      const attribution = await attributeToJobs(gateway, observation.stuck, { concurrency: 2, listThreshold: 10 });
+      const attribution = await attributeToJobs(gateway, observation.stuck, { concurrency: 2, listConcurrency: 2, listThreshold: 10 });
       const input: JudgeInput = {
         stuck: observation.stuck,
         ownerOf: attribution.ownerOf,

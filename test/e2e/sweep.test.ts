@@ -439,7 +439,7 @@ describe('sweep under real API failures and races', () => {
     await settledSnapshot(kc, ns);
     const gateway = withRetries(createGateway(kc));
     const observation = await observeStuckContainers(gateway, { namespaces: [ns], pageSize: 100 });
-    const attribution = await attributeToJobs(gateway, observation.stuck, { concurrency: 2, listThreshold: 10 });
+    const attribution = await attributeToJobs(gateway, observation.stuck, { concurrency: 2, listConcurrency: 2, listThreshold: 10 });
     const input: JudgeInput = {
       stuck: observation.stuck,
       ownerOf: attribution.ownerOf,
