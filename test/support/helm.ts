@@ -2,7 +2,7 @@
 // test/tools/build.sh) the first time a test needs it.
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type { KubernetesObject } from '@kubernetes/client-node';
@@ -33,17 +33,21 @@ export function helmBinary(): Promise<string> {
 /** Runs helm with its state (repositories, cache) in a scratch HOME. */
 export async function helm(args: string[], env: Record<string, string> = {}): Promise<Exec> {
   const home = mkdtempSync(path.join(tmpdir(), 'ips-helm-home-'));
-  return exec(await helmBinary(), args, {
-    env: {
-      PATH: process.env.PATH ?? '',
-      HOME: home,
-      HELM_CACHE_HOME: path.join(home, 'cache'),
-      HELM_CONFIG_HOME: path.join(home, 'config'),
-      HELM_DATA_HOME: path.join(home, 'data'),
-      ...env,
-    },
-    timeoutMs: 180_000,
-  });
+  try {
+    return await exec(await helmBinary(), args, {
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: home,
+        HELM_CACHE_HOME: path.join(home, 'cache'),
+        HELM_CONFIG_HOME: path.join(home, 'config'),
+        HELM_DATA_HOME: path.join(home, 'data'),
+        ...env,
+      },
+      timeoutMs: 180_000,
+    });
+  } finally {
+    rmSync(home, { recursive: true, force: true });
+  }
 }
 
 /** `helm template` of the chart into the namespace, as objects (throws on a failed render). */

@@ -1,6 +1,6 @@
 // Runs the real sweep in-process against the test cluster and collects its audit lines, plus
 // builders for the scenarios the sweep e2e tests share.
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -36,6 +36,8 @@ export interface SweepRun {
 }
 
 const policyDir = mkdtempSync(join(tmpdir(), 'ips-policy-'));
+// Each test file runs in a process of its own: its policy files go with it.
+process.on('exit', () => rmSync(policyDir, { recursive: true, force: true }));
 let policyFiles = 0;
 
 export function policyFile(yaml: string): PolicyLocation {
