@@ -74,16 +74,14 @@ export function createKubeHttp(kubeConfig: KubeConfig, timeoutMs: number): KubeH
         };
         const req = transport.request(url, { method, headers, agent }, (res) => {
           const receivedAtMs = performance.now();
-          // Decoded as it arrives: the answer is not also copied whole into a Buffer outside V8's
-          // heap (docs/performance.md, "What the 150k peak grows with").
-          res.setEncoding('utf8');
-          let body = '';
-          res.on('data', (c: string) => (body += c));
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
           res.on('error', failed);
           res.on('end', () => {
             clearTimeout(deadline);
             const responseHeaders: Record<string, string> = {};
             for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) responseHeaders[k] = String(v);
+            const body = Buffer.concat(chunks).toString('utf8');
             if (fromApiServer(res.statusCode ?? 0, body)) noteDate(res.headers.date, receivedAtMs);
             resolve({ status: res.statusCode ?? 0, body, responseHeaders });
           });
