@@ -9,6 +9,13 @@ import { parseHttpDate, type ServerDate } from './server-clock.ts';
 
 /** Sockets kept open per agent; the sweep's reads and writes stay well below this. */
 const MAX_SOCKETS = 32;
+/**
+ * How long one authentication (headers and agent) serves the requests that follow, for credentials
+ * client-node does not renew on a deadline of its own: a kubeconfig's token or certificates, or the
+ * in-cluster token file (client-node re-reads it once a minute). Exec plugins and other auth
+ * providers are asked every request. 2,000 writes asked about 0.1 s of CPU (docs/performance.md).
+ */
+export const AUTH_REUSE_MS = 1000;
 
 /** TLS options that identify a connection; requests that agree on them can share sockets. */
 const TLS_KEYS = ['ca', 'cert', 'key', 'pfx', 'passphrase', 'rejectUnauthorized', 'servername'] as const;
@@ -45,22 +52,35 @@ export function createKubeHttp(kubeConfig: KubeConfig, timeoutMs: number): KubeH
     return agent;
   };
 
+  const reuseAuth = authIsReusable(kubeConfig);
+  let auth: { headers: Record<string, string>; agent: http.Agent | undefined; atMs: number } | undefined;
+  const authenticate = async (url: URL, method: Method) => {
+    if (reuseAuth && auth && performance.now() - auth.atMs < AUTH_REUSE_MS) return auth;
+    // client-node's own auth (tokens, exec plugins, client certificates) fills in headers and TLS.
+    const context = new RequestContext(url.toString(), HttpMethod[method]);
+    await kubeConfig.applySecurityAuthentication(context);
+    const fresh = { headers: context.getHeaders(), agent: shared(context.getAgent() as http.Agent | undefined), atMs: performance.now() };
+    if (reuseAuth) auth = fresh;
+    return fresh;
+  };
+
   const server = kubeConfig.getCurrentCluster()?.server ?? '';
   let newest: { date: Date; receivedAtMs: number } | undefined;
+  // Every answer of one second carries the same Date header: parsed once.
+  let lastHeader: { text: string; date: Date | undefined } | undefined;
   const noteDate = (header: string | undefined, receivedAtMs: number) => {
-    const date = parseHttpDate(header);
+    if (header === undefined) return;
+    if (lastHeader?.text !== header) lastHeader = { text: header, date: parseHttpDate(header) };
+    const date = lastHeader.date;
     if (date && (!newest || receivedAtMs >= newest.receivedAtMs)) newest = { date, receivedAtMs };
   };
 
   async function send(method: Method, path: string, query: Query, options: SendOptions): Promise<unknown> {
     const url = new URL(server.replace(/\/+$/, '') + path);
     for (const [k, v] of Object.entries(query)) if (v !== undefined && v !== '') url.searchParams.set(k, String(v));
-    // client-node's own auth (tokens, exec plugins, client certificates) fills in headers and TLS.
-    const context = new RequestContext(url.toString(), HttpMethod[method]);
-    await kubeConfig.applySecurityAuthentication(context);
-    const agent = shared(context.getAgent() as http.Agent | undefined);
+    const { headers: authHeaders, agent } = await authenticate(url, method);
     const payload = options.body === undefined ? undefined : JSON.stringify(options.body);
-    const headers: Record<string, string | number> = { ...context.getHeaders(), Accept: options.accept ?? 'application/json' };
+    const headers: Record<string, string | number> = { ...authHeaders, Accept: options.accept ?? 'application/json' };
     if (payload !== undefined) {
       headers['Content-Type'] = options.contentType ?? 'application/json';
       headers['Content-Length'] = Buffer.byteLength(payload);
@@ -74,16 +94,19 @@ export function createKubeHttp(kubeConfig: KubeConfig, timeoutMs: number): KubeH
         };
         const req = transport.request(url, { method, headers, agent }, (res) => {
           const receivedAtMs = performance.now();
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
+          const status = res.statusCode ?? 0;
+          const ok = status >= 200 && status <= 299;
+          // An answer nobody reads (a write's echo of the object) is drained, not kept.
+          const chunks: Buffer[] | undefined = ok && options.ignoreAnswer ? undefined : [];
+          res.on('data', (c: Buffer) => chunks?.push(c));
           res.on('error', failed);
           res.on('end', () => {
             clearTimeout(deadline);
             const responseHeaders: Record<string, string> = {};
-            for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) responseHeaders[k] = String(v);
-            const body = Buffer.concat(chunks).toString('utf8');
-            if (fromApiServer(res.statusCode ?? 0, body)) noteDate(res.headers.date, receivedAtMs);
-            resolve({ status: res.statusCode ?? 0, body, responseHeaders });
+            if (!ok) for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) responseHeaders[k] = String(v);
+            const body = chunks ? Buffer.concat(chunks).toString('utf8') : '';
+            if (ok || fromApiServer(status, body)) noteDate(res.headers.date, receivedAtMs);
+            resolve({ status, body, responseHeaders });
           });
         });
         // One timer cleared on the answer: AbortSignal.timeout costs a signal, a timer and a
@@ -111,6 +134,14 @@ export function createKubeHttp(kubeConfig: KubeConfig, timeoutMs: number): KubeH
 }
 
 type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+/** Credentials whose renewal client-node does not time itself (see AUTH_REUSE_MS). */
+function authIsReusable(kubeConfig: KubeConfig): boolean {
+  const user = kubeConfig.getCurrentUser();
+  if (!user) return true;
+  if (user.exec) return false;
+  return user.authProvider === undefined || user.authProvider.name === 'tokenFile';
+}
 type Query = Record<string, string | number | undefined>;
 interface SendOptions {
   query?: Query;
