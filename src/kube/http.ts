@@ -134,14 +134,6 @@ export function createKubeHttp(kubeConfig: KubeConfig, timeoutMs: number): KubeH
 }
 
 type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
-
-/** Credentials whose renewal client-node does not time itself (see AUTH_REUSE_MS). */
-function authIsReusable(kubeConfig: KubeConfig): boolean {
-  const user = kubeConfig.getCurrentUser();
-  if (!user) return true;
-  if (user.exec) return false;
-  return user.authProvider === undefined || user.authProvider.name === 'tokenFile';
-}
 type Query = Record<string, string | number | undefined>;
 interface SendOptions {
   query?: Query;
@@ -150,8 +142,16 @@ interface SendOptions {
   /** Of the body (default application/json), e.g. application/merge-patch+json. */
   contentType?: string;
   accept?: string;
-  /** The caller does not use the answer (a write's echo of the object): it is not parsed. */
+  /** The caller does not use the answer (a write's echo of the object): a 2xx one is drained unread. */
   ignoreAnswer?: boolean;
+}
+
+/** Credentials whose renewal client-node does not time itself (see AUTH_REUSE_MS). */
+function authIsReusable(kubeConfig: KubeConfig): boolean {
+  const user = kubeConfig.getCurrentUser();
+  if (!user) return true;
+  if (user.exec) return false;
+  return user.authProvider === undefined || user.authProvider.name === 'tokenFile';
 }
 
 /**
