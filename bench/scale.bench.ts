@@ -13,10 +13,11 @@
 // equal to its memory limit (the sweep also with the node flags of the image's ENTRYPOINT), with wall time, CPU, peak RSS and the API server's
 // apiserver_request_total diff by verb and resource.
 // Jobs mode, per run: a real sweep failing N stuck Jobs, the time until the Job controller has
-// marked them all Failed, then the writes floor on another N: bench/writes-floor.ts, a minimal
-// client making the same writes the sweep made (its Job patches and Events, read back and
+// marked them all Failed, and the writes floor on another N: bench/writes-floor.ts, a minimal
+// client making the same writes a sweep made (its Job patches and Events, read back and
 // addressed to the other batch), as many in flight, keep-alive, answers unread; the sweep's wall
-// time over the writer's is the figure. Every measured command starts on
+// time over the writer's is the figure. Odd runs put the writer first, replaying the previous
+// run's sweep, so neither always follows the setup. Every measured command starts on
 // a quiet API server (no writes for 3 s), so none pays for the setup's or another's aftermath.
 import { spawn, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -310,10 +311,17 @@ async function listAll(raw: Raw, path: string): Promise<Obj[]> {
   return (JSON.parse(res.body) as { items: Obj[] }).items;
 }
 
+/** A deadline the Job has already passed, counted from its start (as src/act/claim.ts counts). */
+function passedDeadline(job: Obj): number | undefined {
+  const started = (job.status as { startTime?: string } | undefined)?.startTime;
+  return started ? Math.max(1, Math.floor((Date.now() - Date.parse(started)) / 1000)) : undefined;
+}
+
 /**
  * What the sweep wrote to each of its Jobs (read back: its patch's annotations, label and
  * deadline, and its Event), addressed to the same-named Job of the other batch: the writes floor's
- * plan. The patch keeps the sweep's resourceVersion precondition, with the other Job's version.
+ * plan. The patch keeps the sweep's resourceVersion precondition, with the other Job's version, and
+ * its deadline is one the other Job has passed.
  */
 async function writesPlan(raw: Raw, kc: KubeConfig, swept: string[], target: string[]): Promise<{ file: string; jobs: number }> {
   const chains: { method: string; path: string; contentType: string; body: string }[][] = [];
@@ -335,7 +343,9 @@ async function writesPlan(raw: Raw, kc: KubeConfig, swept: string[], target: str
           annotations: mine(job.metadata!.annotations),
           labels: mine(job.metadata!.labels),
         },
-        spec: { activeDeadlineSeconds: (job.spec as { activeDeadlineSeconds?: number }).activeDeadlineSeconds },
+        // Passed for the target Job, as the sweep's was for its own: the Job controller fails it at
+        // once, within the writer's window, however old the swept Jobs were.
+        spec: { activeDeadlineSeconds: passedDeadline(other) ?? (job.spec as { activeDeadlineSeconds?: number }).activeDeadlineSeconds },
       };
       const { metadata, regarding, related, ...rest } = event as Obj & {
         regarding: Record<string, unknown>;
@@ -483,7 +493,10 @@ try {
       failedAfterMs: number | undefined;
       sweepCp: string;
       writerCp: string;
+      writerFirst: boolean;
     }[] = [];
+    /** The swept namespaces of the last sweep: the writer's plan when it goes first. */
+    let lastSwept: string[] | undefined;
     for (let r = 0; r < runs; r++) {
       const setupStarted = Date.now();
       const tag = `${Date.now().toString(36)}-${r}`;
@@ -491,9 +504,38 @@ try {
       const writerNs = await makeNamespaces(raw, `batch-w-${tag}`, 10);
       await createStuckJobs(kc, sweepNs, stuckCount, 'job');
       await createStuckJobs(kc, writerNs, stuckCount, 'job');
+      // Alternate the order so neither always runs on the server just after the setup. The writer
+      // can go first from the second run on: its plan is the previous sweep's writes.
+      const writerFirst = r % 2 === 1 && lastSwept !== undefined;
       console.log(
-        `run ${r + 1}: setup 2 × ${stuckCount} stuck Jobs (one batch for the sweep, one for the minimal writer), ${s(Date.now() - setupStarted)}`,
+        `run ${r + 1}: setup 2 × ${stuckCount} stuck Jobs (one batch for the sweep, one for the minimal writer), ${s(Date.now() - setupStarted)}; ` +
+          (writerFirst ? "the writer first (the previous sweep's writes)" : 'the sweep first'),
       );
+      const writerRun = async (planFrom: string[]) => {
+        const plan = await writesPlan(raw, kc, planFrom, writerNs);
+        await waitQuiet(raw, 'the minimal writer');
+        const writerBefore = await requestCounts(raw);
+        const writerCpuBefore = controlPlaneCpu();
+        const written = await measure(['node', 'bench/writes-floor.ts', plan.file], process.env, noCap);
+        const writerCp = cpuDiff(writerCpuBefore, controlPlaneCpu());
+        fs.rmSync(plan.file, { force: true });
+        const out = JSON.parse(written.stdout.trim().split('\n').pop() ?? '{}') as {
+          requests?: number;
+          failures?: number;
+          writeMs?: number;
+        };
+        const writer = { ...written, writeMs: out.writeMs ?? NaN };
+        console.log(
+          `  minimal writer (the sweep's ${plan.jobs} Job patches and Events, ${WRITE_CONCURRENCY} in flight, keep-alive, answers unread): exit ${written.exitCode}, ` +
+            `${out.requests} requests, ${out.failures} non-2xx; ${s(written.wallMs)} wall (writes alone ${s(writer.writeMs)}), ${s(written.cpuMs)} CPU, ${mb(written.maxRssKb)} peak RSS` +
+            `\n  requests: ${diffCounts(writerBefore, await requestCounts(raw))}\n  control plane CPU during the writer: ${writerCp}`,
+        );
+        return { writer, writerCp };
+      };
+      // The second command starts after the Job controller has finished with the first one's
+      // Jobs, on a quiet server: neither competes with the other's aftermath.
+      const first = writerFirst ? await writerRun(lastSwept!) : undefined;
+      if (first) await watchFailed(kc, writerNs, stuckCount, Date.now());
 
       await waitQuiet(raw, 'the sweep');
       const cap = memoryCap(shipped.memoryLimitBytes, 'sweep');
@@ -513,39 +555,25 @@ try {
           `\n  requests: ${requests}` +
           `\n  control plane CPU during the sweep: ${cpuDuring} (${os.cpus().length} CPUs × ${s(sweep.wallMs)} wall = ${((os.cpus().length * sweep.wallMs) / 1000).toFixed(1)} CPU-seconds)`,
       );
-      // The writer runs after the Job controller has finished with the swept Jobs, on a quiet
-      // server, as the sweep did: neither competes with the other's aftermath.
       const failedAfterMs = await watchFailed(kc, sweepNs, stuckCount, sweptAt);
       console.log(
         failedAfterMs === undefined
           ? `  job controller: not all ${stuckCount} Jobs Failed within ${failedTimeoutS} s of the sweep`
           : `  job controller: all ${stuckCount} swept Jobs Failed ${s(failedAfterMs)} after the sweep ended (kube-controller-manager ${kcmQps ? `--kube-api-qps=${kcmQps}` : 'at its default client QPS'})`,
       );
-      const plan = await writesPlan(raw, kc, sweepNs, writerNs);
-      await waitQuiet(raw, 'the minimal writer');
-      const writerBefore = await requestCounts(raw);
-      const writerCpuBefore = controlPlaneCpu();
-      const written = await measure(['node', 'bench/writes-floor.ts', plan.file], process.env, noCap);
-      const writerCp = cpuDiff(writerCpuBefore, controlPlaneCpu());
-      fs.rmSync(plan.file, { force: true });
-      const out = JSON.parse(written.stdout.trim().split('\n').pop() ?? '{}') as { requests?: number; failures?: number; writeMs?: number };
-      const writer = { ...written, writeMs: out.writeMs ?? NaN };
-      console.log(
-        `  minimal writer (the sweep's ${plan.jobs} Job patches and Events, ${WRITE_CONCURRENCY} in flight, keep-alive, answers unread): exit ${written.exitCode}, ` +
-          `${out.requests} requests, ${out.failures} non-2xx; ${s(written.wallMs)} wall (writes alone ${s(writer.writeMs)}), ${s(written.cpuMs)} CPU, ${mb(written.maxRssKb)} peak RSS` +
-          `\n  requests: ${diffCounts(writerBefore, await requestCounts(raw))}\n  control plane CPU during the writer: ${writerCp}` +
-          `\n  → sweep wall / writer wall = ${(sweep.wallMs / written.wallMs).toFixed(2)}`,
-      );
-      rows.push({ sweep, writer, failedAfterMs, sweepCp: cpuDuring, writerCp });
+      lastSwept = sweepNs;
+      const { writer, writerCp } = first ?? (await writerRun(sweepNs));
+      console.log(`  → sweep wall / writer wall = ${(sweep.wallMs / writer.wallMs).toFixed(2)}`);
+      rows.push({ sweep, writer, failedAfterMs, sweepCp: cpuDuring, writerCp, writerFirst });
       // The next run starts on a quiet API server: wait for the writer's Jobs too.
-      if (r + 1 < runs) await watchFailed(kc, writerNs, stuckCount, Date.now());
+      if (!first && r + 1 < runs) await watchFailed(kc, writerNs, stuckCount, Date.now());
     }
     const sweepWall = median(rows.map((x) => x.sweep.wallMs));
     const writerWall = median(rows.map((x) => x.writer.wallMs));
     const failed = rows.map((x) => x.failedAfterMs).filter((x): x is number => x !== undefined);
     const ratios = rows.map((x) => x.sweep.wallMs / x.writer.wallMs);
     console.log(
-      `\nmedian of ${runs} (ratio: median of each run's ${median(ratios).toFixed(2)}; runs: ${ratios.map((x) => x.toFixed(2)).join(', ')}):\n` +
+      `\nmedian of ${runs} (ratio: median of each run's ${median(ratios).toFixed(2)}; runs: ${ratios.map((x, i) => `${x.toFixed(2)}${rows[i]!.writerFirst ? ' (writer first)' : ''}`).join(', ')}):\n` +
         `| ${stuckCount} stuck Jobs, real sweep | sweep | minimal writer (same writes) | sweep / writer | sweep CPU | sweep peak RSS | time to all Failed |\n|---|---|---|---|---|---|---|\n` +
         `| ${stuckCount} Jobs | ${s(sweepWall)} | ${s(writerWall)} (writes alone ${s(median(rows.map((x) => x.writer.writeMs)))}, CPU ${s(median(rows.map((x) => x.writer.cpuMs)))}) | ` +
         `${(sweepWall / writerWall).toFixed(2)} | ${s(median(rows.map((x) => x.sweep.cpuMs)))} | ${mb(median(rows.map((x) => x.sweep.maxRssKb)))} | ${failed.length === rows.length ? s(median(failed)) : `> ${failedTimeoutS} s in ${rows.length - failed.length} run(s)`} |`,
