@@ -1,8 +1,9 @@
-// Builds the control planes of other Kubernetes minors in the background while a test run uses the
-// machine, at idle CPU and IO priority, so the compatibility runs that follow in `npm test` find
-// them built: on a new machine their builds were a quarter of CI's time, while the e2e suite leaves
-// much of the 2 cores idle (docs/kubernetes-versions.md "CI's time"). Stopped when the run
-// ends; Go's build cache keeps every package compiled so far, so the next build starts from there.
+// Builds, in the background while a test run uses the machine, at idle CPU and IO priority, the
+// test tools the run will need (Helm) and then the control planes of other Kubernetes minors, so
+// the tests and the compatibility runs that follow in `npm test` find them built: on a new machine
+// these builds were a quarter of CI's time, while the e2e suite leaves much of the 2 cores idle
+// (docs/kubernetes-versions.md "CI's time"). Stopped when the run ends; Go's build cache keeps
+// every package compiled so far, so the next build starts from there.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -11,8 +12,24 @@ import { fileURLToPath } from 'node:url';
 
 /** Comma-separated minors to build in the background during a run (`npm test` sets it). */
 export const PREBUILD_ENV = 'IMAGEPULL_SWEEPER_PREBUILD_VERSIONS';
+/** Comma-separated test tools (test/tools/<name>) to build first (`npm test` sets it for the e2e suite). */
+export const PREBUILD_TOOLS_ENV = 'IMAGEPULL_SWEEPER_PREBUILD_TOOLS';
 
-const BUILD_SCRIPT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'controlplane', 'build.sh');
+const TEST_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const BUILD_SCRIPT = path.join(TEST_DIR, 'controlplane', 'build.sh');
+const TOOLS_BUILD_SCRIPT = path.join(TEST_DIR, 'tools', 'build.sh');
+
+/** The tools of `list`, in order, each once. */
+export function prebuildTools(list: string | undefined): string[] {
+  return [
+    ...new Set(
+      (list ?? '')
+        .split(',')
+        .map((t) => t.trim())
+        .filter((t) => t !== ''),
+    ),
+  ];
+}
 
 /** The minors of `list` other than the run's own, in order, each once. */
 export function prebuildMinors(list: string | undefined, ownMinor: string): string[] {
@@ -36,11 +53,17 @@ export interface Prebuild {
   stop(): Promise<void>;
 }
 
-export function startPrebuild(minors: readonly string[], log: (line: string) => void): Prebuild | undefined {
-  if (minors.length === 0) return undefined;
+export function startPrebuild(tools: readonly string[], minors: readonly string[], log: (line: string) => void): Prebuild | undefined {
+  if (tools.length === 0 && minors.length === 0) return undefined;
   const logFile = path.join(os.tmpdir(), `imagepull-sweeper-prebuild-${process.pid}.log`);
   const out = fs.openSync(logFile, 'w');
-  const script = minors.map((m) => `bash ${JSON.stringify(BUILD_SCRIPT)} --version ${m} || exit $?`).join('\n');
+  // A tool that fails here is built again by the test that needs it, which reports the error.
+  const script = [
+    ...tools.map(
+      (t) => `bash ${JSON.stringify(TOOLS_BUILD_SCRIPT)} ${JSON.stringify(t)} || echo "prebuild: tool ${t} failed (exit $?)" >&2`,
+    ),
+    ...minors.map((m) => `bash ${JSON.stringify(BUILD_SCRIPT)} --version ${m} || exit $?`),
+  ].join('\n');
   const priority = idlePriority();
   // Its own process group, so stop() ends the build script and the go commands under it.
   const child: ChildProcess = spawn(priority[0]!, [...priority.slice(1), 'bash', '-c', script], {
@@ -48,7 +71,8 @@ export function startPrebuild(minors: readonly string[], log: (line: string) => 
     stdio: ['ignore', out, out],
   });
   fs.closeSync(out);
-  log(`building control planes ${minors.join(', ')} in the background (${priority.join(' ')}); log ${logFile}`);
+  const what = [...tools, ...minors.map((m) => `control plane ${m}`)].join(', ');
+  log(`building ${what} in the background (${priority.join(' ')}); log ${logFile}`);
   const exited = new Promise<number | null>((resolve) => {
     child.on('error', () => resolve(null));
     child.on('exit', (code, signal) => resolve(signal ? null : code));

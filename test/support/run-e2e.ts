@@ -7,15 +7,16 @@
 // the nodes, exports $IMAGEPULL_SWEEPER_TEST_KUBECONFIG and $IMAGEPULL_SWEEPER_TEST_NODES (or
 // $IMAGEPULL_SWEEPER_TEST_NODE_SKIP with the reason the node tests are skipped), runs the command
 // with inherited stdio, stops the nodes and the cluster (keeping the logs if the command failed)
-// and exits with the command's exit code. While the command runs it builds, on idle CPU, the
-// control planes of the minors in $IMAGEPULL_SWEEPER_PREBUILD_VERSIONS (test/support/prebuild.ts).
+// and exits with the command's exit code. While the command runs it builds, on idle CPU, the test
+// tools in $IMAGEPULL_SWEEPER_PREBUILD_TOOLS, then the control planes of the minors in
+// $IMAGEPULL_SWEEPER_PREBUILD_VERSIONS (test/support/prebuild.ts).
 import { spawn } from 'node:child_process';
 import * as path from 'node:path';
 import { constants } from 'node:os';
 import { K8S_VERSION_ENV, startCluster, TEST_KUBECONFIG_ENV, TEST_STARTUP_MS_ENV } from './cluster.ts';
 import { ensureNodePackages, nodeSupport, startNode, TEST_NODE_ENV, TEST_NODE_SKIP_ENV, TEST_NODES_ENV } from './node.ts';
 import { requestedRuntimes, runtimeSupport, type NodeRuntime } from './runtimes.ts';
-import { PREBUILD_ENV, prebuildMinors, startPrebuild } from './prebuild.ts';
+import { PREBUILD_ENV, PREBUILD_TOOLS_ENV, prebuildMinors, prebuildTools, startPrebuild } from './prebuild.ts';
 
 const [command, ...args] = process.argv.slice(2);
 if (!command) {
@@ -65,9 +66,12 @@ if (skip) {
   }
 }
 process.stderr.write(`[e2e] environment ready in ${Date.now() - t0} ms\n`);
-// The control planes of the runs that follow (npm test's compatibility runs), on idle CPU meanwhile.
-const prebuild = startPrebuild(prebuildMinors(process.env[PREBUILD_ENV], process.env[K8S_VERSION_ENV] ?? '1.37'), (line) =>
-  process.stderr.write(`[prebuild] ${line}\n`),
+// The tools this run's tests build on first use, then the control planes of the runs that follow
+// (npm test's compatibility runs), on idle CPU meanwhile.
+const prebuild = startPrebuild(
+  prebuildTools(process.env[PREBUILD_TOOLS_ENV]),
+  prebuildMinors(process.env[PREBUILD_ENV], process.env[K8S_VERSION_ENV] ?? '1.37'),
+  (line) => process.stderr.write(`[prebuild] ${line}\n`),
 );
 
 const child = spawn(command, args, { stdio: 'inherit', env });
