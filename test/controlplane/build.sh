@@ -134,16 +134,12 @@ if [[ -f "$out/.complete" ]]; then cp -a "$out" "$tmp"; else mkdir -p "$tmp"; fi
 trap 'rm -rf "$tmp"' EXIT
 
 ldflags="-s -w"
-# Compile-time only, the same code either way: no DWARF (-w drops it at link anyway) and a
-# compiler that collects garbage a quarter as often; on a cold build of containerd 16% and 8%
-# less wall time (docs/kubernetes-versions.md "CI's time").
-export GOGC=400
-etcd_gcflags="all=-dwarf=false"
-k8s_gcflags="$etcd_gcflags"
-# The older pins serve only the compatibility subsets: compiled without inlining, a quarter less
-# compile time for code that runs somewhat slower. The newest pin, which the benchmarks measure,
-# keeps it. etcd keeps the newest pin's flags, so an older pin links its compiled packages again.
-[[ "$minor" != "$ETCD_MINOR" ]] && k8s_gcflags+=" -l"
+# The older pins serve only the compatibility subsets: compiled without inlining (the same code,
+# run somewhat slower), their builds take about a quarter less CPU (docs/kubernetes-versions.md
+# "CI's time"). The newest pin, which the benchmarks measure, is inlined; so is etcd, built
+# from its module for every pin, so an older pin only links it again.
+k8s_gcflags=""
+[[ "$minor" != "$ETCD_MINOR" ]] && k8s_gcflags="all=-l"
 for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   ldflags+=" -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=$K8S_MAJOR -X $pkg.gitMinor=$K8S_MINOR"
   ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$BUILD_DATE -X $pkg.gitCommit="
@@ -160,8 +156,8 @@ for c in "${components[@]}"; do
   [[ -x "$tmp/$c" ]] && continue
   dir="$mod"; [[ "$c" == etcd ]] && dir="$etcd_mod"
   log "building $c (${pkgs[$c]} in ${dir#"$here/"})"
-  gcflags="$k8s_gcflags"; [[ "$c" == etcd ]] && gcflags="$etcd_gcflags"
-  (cd "$dir" && CGO_ENABLED=0 with_progress "$c" go build -v -buildvcs=false -trimpath -gcflags "$gcflags" -ldflags "$ldflags" -o "$tmp/$c" "${pkgs[$c]}")
+  gcflags="$k8s_gcflags"; [[ "$c" == etcd ]] && gcflags=""
+  (cd "$dir" && CGO_ENABLED=0 with_progress "$c" go build -v -buildvcs=false -trimpath ${gcflags:+-gcflags "$gcflags"} -ldflags "$ldflags" -o "$tmp/$c" "${pkgs[$c]}")
 done
 
 "$tmp/kube-apiserver" --version >&2

@@ -11,8 +11,8 @@
 #              package's last path element
 #   TAGS       build tags (optional)
 #   LDFLAGS    linker flags (optional; "-s -w" is always added)
-#   GCFLAGS    compiler flags for every package (optional; "-dwarf=false" is always added; a
-#              test tool whose speed does not matter may add "-l", no inlining, to build faster)
+#   GCFLAGS    compiler flags for every package (optional; a test tool whose speed does not
+#              matter may set "-l", no inlining, to build with about a quarter less CPU)
 #   GO_ENV     array of NAME=value set for go (optional: CGO_ENABLED, GONOSUMDB, GOFLAGS...)
 #   CHECK      array of commands run after the build, from the output dir, to print versions
 #              (optional; e.g. "./containerd --version")
@@ -115,9 +115,6 @@ with_progress() {
   rm -f "$plog"
 }
 
-# As test/controlplane/build.sh: the compiler collects garbage a quarter as often (8% less wall
-# time on a cold build of containerd). GO_ENV may set it otherwise.
-export GOGC=400
 for kv in "${GO_ENV[@]}"; do
   [[ "$kv" == [A-Z]*=* ]] || { echo "build.sh: GO_ENV entry '$kv' is not NAME=value" >&2; exit 2; }
   export "${kv?}"
@@ -134,7 +131,7 @@ trap 'rm -rf "$tmp"' EXIT
 for b in $(printf '%s\n' "${!bins[@]}" | sort); do
   log "building $b (${bins[$b]})"
   with_progress "$b" go build -v -buildvcs=false -trimpath ${TAGS:+-tags "$TAGS"} \
-    -gcflags "all=-dwarf=false${GCFLAGS:+ $GCFLAGS}" -ldflags "-s -w $LDFLAGS" -o "$tmp/$b" "${bins[$b]}"
+    ${GCFLAGS:+-gcflags "all=$GCFLAGS"} -ldflags "-s -w $LDFLAGS" -o "$tmp/$b" "${bins[$b]}"
 done
 
 for c in "${CHECK[@]}"; do
