@@ -28,6 +28,7 @@ import { BatchV1Api, KubeConfig } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
 import { startCluster } from '../test/support/cluster.ts';
 import { mapBounded } from '../src/concurrency.ts';
+import { passedDeadlineSeconds } from '../src/act/claim.ts';
 import { createPods, createStuckJobs, markRunning, rawClient, type Raw } from './scale-setup.ts';
 import { runtimeConfig } from '../test/support/dockerfile.ts';
 
@@ -305,16 +306,15 @@ type Obj = {
   [k: string]: unknown;
 };
 
+function startTimeOf(job: Obj): Date | undefined {
+  const started = (job.status as { startTime?: string } | undefined)?.startTime;
+  return started ? new Date(started) : undefined;
+}
+
 async function listAll(raw: Raw, path: string): Promise<Obj[]> {
   const res = await raw.request('GET', path);
   if (res.status !== 200) throw new Error(`GET ${path}: HTTP ${res.status}`);
   return (JSON.parse(res.body) as { items: Obj[] }).items;
-}
-
-/** A deadline the Job has already passed, counted from its start (as src/act/claim.ts counts). */
-function passedDeadline(job: Obj): number | undefined {
-  const started = (job.status as { startTime?: string } | undefined)?.startTime;
-  return started ? Math.max(1, Math.floor((Date.now() - Date.parse(started)) / 1000)) : undefined;
 }
 
 /**
@@ -345,7 +345,7 @@ async function writesPlan(raw: Raw, kc: KubeConfig, swept: string[], target: str
         },
         // Passed for the target Job, as the sweep's was for its own: the Job controller fails it at
         // once, within the writer's window, however old the swept Jobs were.
-        spec: { activeDeadlineSeconds: passedDeadline(other) ?? (job.spec as { activeDeadlineSeconds?: number }).activeDeadlineSeconds },
+        spec: { activeDeadlineSeconds: passedDeadlineSeconds({ startTime: startTimeOf(other) }, new Date()) },
       };
       const { metadata, regarding, related, ...rest } = event as Obj & {
         regarding: Record<string, unknown>;

@@ -57,7 +57,7 @@ export async function releaseClaim(gateway: KubeGateway, job: JobView, claim: st
 }
 
 /** An activeDeadlineSeconds that has already run out, counted from the Job's start. */
-export function passedDeadlineSeconds(job: JobView, now: Date): number {
+export function passedDeadlineSeconds(job: Pick<JobView, 'startTime'>, now: Date): number {
   if (!job.startTime) return 1;
   return Math.max(1, Math.floor((now.getTime() - job.startTime.getTime()) / 1000));
 }

@@ -19,26 +19,27 @@ const TEST_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..'
 const BUILD_SCRIPT = path.join(TEST_DIR, 'controlplane', 'build.sh');
 const TOOLS_BUILD_SCRIPT = path.join(TEST_DIR, 'tools', 'build.sh');
 
-/** The tools of `list`, in order, each once. */
-export function prebuildTools(list: string | undefined): string[] {
+/** The entries of a comma-separated list, trimmed, in order, each once. */
+function entries(list: string | undefined, normalize: (entry: string) => string = (e) => e): string[] {
   return [
     ...new Set(
       (list ?? '')
         .split(',')
-        .map((t) => t.trim())
-        .filter((t) => t !== ''),
+        .map((e) => normalize(e.trim()))
+        .filter((e) => e !== ''),
     ),
   ];
+}
+
+/** The tools of `list`, in order, each once. */
+export function prebuildTools(list: string | undefined): string[] {
+  return entries(list);
 }
 
 /** The minors of `list` other than the run's own, in order, each once. */
 export function prebuildMinors(list: string | undefined, ownMinor: string): string[] {
   const own = ownMinor.replace(/^v/, '');
-  const minors = (list ?? '')
-    .split(',')
-    .map((m) => m.trim().replace(/^v/, ''))
-    .filter((m) => m !== '' && m !== own);
-  return [...new Set(minors)];
+  return entries(list, (m) => m.replace(/^v/, '')).filter((m) => m !== own);
 }
 
 /** `chrt --idle 0 ionice -c3` where both exist (the build runs only on CPU nothing else wants), else `nice -n 19`. */
