@@ -374,15 +374,6 @@ export async function cleanupNode(runDir: string, keepLogs = false): Promise<voi
 }
 
 /** Starts registries, the container runtime and the kubelet, and waits until the Node is Ready. */
-/**
- * Builds (or finds cached) what nodes of these runtimes need besides the control plane: the pause
- * image and each runtime's binaries. run-e2e.ts calls it while the control plane builds; startNode
- * then finds them cached. Needs the node's packages (ensureNodePackages).
- */
-export async function prepareNodes(runtimes: readonly NodeRuntime[], log = defaultLog): Promise<void> {
-  await Promise.all([pauseLayout(log), ...runtimes.map((r) => runtimeDriver(r).prepare(log))]);
-}
-
 export async function startNode(opts: StartNodeOptions): Promise<RunningNode> {
   const log = opts.log ?? defaultLog;
   const why = nodeSupport();

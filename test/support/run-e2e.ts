@@ -3,8 +3,8 @@
 //   node --import tsx test/support/run-e2e.ts <command> [args...]
 // The runtimes: $IMAGEPULL_SWEEPER_TEST_RUNTIMES (e.g. `containerd,containerd2`), by default every
 // runtime this machine can run (test/support/runtimes.ts).
-// Builds the binaries if needed and installs the node's packages if missing (the node's builds
-// alongside the control plane's), starts the cluster and the nodes, exports $IMAGEPULL_SWEEPER_TEST_KUBECONFIG and $IMAGEPULL_SWEEPER_TEST_NODES (or
+// Builds the binaries if needed, installs the node's packages if missing, starts the cluster and
+// the nodes, exports $IMAGEPULL_SWEEPER_TEST_KUBECONFIG and $IMAGEPULL_SWEEPER_TEST_NODES (or
 // $IMAGEPULL_SWEEPER_TEST_NODE_SKIP with the reason the node tests are skipped), runs the command
 // with inherited stdio, stops the nodes and the cluster (keeping the logs if the command failed)
 // and exits with the command's exit code. While the command runs it builds, on idle CPU, the test
@@ -14,7 +14,7 @@ import { spawn } from 'node:child_process';
 import * as path from 'node:path';
 import { constants } from 'node:os';
 import { K8S_VERSION_ENV, startCluster, TEST_KUBECONFIG_ENV, TEST_STARTUP_MS_ENV } from './cluster.ts';
-import { ensureNodePackages, nodeSupport, prepareNodes, startNode, TEST_NODE_ENV, TEST_NODE_SKIP_ENV, TEST_NODES_ENV } from './node.ts';
+import { ensureNodePackages, nodeSupport, startNode, TEST_NODE_ENV, TEST_NODE_SKIP_ENV, TEST_NODES_ENV } from './node.ts';
 import { requestedRuntimes, runtimeSupport, type NodeRuntime } from './runtimes.ts';
 import { PREBUILD_ENV, PREBUILD_TOOLS_ENV, prebuildMinors, prebuildTools, startPrebuild } from './prebuild.ts';
 
@@ -25,29 +25,6 @@ if (!command) {
 }
 
 const t0 = Date.now();
-const skip = process.env[TEST_NODE_SKIP_ENV] || nodeSupport();
-let runtimes: NodeRuntime[] = [];
-if (!skip) {
-  try {
-    runtimes = requestedRuntimes();
-  } catch (e) {
-    fail((e as Error).message);
-  }
-  // An explicitly requested runtime this machine cannot run is an error, not a silent skip.
-  const cannot = runtimes.map((r) => [r, runtimeSupport(r)]).filter(([, why]) => why);
-  if (cannot.length > 0) fail(cannot.map(([r, why]) => `runtime ${r}: ${why}`).join('; '));
-  if (runtimes.length === 0) fail('no container runtime can run on this machine');
-}
-// The node's packages and builds run while the control plane builds: each build leaves a core
-// idle at times (downloads, linking), and on a new machine these builds are a third of CI's time.
-const nodesPrepared = skip
-  ? Promise.resolve(undefined)
-  : ensureNodePackages()
-      .then(() => prepareNodes(runtimes))
-      .then(
-        () => undefined,
-        (e: unknown) => e as Error,
-      );
 const cluster = await startCluster();
 process.stderr.write(`[cluster] control plane startup-to-ready: ${cluster.startupMs} ms; kubeconfig ${cluster.kubeconfigPath}\n`);
 
@@ -56,6 +33,7 @@ const env: NodeJS.ProcessEnv = {
   [TEST_KUBECONFIG_ENV]: cluster.kubeconfigPath,
   [TEST_STARTUP_MS_ENV]: String(cluster.startupMs),
 };
+const skip = process.env[TEST_NODE_SKIP_ENV] || nodeSupport();
 const nodes: Awaited<ReturnType<typeof startNode>>[] = [];
 delete env[TEST_NODE_ENV];
 if (skip) {
@@ -63,8 +41,12 @@ if (skip) {
   process.stderr.write(`[node] no real node: ${skip}; the node tests will be reported as skipped\n`);
 } else {
   try {
-    const prepareError = await nodesPrepared;
-    if (prepareError) throw prepareError;
+    const runtimes = requestedRuntimes();
+    // An explicitly requested runtime this machine cannot run is an error, not a silent skip.
+    const cannot = runtimes.map((r) => [r, runtimeSupport(r)]).filter(([, why]) => why);
+    if (cannot.length > 0) throw new Error(cannot.map(([r, why]) => `runtime ${r}: ${why}`).join('; '));
+    if (runtimes.length === 0) throw new Error('no container runtime can run on this machine');
+    await ensureNodePackages();
     const shared: Partial<Record<NodeRuntime, string>> = {};
     for (const runtime of runtimes) {
       const tNode = Date.now();
@@ -79,7 +61,8 @@ if (skip) {
   } catch (e) {
     for (const n of nodes) await n.stop({ keepLogs: true });
     await cluster.stop({ keepLogs: true });
-    fail((e as Error).message);
+    process.stderr.write(`[node] ${(e as Error).message}\n`);
+    process.exit(1);
   }
 }
 process.stderr.write(`[e2e] environment ready in ${Date.now() - t0} ms\n`);
@@ -110,8 +93,3 @@ await cluster.stop({ keepLogs });
 if (keepLogs) process.stderr.write(`[cluster] control-plane logs kept in ${cluster.logDir}\n`);
 process.stderr.write(`[cluster] control plane startup-to-ready was ${cluster.startupMs} ms\n`);
 process.exit(code);
-
-function fail(message: string): never {
-  process.stderr.write(`[node] ${message}\n`);
-  process.exit(1);
-}
