@@ -21,6 +21,7 @@
 // a quiet API server (no writes, and the API server and etcd under 10% of a core, for 3 s), so
 // none pays for the setup's or another's aftermath.
 import { spawn, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -212,6 +213,20 @@ function diffCounts(before: Counts, after: Counts): string {
   return parts.join(', ') || 'none';
 }
 
+const PROBE_BYTES = Buffer.alloc(32 * 1024 * 1024, 7);
+
+/**
+ * Milliseconds to hash the same 256 MB in this process: fixed work, so a slow minute of the
+ * machine shows next to the command measured after it (docs/performance.md).
+ */
+function machineProbeMs(): number {
+  const started = performance.now();
+  const hash = createHash('sha256');
+  for (let i = 0; i < 8; i++) hash.update(PROBE_BYTES);
+  hash.digest();
+  return performance.now() - started;
+}
+
 /** Share of one core the idle API server and etcd stay under (a 150k-pod cluster idles at a few percent). */
 const QUIET_CPU = 0.1;
 
@@ -240,7 +255,8 @@ async function waitQuiet(raw: Raw, what: string): Promise<void> {
     const cpuShare = (cpu - lastCpu) / 3;
     if (now === last && cpuShare < QUIET_CPU) {
       console.log(
-        `  API server quiet before ${what} (${s(Date.now() - started)} waited; API server and etcd at ${(cpuShare * 100).toFixed(0)}% of a core)`,
+        `  API server quiet before ${what} (${s(Date.now() - started)} waited; API server and etcd at ${(cpuShare * 100).toFixed(0)}% of a core; ` +
+          `machine probe: 256 MB hashed in ${machineProbeMs().toFixed(0)} ms)`,
       );
       return;
     }
