@@ -214,15 +214,17 @@ function diffCounts(before: Counts, after: Counts): string {
 }
 
 const PROBE_BYTES = Buffer.alloc(32 * 1024 * 1024, 7);
+const PROBE_ROUNDS = 8;
+const PROBE_MB = (PROBE_ROUNDS * PROBE_BYTES.length) / 1024 ** 2;
 
 /**
- * Milliseconds to hash the same 256 MB in this process: fixed work, so a slow minute of the
+ * Milliseconds to hash the same PROBE_MB in this process: fixed work, so a slow minute of the
  * machine shows next to the command measured after it (docs/performance.md).
  */
 function machineProbeMs(): number {
   const started = performance.now();
   const hash = createHash('sha256');
-  for (let i = 0; i < 8; i++) hash.update(PROBE_BYTES);
+  for (let i = 0; i < PROBE_ROUNDS; i++) hash.update(PROBE_BYTES);
   hash.digest();
   return performance.now() - started;
 }
@@ -256,7 +258,7 @@ async function waitQuiet(raw: Raw, what: string): Promise<void> {
     if (now === last && cpuShare < QUIET_CPU) {
       console.log(
         `  API server quiet before ${what} (${s(Date.now() - started)} waited; API server and etcd at ${(cpuShare * 100).toFixed(0)}% of a core; ` +
-          `machine probe: 256 MB hashed in ${machineProbeMs().toFixed(0)} ms)`,
+          `machine probe: ${PROBE_MB} MB hashed in ${machineProbeMs().toFixed(0)} ms)`,
       );
       return;
     }
