@@ -161,6 +161,8 @@ function memoryCap(limitBytes: number, label: string): Cap {
 
 // ---- measured processes --------------------------------------------------------------------
 interface Measured {
+  /** Date.now() at spawn: the sweep's audit lines carry wall-clock timestamps. */
+  startedAtMs: number;
   wallMs: number;
   cpuMs: number;
   maxRssKb: number;
@@ -174,6 +176,7 @@ async function measure(argv: string[], env: NodeJS.ProcessEnv, cap: Cap): Promis
   const timeFile = path.join(os.tmpdir(), `scale-bench-time-${process.pid}-${Math.random().toString(36).slice(2)}`);
   const full = cap.wrap(['/usr/bin/time', '-f', '%e %U %S %M', '-o', timeFile, ...argv]);
   const started = performance.now();
+  const startedAtMs = Date.now();
   const child = spawn(full[0]!, full.slice(1), { env, stdio: ['ignore', 'pipe', 'inherit'], cwd: ROOT });
   let stdout = '';
   child.stdout.setEncoding('utf8');
@@ -185,7 +188,30 @@ async function measure(argv: string[], env: NodeJS.ProcessEnv, cap: Cap): Promis
   const cg = cap.finish();
   const [, user, sys, rss] = fs.readFileSync(timeFile, 'utf8').trim().split('\n').pop()!.split(' ').map(Number);
   fs.rmSync(timeFile, { force: true });
-  return { wallMs, cpuMs: (user! + sys!) * 1000, maxRssKb: rss!, exitCode, stdout, cgroupPeakBytes: cg.peakBytes, limitHits: cg.limitHits };
+  return {
+    startedAtMs,
+    wallMs,
+    cpuMs: (user! + sys!) * 1000,
+    maxRssKb: rss!,
+    exitCode,
+    stdout,
+    cgroupPeakBytes: cg.peakBytes,
+    limitHits: cg.limitHits,
+  };
+}
+
+/**
+ * When the sweep's first and last Job were done, from its start: audit lines are written as each
+ * Job's writes land, with wall-clock timestamps. What comes before the first is start-up and reads.
+ */
+interface WritePhases {
+  firstMs: number;
+  lastMs: number;
+}
+
+function writePhases(startedAtMs: number, lines: { message?: string; timestamp?: string }[]): WritePhases {
+  const at = lines.filter((l) => l.message === 'decision' && l.timestamp).map((l) => Date.parse(l.timestamp!) - startedAtMs);
+  return { firstMs: Math.min(...at), lastMs: Math.max(...at) };
 }
 
 // ---- apiserver_request_total ---------------------------------------------------------------
@@ -529,6 +555,7 @@ try {
       sweepCp: string;
       writerCp: string;
       writerFirst: boolean;
+      phases: WritePhases;
     }[] = [];
     /** The swept namespaces of the last sweep: the writer's plan when it goes first. */
     let lastSwept: string[] | undefined;
@@ -580,13 +607,15 @@ try {
       const sweptAt = Date.now();
       const cpuDuring = cpuDiff(cpuBefore, controlPlaneCpu());
       const requests = diffCounts(before, await requestCounts(raw));
-      const summary = sweep.stdout
+      const lines = sweep.stdout
         .trim()
         .split('\n')
-        .map((l) => JSON.parse(l) as { message?: string; outcomes?: Record<string, number> })
-        .find((l) => l.message === 'summary');
+        .map((l) => JSON.parse(l) as { message?: string; outcomes?: Record<string, number>; timestamp?: string });
+      const summary = lines.find((l) => l.message === 'summary');
+      const phases = writePhases(sweep.startedAtMs, lines);
       console.log(
         `  sweep: ${summary?.outcomes?.failed ?? '?'} failed, ${summary?.outcomes?.error ?? '?'} errors, exit ${sweep.exitCode}; ${s(sweep.wallMs)} wall, ${s(sweep.cpuMs)} CPU, ${mb(sweep.maxRssKb)} peak RSS` +
+          `\n  sweep's writes: the first Job's done ${s(phases.firstMs)} after start, the last ${s(phases.lastMs)} (${s(phases.lastMs - phases.firstMs)} between them)` +
           `\n  requests: ${requests}` +
           `\n  control plane CPU during the sweep: ${cpuDuring} (${os.cpus().length} CPUs × ${s(sweep.wallMs)} wall = ${((os.cpus().length * sweep.wallMs) / 1000).toFixed(1)} CPU-seconds)`,
       );
@@ -599,7 +628,7 @@ try {
       lastSwept = sweepNs;
       const { writer, writerCp } = first ?? (await writerRun(sweepNs));
       console.log(`  → sweep wall / writer wall = ${(sweep.wallMs / writer.wallMs).toFixed(2)}`);
-      rows.push({ sweep, writer, failedAfterMs, sweepCp: cpuDuring, writerCp, writerFirst });
+      rows.push({ sweep, writer, failedAfterMs, sweepCp: cpuDuring, writerCp, writerFirst, phases });
       // The next run starts on a quiet API server: wait for the writer's Jobs too.
       if (!first && r + 1 < runs) await watchFailed(kc, writerNs, stuckCount, Date.now());
     }
@@ -612,6 +641,11 @@ try {
         `| ${stuckCount} stuck Jobs, real sweep | sweep | minimal writer (same writes) | sweep / writer | sweep CPU | sweep peak RSS | time to all Failed |\n|---|---|---|---|---|---|---|\n` +
         `| ${stuckCount} Jobs | ${s(sweepWall)} | ${s(writerWall)} (writes alone ${s(median(rows.map((x) => x.writer.writeMs)))}, CPU ${s(median(rows.map((x) => x.writer.cpuMs)))}) | ` +
         `${(sweepWall / writerWall).toFixed(2)} | ${s(median(rows.map((x) => x.sweep.cpuMs)))} | ${mb(median(rows.map((x) => x.sweep.maxRssKb)))} | ${failed.length === rows.length ? s(median(failed)) : `> ${failedTimeoutS} s in ${rows.length - failed.length} run(s)`} |`,
+    );
+    const firsts = rows.map((x) => x.phases.firstMs);
+    console.log(
+      `the sweep's first Job done ${s(median(firsts))} after start (${firsts.map(s).join(', ')}); from the first Job to the last ` +
+        `${s(median(rows.map((x) => x.phases.lastMs - x.phases.firstMs)))}, the writer's writes alone ${s(median(rows.map((x) => x.writer.writeMs)))}`,
     );
   }
 } finally {
