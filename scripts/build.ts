@@ -3,12 +3,14 @@
 // then parses the code the sweeper uses instead of the ~1,000 modules of its dependencies
 // (docs/performance.md). dist/bundled-packages.json lists the packages the bundle carries, with versions and
 // licences: what the image ships (test/e2e/image.test.ts checks it).
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build, type Metafile, type Plugin } from 'esbuild';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+/** Where packages really are: esbuild names importers by real path, also when node_modules is a symlink. */
+const MODULES = realpathSync(join(ROOT, 'node_modules'));
 const DIST = join(ROOT, 'dist');
 
 interface BundledPackage {
@@ -63,7 +65,7 @@ function productionOnly(): Plugin {
           pluginData: 'production-only',
         });
         if (resolved.errors.length > 0) return undefined; // esbuild's own answer (optional requires stay runtime requires)
-        const dir = installedPackageDir(resolved.path.slice(ROOT.length + 1));
+        const dir = installedPackageDir(relative(dirname(MODULES), resolved.path));
         return dir && lock.packages[dir]?.dev ? { path: args.path, external: true } : resolved;
       });
     },
@@ -77,7 +79,7 @@ function productionOnly(): Plugin {
  * that export only those; a name client-node stops exporting fails the build, not a sweep.
  */
 function clientNodeEssentials(): Plugin {
-  const DIST_DIR = join(ROOT, 'node_modules', '@kubernetes', 'client-node', 'dist');
+  const DIST_DIR = join(MODULES, '@kubernetes', 'client-node', 'dist');
   const ROOT_INDEX = [
     `export { KubeConfig } from ${JSON.stringify(join(DIST_DIR, 'config.js'))};`,
     `export { HttpMethod, RequestContext } from ${JSON.stringify(join(DIST_DIR, 'gen', 'http', 'http.js'))};`,
@@ -146,7 +148,7 @@ function httpWithoutFacade(): Plugin {
  * (the bundle's require of a CommonJS package runs when first called).
  */
 function proxyAgentsOnUse(): Plugin {
-  const CONFIG = join(ROOT, 'node_modules', '@kubernetes', 'client-node', 'dist', 'config.js');
+  const CONFIG = join(MODULES, '@kubernetes', 'client-node', 'dist', 'config.js');
   const onUse = (pkg: string, classes: string[]) =>
     classes
       .map((c) => `export class ${c} { constructor(...args) { return new (require(${JSON.stringify(pkg)}).${c})(...args); } }`)
