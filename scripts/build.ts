@@ -11,6 +11,8 @@ import { build, type Metafile, type Plugin } from 'esbuild';
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 /** Where packages really are: esbuild names importers by real path, also when node_modules is a symlink. */
 const MODULES = realpathSync(join(ROOT, 'node_modules'));
+const CLIENT_NODE_DIST = join(MODULES, '@kubernetes', 'client-node', 'dist');
+const CLIENT_NODE_CONFIG = join(CLIENT_NODE_DIST, 'config.js');
 const DIST = join(ROOT, 'dist');
 
 interface BundledPackage {
@@ -79,15 +81,14 @@ function productionOnly(): Plugin {
  * that export only those; a name client-node stops exporting fails the build, not a sweep.
  */
 function clientNodeEssentials(): Plugin {
-  const DIST_DIR = join(MODULES, '@kubernetes', 'client-node', 'dist');
   const ROOT_INDEX = [
-    `export { KubeConfig } from ${JSON.stringify(join(DIST_DIR, 'config.js'))};`,
-    `export { HttpMethod, RequestContext } from ${JSON.stringify(join(DIST_DIR, 'gen', 'http', 'http.js'))};`,
-    `export { V1MicroTime } from ${JSON.stringify(join(DIST_DIR, 'types.js'))};`,
+    `export { KubeConfig } from ${JSON.stringify(CLIENT_NODE_CONFIG)};`,
+    `export { HttpMethod, RequestContext } from ${JSON.stringify(join(CLIENT_NODE_DIST, 'gen', 'http', 'http.js'))};`,
+    `export { V1MicroTime } from ${JSON.stringify(join(CLIENT_NODE_DIST, 'types.js'))};`,
   ].join('\n');
   const GEN_INDEX = [
-    `export { createConfiguration } from ${JSON.stringify(join(DIST_DIR, 'gen', 'configuration.js'))};`,
-    `export { ServerConfiguration } from ${JSON.stringify(join(DIST_DIR, 'gen', 'servers.js'))};`,
+    `export { createConfiguration } from ${JSON.stringify(join(CLIENT_NODE_DIST, 'gen', 'configuration.js'))};`,
+    `export { ServerConfiguration } from ${JSON.stringify(join(CLIENT_NODE_DIST, 'gen', 'servers.js'))};`,
   ].join('\n');
   const NO_FETCH = [
     "const unused = () => { throw new Error('node-fetch is not bundled: the sweeper sends its requests itself (src/kube/http.ts)'); };",
@@ -98,15 +99,15 @@ function clientNodeEssentials(): Plugin {
     name: 'client-node-essentials',
     setup(b) {
       b.onResolve({ filter: /^node-fetch$/ }, (args) =>
-        args.importer.startsWith(DIST_DIR) ? { path: 'no-fetch', namespace: 'client-node-essentials' } : undefined,
+        args.importer.startsWith(CLIENT_NODE_DIST) ? { path: 'no-fetch', namespace: 'client-node-essentials' } : undefined,
       );
       b.onResolve({ filter: /^@kubernetes\/client-node$/ }, () => ({ path: 'root', namespace: 'client-node-essentials' }));
       b.onResolve({ filter: /^\.\/gen\/index\.js$/ }, (args) =>
-        args.importer === join(DIST_DIR, 'config.js') ? { path: 'gen', namespace: 'client-node-essentials' } : undefined,
+        args.importer === CLIENT_NODE_CONFIG ? { path: 'gen', namespace: 'client-node-essentials' } : undefined,
       );
       b.onLoad({ filter: /.*/, namespace: 'client-node-essentials' }, (args) => ({
         contents: args.path === 'root' ? ROOT_INDEX : args.path === 'gen' ? GEN_INDEX : NO_FETCH,
-        resolveDir: DIST_DIR,
+        resolveDir: CLIENT_NODE_DIST,
         loader: 'js',
       }));
     },
@@ -148,7 +149,6 @@ function httpWithoutFacade(): Plugin {
  * (the bundle's require of a CommonJS package runs when first called).
  */
 function proxyAgentsOnUse(): Plugin {
-  const CONFIG = join(MODULES, '@kubernetes', 'client-node', 'dist', 'config.js');
   const onUse = (pkg: string, classes: string[]) =>
     classes
       .map((c) => `export class ${c} { constructor(...args) { return new (require(${JSON.stringify(pkg)}).${c})(...args); } }`)
@@ -161,11 +161,13 @@ function proxyAgentsOnUse(): Plugin {
     name: 'proxy-agents-on-use',
     setup(b) {
       b.onResolve({ filter: /^(socks-proxy-agent|hpagent)$/ }, (args) =>
-        args.importer === CONFIG && args.kind === 'import-statement' ? { path: args.path, namespace: 'proxy-agents-on-use' } : undefined,
+        args.importer === CLIENT_NODE_CONFIG && args.kind === 'import-statement'
+          ? { path: args.path, namespace: 'proxy-agents-on-use' }
+          : undefined,
       );
       b.onLoad({ filter: /.*/, namespace: 'proxy-agents-on-use' }, (args) => ({
         contents: SHIMS[args.path],
-        resolveDir: dirname(CONFIG),
+        resolveDir: CLIENT_NODE_DIST,
         loader: 'js',
       }));
     },
