@@ -19,8 +19,8 @@ RUN npm run build
 FROM node:26-slim AS runtime
 ENV NODE_ENV=production
 WORKDIR /app
-# package.json: ESM ("type": "module") and the version the CLI reports.
-COPY package.json ./
+# package.json: ESM ("type": "module") and the version the CLI reports; the licence and notices.
+COPY package.json LICENSE NOTICE ./
 COPY --from=build /src/dist/src ./dist/src
 RUN groupadd --system --gid 65532 sweeper \
  && useradd --system --uid 65532 --gid 65532 --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin sweeper
