@@ -94,8 +94,8 @@ describe('Dockerfile', () => {
       build.instructions.some((i) => i.op === 'RUN' && npmCommand(i.args, 'ci')),
       'the build stage runs npm ci',
     );
-    const major = /^node:(\d+)(?:-[a-z]+)?-(?:slim|alpine)$/.exec(runtime.from)?.[1];
-    assert.ok(major, `runtime base ${runtime.from} is a slim or alpine official Node image`);
+    const major = /^node:(\d+)(?:-[a-z]+)?-(?:slim|alpine)@sha256:[0-9a-f]{64}$/.exec(runtime.from)?.[1];
+    assert.ok(major, `runtime base ${runtime.from} is a slim or alpine official Node image, pinned by digest`);
     assert.ok(Number(major) >= 20 && Number(major) % 2 === 0, `Node ${major} is an LTS line`);
     assert.notEqual(runtime, build, 'the runtime stage is not the build stage');
     assert.deepEqual(
@@ -105,6 +105,40 @@ describe('Dockerfile', () => {
     assert.deepEqual(execForm(runtime, 'CMD'), ['sweep']);
     assert.deepEqual(execForm(runtime, 'ENTRYPOINT'), ['node', '--no-concurrent-recompilation', '/app/dist/src/cli/main.js']);
     assert.ok(instructions('ENV').some((i) => /^NODE_ENV=production$/.test(i.args)));
+  });
+
+  it('every stage is on one base pinned by digest; the runtime stage carries the OCI annotations', () => {
+    assert.deepEqual(new Set(stages.map((st) => st.from)).size, 1, `one base: ${stages.map((st) => st.from).join(', ')}`);
+    const [name = '', digest = ''] = runtime.from.split('@');
+    const args = new Map(
+      instructions('ARG').map((i) => {
+        const [key = '', value = ''] = i.args.split('=');
+        return [key, value];
+      }),
+    );
+    const labels = new Map<string, string>();
+    for (const i of instructions('LABEL'))
+      for (const [, key = '', quoted, bare] of i.args.matchAll(/([\w.-]+)=(?:"((?:[^"\\]|\\.)*)"|(\S+))/g))
+        labels.set(
+          key,
+          (quoted ?? bare ?? '').replace(/\$\{(\w+)\}/g, (_, arg: string) => args.get(arg) ?? `<${arg} unset>`),
+        );
+    const pkg = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as {
+      name: string;
+      description: string;
+      license: string;
+      version: string;
+    };
+    const oci = (key: string) => labels.get(`org.opencontainers.image.${key}`);
+    assert.equal(oci('title'), pkg.name);
+    assert.equal(oci('description'), pkg.description);
+    assert.equal(oci('licenses'), pkg.license);
+    assert.equal(oci('version'), pkg.version, 'ARG VERSION defaults to the package version');
+    for (const key of ['revision', 'created']) assert.ok(oci(key), `${key} comes from a build argument`);
+    for (const key of ['source', 'url', 'documentation']) assert.match(oci(key) ?? '', /^https:\/\//, key);
+    assert.equal(oci('base.name'), `docker.io/library/${name}`);
+    assert.equal(oci('base.digest'), digest);
+    assert.match(dockerfile, /docker buildx build --platform linux\/amd64,linux\/arm64 /, 'says how to build for arm64');
   });
 
   it('.dockerignore keeps the build context to what the Dockerfile copies', () => {
