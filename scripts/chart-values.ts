@@ -94,6 +94,8 @@ export const chartValuesSchema = z
     annotations: stringMap().describe('annotations added to every object'),
     podLabels: stringMap().describe("labels added to the sweeper's pods"),
     podAnnotations: stringMap().describe("annotations added to the sweeper's pods"),
+    // Helm sets it when this chart is a dependency of another (values shared by all subcharts).
+    global: object().optional().describe("Helm's values shared with subcharts"),
     policy: z.string().min(1).describe('`policy.yaml` of the ConfigMap `imagepull-sweeper-policy` (`--set-file policy=my-policy.yaml`)'),
   })
   .describe('Values of the imagepull-sweeper chart');

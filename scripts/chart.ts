@@ -15,6 +15,7 @@ interface JsonSchema {
   anyOf?: JsonSchema[];
   description?: string;
   properties?: Record<string, JsonSchema>;
+  required?: string[];
   additionalProperties?: unknown;
 }
 
@@ -27,12 +28,12 @@ export function renderValuesSchema(): string {
   return `${JSON.stringify(valuesJsonSchema(), null, 2)}\n`;
 }
 
-/** Each documented value: its dotted key, the schema, and its default from values.yaml. */
+/** Each documented value (Helm's optional `global` aside): its dotted key, the schema, and its default from values.yaml. */
 export function valueRows(values: Record<string, unknown>): { key: string; schema: JsonSchema; value: unknown }[] {
   const rows: { key: string; schema: JsonSchema; value: unknown }[] = [];
   const walk = (schema: JsonSchema, value: unknown, key: string): void => {
     if (schema.type === 'object' && schema.properties && schema.additionalProperties === false) {
-      for (const [name, child] of Object.entries(schema.properties))
+      for (const [name, child] of Object.entries(schema.properties).filter(([n]) => schema.required?.includes(n)))
         walk(child, (value as Record<string, unknown> | undefined)?.[name], key ? `${key}.${name}` : name);
     } else rows.push({ key, schema, value });
   };

@@ -31,6 +31,7 @@ describe('chart values', () => {
   it('refuses a typo, an unknown key and a wrong type, naming the value', () => {
     const problems = (patch: Record<string, unknown>) =>
       chartValuesSchema.safeParse({ ...values, ...patch }).error?.issues.map((i) => `${i.path.join('.')}: ${i.code}`) ?? [];
+    assert.deepEqual(problems({ global: { imageRegistry: 'r.example' } }), [], 'as a dependency, Helm adds global');
     assert.deepEqual(problems({ mode: 'Deployment' }), ['mode: invalid_value']);
     assert.deepEqual(problems({ replicas: 3 }), [': unrecognized_keys']);
     assert.deepEqual(problems({ deployment: { replicas: '2', metricsPort: 9090 } }), ['deployment.replicas: invalid_type']);
