@@ -14,6 +14,7 @@ import {
   BatchV1Api,
   CoordinationV1Api,
   CoreV1Api,
+  KubernetesObjectApi,
   RbacAuthorizationV1Api,
   type KubeConfig,
   type KubernetesObject,
@@ -23,6 +24,8 @@ import {
 import { parse as parseYaml } from 'yaml';
 import { CLI, ensureBuilt, exec, jsonLines, startCli } from '../support/cli.ts';
 import { CHART, helm, helmTemplate } from '../support/helm.ts';
+import { nodeSkipReason, testNode } from '../support/node.ts';
+import { pushSweeperImage, sweeperImage } from '../support/sweeper-image.ts';
 import { useTestCluster } from '../support/hooks.ts';
 import { waitFor } from '../support/kubelet.ts';
 import { renderKustomization } from '../support/kustomize.ts';
@@ -93,6 +96,19 @@ function withoutChartLabels(objects: KubernetesObject[]): KubernetesObject[] {
     }
     return copy;
   });
+}
+
+/**
+ * The chart's cluster-scoped objects have fixed names: one sweeper per cluster. Removes those of
+ * manifests/ applied by other test files (each applies them again itself).
+ */
+async function removeClusterScopedObjects(): Promise<void> {
+  const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
+  const admission = kc.makeApiClient(AdmissionregistrationV1Api);
+  await rbac.deleteClusterRole({ name: 'imagepull-sweeper' }).catch(() => undefined);
+  await rbac.deleteClusterRoleBinding({ name: 'imagepull-sweeper' }).catch(() => undefined);
+  await admission.deleteValidatingAdmissionPolicy({ name: 'imagepull-sweeper-guard' }).catch(() => undefined);
+  await admission.deleteValidatingAdmissionPolicyBinding({ name: 'imagepull-sweeper-guard' }).catch(() => undefined);
 }
 
 describe('the Helm chart', () => {
@@ -344,14 +360,8 @@ describe('the Helm chart', () => {
       const release = await env.namespace('helm');
       const target = await env.namespace('helm-target');
       const kubeconfig = { KUBECONFIG: env.cluster.kubeconfigPath };
-      // The chart's cluster-scoped objects have fixed names: one sweeper per cluster. Remove those
-      // of manifests/ applied by other test files (each applies them again itself).
       const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
-      const admission = kc.makeApiClient(AdmissionregistrationV1Api);
-      await rbac.deleteClusterRole({ name: 'imagepull-sweeper' }).catch(() => undefined);
-      await rbac.deleteClusterRoleBinding({ name: 'imagepull-sweeper' }).catch(() => undefined);
-      await admission.deleteValidatingAdmissionPolicy({ name: 'imagepull-sweeper-guard' }).catch(() => undefined);
-      await admission.deleteValidatingAdmissionPolicyBinding({ name: 'imagepull-sweeper-guard' }).catch(() => undefined);
+      await removeClusterScopedObjects();
       env.onCleanup(() => helm(['uninstall', 'imagepull-sweeper', '-n', release], kubeconfig));
 
       const install = await helm(['install', 'imagepull-sweeper', CHART, '-n', release, '--wait', '--timeout', '2m'], kubeconfig);
@@ -430,4 +440,86 @@ describe('the Helm chart', () => {
       await assert.rejects(kc.makeApiClient(CoreV1Api).readNamespacedConfigMap({ namespace: release, name: 'imagepull-sweeper-policy' }));
     },
   );
+});
+
+describe('helm test on the real node', { skip: nodeSkipReason() }, () => {
+  it('the hook pod sweeps the release namespace (dry run) as the installed ServiceAccount and succeeds', TIMEOUT, async () => {
+    const node = await testNode(env.cluster.kubeconfigPath);
+    const imageRef = await pushSweeperImage(await sweeperImage(), node.registry);
+    const release = await env.namespace('helm-test');
+    const kubeconfig = { KUBECONFIG: env.cluster.kubeconfigPath };
+    const api = new URL(env.cluster.server);
+    // What this machine forces, as test/fixtures/kustomize-node/ does for the CronJob: no scheduler
+    // (the pod names its node) and no route from the node's pods to the API server (host network,
+    // told where it listens). A MutatingAdmissionPolicy of the test sets them on the hook pod only.
+    const objects = KubernetesObjectApi.makeApiClient(kc);
+    const name = `ips-e2e-${release}`;
+    const env0 = (n: string, v: string) => `Object.spec.containers.env{name: ${JSON.stringify(n)}, value: ${JSON.stringify(v)}}`;
+    const policy = {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'MutatingAdmissionPolicy',
+      metadata: { name },
+      spec: {
+        failurePolicy: 'Fail',
+        reinvocationPolicy: 'Never',
+        matchConstraints: {
+          namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': release } },
+          objectSelector: { matchLabels: { 'app.kubernetes.io/component': 'test' } },
+          resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods'] }],
+        },
+        mutations: [
+          {
+            patchType: 'ApplyConfiguration',
+            applyConfiguration: {
+              expression: `Object{spec: Object.spec{nodeName: ${JSON.stringify(node.name)}, hostNetwork: true, containers: [Object.spec.containers{name: "imagepull-sweeper", env: [${env0('KUBERNETES_SERVICE_HOST', api.hostname)}, ${env0('KUBERNETES_SERVICE_PORT', api.port)}]}]}}`,
+            },
+          },
+        ],
+      },
+    };
+    const binding = {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'MutatingAdmissionPolicyBinding',
+      metadata: { name },
+      spec: { policyName: name },
+    };
+    for (const o of [policy, binding]) await objects.create(o);
+    env.onCleanup(async () => {
+      for (const o of [binding, policy]) await objects.delete(o).catch(() => undefined);
+    });
+    await removeClusterScopedObjects();
+    env.onCleanup(() => helm(['uninstall', 'imagepull-sweeper', '-n', release], kubeconfig));
+    const [repository, tag] = [imageRef.slice(0, imageRef.lastIndexOf(':')), imageRef.slice(imageRef.lastIndexOf(':') + 1)];
+    const install = await helm(
+      [
+        'install',
+        'imagepull-sweeper',
+        CHART,
+        '-n',
+        release,
+        '--set',
+        `image.repository=${repository},image.tag=${tag}`,
+        '--wait',
+        '--timeout',
+        '2m',
+      ],
+      kubeconfig,
+    );
+    assert.equal(install.code, 0, install.stdout + install.stderr);
+    // The policy reaches the admission chain a moment after its creation: wait until a dry-run
+    // create of a pod it matches comes back placed.
+    const core = kc.makeApiClient(CoreV1Api);
+    const probe = {
+      metadata: { generateName: 'probe-', labels: { 'app.kubernetes.io/component': 'test' } },
+      spec: { containers: [{ name: 'imagepull-sweeper', image: imageRef }] },
+    };
+    await waitFor(
+      async () => (await core.createNamespacedPod({ namespace: release, body: probe, dryRun: 'All' })).spec?.nodeName === node.name,
+      30_000,
+      'the placement policy in effect',
+    );
+    const test = await helm(['test', 'imagepull-sweeper', '-n', release, '--timeout', '3m'], kubeconfig);
+    assert.equal(test.code, 0, test.stdout + test.stderr);
+    assert.match(test.stdout, /TEST SUITE:\s+imagepull-sweeper-test[\s\S]*Phase:\s+Succeeded/);
+  });
 });
