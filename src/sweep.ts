@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import type winston from 'winston';
 import { act, type ActResult } from './act/act.ts';
 import { actOnCronJobs, type CronJobResult } from './act/cronjob.ts';
-import { settledAsDryRun } from './act/dry-run.ts';
 import { writeInvalidPolicyEvent } from './act/invalid-policy.ts';
 import { settleFinished } from './act/settle.ts';
 import { attributeToJobs } from './attribute/attribute.ts';
@@ -26,6 +25,7 @@ import { formatProblem } from './policy/problems.ts';
 import { auditLine, cronJobAuditLine, summarize, type SweepSummary } from './report/audit.ts';
 import { capacityByJob, withCapacity } from './judge/capacity.ts';
 import { logCronJob, logDecision, logSummary } from './report/logger.ts';
+import { wordCronJobResult, wordResult } from './report/wording.ts';
 
 const CONCURRENT_READS = 8;
 /** Writes in flight at once; more gain nothing measurable (npm run bench). */
@@ -181,12 +181,14 @@ export async function sweep(liveDeps: SweepDeps, options: SweepOptions): Promise
       ...rejudgeJob({ ...judgeInput, outage }, decision, fresh, freshPod),
       capacity: decision.capacity,
     }),
-    onResult: (result: ActResult) => logDecision(logger, auditLine(sweepId, result, options.dryRun)),
+    onResult: (result: ActResult) => logDecision(logger, auditLine(sweepId, wordResult(result, options.dryRun), options.dryRun)),
   };
-  const results = await act(gateway, decisions, actOptions);
+  const liveResults = await act(gateway, decisions, actOptions);
+  const results = liveResults.map((r) => wordResult(r, options.dryRun));
   const reporter = { instance: options.instance, now };
   const settledJobs = await settleFinished(gateway, finished, { concurrency: CONCURRENT_WRITES, reporter, signal: options.signal });
-  for (const settled of settledAsDryRun(gateway, settledJobs)) {
+  // A dry run settles nothing it would report: the finished Jobs are settled by the next real sweep.
+  for (const settled of options.dryRun ? [] : settledJobs) {
     const fields = { sweepId, namespace: settled.job.namespace, job: settled.job.name };
     if (settled.error) {
       otherErrors += 1;
@@ -198,7 +200,9 @@ export async function sweep(liveDeps: SweepDeps, options: SweepOptions): Promise
   const { suspendAfter } = policy.cronJobs;
   const cronJobs = options.signal?.aborted
     ? []
-    : await actOnCronJobs(gateway, results, { suspendAfter, concurrency: CONCURRENT_WRITES, now, instance: options.instance });
+    : (await actOnCronJobs(gateway, liveResults, { suspendAfter, concurrency: CONCURRENT_WRITES, now, instance: options.instance })).map(
+        (c) => wordCronJobResult(c, options.dryRun),
+      );
   for (const c of cronJobs) logCronJob(logger, cronJobAuditLine(sweepId, c, suspendAfter, options.dryRun));
   const summary = summarize({
     sweepId,

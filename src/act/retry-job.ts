@@ -15,7 +15,7 @@ import { notLanded, type WriteResult } from './write-result.ts';
 export async function retryJob(gateway: KubeGateway, d: Decision, reporter: Reporter): Promise<WriteResult> {
   const job = d.jobView!;
   const forced = await forceDeletePods(gateway, d, reporter);
-  const details = [d.detail, ...forced.done];
+  const steps = forced.done;
   const errors = forced.error ? [forced.error] : [];
   if (d.mechanism === 'activeDeadlineSeconds') {
     const found = await gateway
@@ -28,9 +28,9 @@ export async function retryJob(gateway: KubeGateway, d: Decision, reporter: Repo
     const event = failedJobEvent(job, reporter);
     const written = await tryWrite('create', () => gateway.createEvent(job.namespace, event));
     if (!written.landed) errors.push(`Job failed, but its Event was not written: ${written.failure.message}`);
-    details.push(`found ${found}`);
+    steps.push({ kind: 'found', text: `found ${found}` });
   }
-  return { kind: 'done', detail: details.join('; '), error: errors.length > 0 ? errors.join('; ') : undefined };
+  return { kind: 'done', steps, error: errors.length > 0 ? errors.join('; ') : undefined };
 }
 
 /** What a retry found of the Job's pods, e.g. `2 pod(s) terminating for 3m on node(s) n1`. Pure. */

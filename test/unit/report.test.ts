@@ -6,6 +6,7 @@ import type { ActResult } from '../../src/act/act.ts';
 import { act } from '../../src/act/act.ts';
 import { passedDeadlineSeconds } from '../../src/act/claim.ts';
 import { dryRunGateway } from '../../src/kube/dry-run-gateway.ts';
+import { wordResult } from '../../src/report/wording.ts';
 import { scriptedGateway } from '../support/scripted-gateway.ts';
 import { SweepMetrics } from '../../src/schedule/metrics.ts';
 import { stuckJobEvent, truncate } from '../../src/act/events.ts';
@@ -142,13 +143,14 @@ describe('a dry run says "would"', () => {
     const report = { ...decisionFor('b'), plan: 'report' as const, action: 'report' as const };
     const skip = { ...decisionFor('c'), plan: 'skip' as const };
     const { gateway, calls } = scriptedGateway();
-    const results = await act(dryRunGateway(gateway), [fail, report, skip], {
+    const live = await act(dryRunGateway(gateway), [fail, report, skip], {
       concurrency: 2,
       now: NOW,
       instance: 'h',
       claim: 'c',
       rejudge: (d) => d,
     });
+    const results = live.map((r) => wordResult(r, true));
     assert.deepEqual(calls, [], 'nothing sent');
     assert.deepEqual(
       results.map((r) => [r.outcome, r.error]),
