@@ -72,3 +72,8 @@ export function outcomeWord(outcome: string, dryRun: boolean): string {
   if (!r) return outcome;
   return dryRun || (r.dryRun === outcome && r.live !== outcome) ? r.dryRunWord : r.word;
 }
+
+/** A decision (or CronJob) whose action failed: outcome `error`, or an error beside another outcome (exit 1, logged at `error`). */
+export function isActionError(result: { outcome: string; error?: string | null | undefined }): boolean {
+  return result.outcome === 'error' || (result.error !== undefined && result.error !== null);
+}

@@ -4,6 +4,7 @@ import { act, type ActResult } from './act/act.ts';
 import { actOnCronJobs, type CronJobResult } from './act/cronjob.ts';
 import { writeInvalidPolicyEvent } from './act/invalid-policy.ts';
 import { settleFinished } from './act/settle.ts';
+import { statusOfActions, type SweepStatus } from './exit.ts';
 import { attributeToJobs } from './attribute/attribute.ts';
 import { judge, rejudgeJob, type JudgeInput } from './judge/judge.ts';
 import type { Judgement } from './judge/types.ts';
@@ -20,7 +21,7 @@ import { listPendingJobs } from './observe/pending-jobs.ts';
 import { observeStuckContainers, type Observation } from './observe/pods.ts';
 import { LABELS } from './policy/annotations.ts';
 import { SYSTEM_NAMESPACES } from './policy/defaults.ts';
-import { loadPolicy, type LoadedPolicy, type PolicyLocation } from './policy/load.ts';
+import { loadPolicy, problemSource, type LoadedPolicy, type PolicyLocation } from './policy/load.ts';
 import { formatProblem } from './policy/problems.ts';
 import { auditLine, cronJobAuditLine, summarize, type SweepSummary } from './report/audit.ts';
 import { capacityByJob, withCapacity } from './judge/capacity.ts';
@@ -67,12 +68,7 @@ export interface SweepDeps {
   logger: winston.Logger;
 }
 
-/**
- * How the sweep ended: `done` (whatever it decided), `actions-failed` (some action or lookup
- * failed), `invalid-policy`, `unreachable` or `no-server-clock` (no answer carried a Date header;
- * nothing was changed).
- */
-export type SweepStatus = 'done' | 'actions-failed' | 'invalid-policy' | 'unreachable' | 'no-server-clock';
+export type { SweepStatus } from './exit.ts';
 
 export interface SweepResult {
   status: SweepStatus;
@@ -101,7 +97,7 @@ export async function sweep(liveDeps: SweepDeps, options: SweepOptions): Promise
       { sweepId },
     );
   }
-  for (const w of loaded.warnings) logger.warn(`policy warning: ${formatProblem(loaded.description, w)}`, { sweepId });
+  for (const w of loaded.warnings) logger.warn(`policy warning: ${formatProblem(problemSource(options.policy), w)}`, { sweepId });
   const policy = loaded.policy;
 
   let observation;
@@ -221,7 +217,7 @@ export async function sweep(liveDeps: SweepDeps, options: SweepOptions): Promise
   });
   logSummary(logger, summary);
   return {
-    status: summary.actionErrors > 0 ? 'actions-failed' : 'done',
+    status: statusOfActions(summary.actionErrors),
     summary,
     results,
     cronJobs,
@@ -263,8 +259,7 @@ async function policyFailure(
     logger.error(`cannot read policy ${loaded.description}: ${loaded.message}; nothing was changed`, { sweepId });
     return { status: 'invalid-policy', summary: undefined, results: [] };
   }
-  const source = options.policy.kind === 'file' ? options.policy.path : `${options.policy.namespace}/${options.policy.name}:policy.yaml`;
-  const problems = loaded.problems.map((p) => formatProblem(source, p));
+  const problems = loaded.problems.map((p) => formatProblem(problemSource(options.policy), p));
   for (const problem of problems) logger.error(`invalid policy: ${problem}`, { sweepId });
   logger.error(`policy ${loaded.description} is invalid; nothing was changed`, { sweepId, problems: problems.length });
   const result: SweepResult = {

@@ -5,7 +5,7 @@ import { Command, CommanderError, Option } from 'commander';
 import { explainFailure } from '../kube/errors.ts';
 import { parsePolicyDocument } from '../policy/configmap.ts';
 import { policyJsonSchema } from '../policy/json-schema.ts';
-import { loadPolicy, readPolicyFile } from '../policy/load.ts';
+import { loadPolicy, problemSource, readPolicyFile } from '../policy/load.ts';
 import { formatProblem } from '../policy/problems.ts';
 import type { OutputFormat } from '../report/logger.ts';
 import {
@@ -134,7 +134,7 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
         throw new UsageError(`${file}: ${e.message}`);
       });
       const parsed = parsePolicyDocument(text);
-      const name = file === '-' ? '<stdin>' : file;
+      const name = problemSource({ kind: 'file', path: file });
       if (!parsed.ok) {
         for (const p of parsed.problems) io.stdout.write(`${formatProblem(name, p)}\n`);
         io.stderr.write(`${name}: ${parsed.problems.length} problem(s); the policy is invalid\n`);
@@ -167,7 +167,7 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
       const loaded = await loadPolicy(gateway, location);
       if (!loaded.ok) {
         if (loaded.kind === 'invalid') {
-          for (const p of loaded.problems) io.stdout.write(`${formatProblem(loaded.description, p)}\n`);
+          for (const p of loaded.problems) io.stdout.write(`${formatProblem(problemSource(location), p)}\n`);
           throw new UsageError(`policy ${loaded.description} is invalid`);
         }
         if (loaded.kind === 'unreadable-file') throw new UsageError(`${loaded.description}: ${loaded.message}`);
