@@ -1,11 +1,12 @@
 // The level of each audit line: a decision (or CronJob) whose action failed is logged at `error`,
 // whatever its outcome word (docs/contract.md "Audit log"), by the same rule that sets exit 1.
 import assert from 'node:assert/strict';
-import { PassThrough } from 'node:stream';
 import { describe, it } from 'node:test';
 import { isActionError } from '../../src/outcomes.ts';
-import { auditLine, cronJobAuditLine, summarize } from '../../src/report/audit.ts';
-import { createLogger, logCronJob, logDecision } from '../../src/report/logger.ts';
+import type { Logger } from 'winston';
+import { auditLine, cronJobAuditLine } from '../../src/report/audit.ts';
+import { logCronJob, logDecision } from '../../src/report/logger.ts';
+import { capture, summaryOf } from './report-fixtures.ts';
 import { parsePolicyYaml } from '../../src/policy/parse.ts';
 import { judge } from '../../src/judge/judge.ts';
 import { NOW, job, ownersFor, secondsAgo, stuckIn } from './judge-fixtures.ts';
@@ -18,13 +19,11 @@ function decision() {
   return judge({ stuck, ownerOf: ownersFor(stuck, [j]), namespaceLabels: new Map(), policy: parsed.policy, now: NOW }).decisions[0]!;
 }
 
-function levels(log: (logger: ReturnType<typeof createLogger>) => void): string[] {
-  const stream = new PassThrough();
-  const chunks: string[] = [];
-  stream.on('data', (c: Buffer) => chunks.push(c.toString()));
-  log(createLogger({ format: 'json', stream }));
-  return chunks
-    .join('')
+function levels(log: (logger: Logger) => void): string[] {
+  const out = capture('json');
+  log(out.logger);
+  return out
+    .text()
     .trim()
     .split('\n')
     .map((l) => (JSON.parse(l) as { level: string }).level);
@@ -39,28 +38,7 @@ describe('an action that failed', () => {
       levels((l) => logDecision(l, auditLine('s', result, false))),
       ['error'],
     );
-    const outage = {
-      tripped: false,
-      stuckPods: 1,
-      images: 1,
-      transientPods: 0,
-      transientFraction: 0,
-      authPods: 0,
-      authFraction: 0,
-      trips: [],
-    };
-    const s = summarize({
-      sweepId: 's',
-      dryRun: false,
-      policy: 'p',
-      namespaces: [],
-      startedAt: NOW,
-      finishedAt: NOW,
-      podsScanned: 1,
-      stuckContainers: 1,
-      outage,
-      results: [result],
-    });
+    const s = summaryOf({ results: [result] });
     assert.deepEqual([s.actionErrors, s.exitCode], [1, 1]);
   });
 

@@ -17,6 +17,7 @@ import { parsePolicyYaml } from '../../src/policy/parse.ts';
 import { auditLine, summarize } from '../../src/report/audit.ts';
 import { createLogger, logDecision, logSummary } from '../../src/report/logger.ts';
 import { NOW, job, ownersFor, secondsAgo, stuckIn } from './judge-fixtures.ts';
+import { summaryOf } from './report-fixtures.ts';
 
 function decisionFor(name: string, over = {}) {
   const j = job(name, over);
@@ -301,18 +302,7 @@ describe('a not-found burst in the audit', () => {
     assert.ok(parsed.ok);
     const judgement = judge({ stuck, ownerOf: ownersFor(stuck, jobs), namespaceLabels: new Map(), policy: parsed.policy, now: NOW });
     const results: ActResult[] = judgement.decisions.map((decision) => ({ decision, outcome: 'reported', error: undefined }));
-    const s = summarize({
-      sweepId: 's',
-      dryRun: false,
-      policy: 'p',
-      namespaces: [],
-      startedAt: NOW,
-      finishedAt: NOW,
-      podsScanned: 4,
-      stuckContainers: 4,
-      outage: judgement.outage,
-      results,
-    });
+    const s = summaryOf({ podsScanned: 4, stuckContainers: 4, outage: judgement.outage, results });
     assert.deepEqual(s.outage.trips, [
       { scope: 'registry docker.io', host: 'docker.io', pullClass: 'permanent', stuckPods: 4, images: 2, fraction: 1, repositories: 2 },
     ]);
