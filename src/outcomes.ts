@@ -1,7 +1,10 @@
-// The outcome words: what happened to a decision (or a CronJob), live and in a dry run, and the
-// word that heads its text line. One table; the audit, the summary, the metrics and the text log
-// all read it.
-import type { Plan } from './model.ts';
+// The plans and the outcome words: what a sweep decided to do with a Job, what then happened to
+// it (or to a CronJob), live and in a dry run, and the word that heads its text line. One table;
+// the audit, the summary, the metrics and the text log all read it (glossary: model.ts).
+
+/** `error`: the Job could not be read, so nothing could be judged. */
+export const PLANS = ['fail', 'report', 'retry', 'skip', 'defer', 'error'] as const;
+export type Plan = (typeof PLANS)[number];
 
 interface Row<L extends string, D extends string> {
   live: L;

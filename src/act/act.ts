@@ -4,10 +4,10 @@
 import { toJobView } from '../attribute/job-view.ts';
 import { mapBounded } from '../concurrency.ts';
 import { standDown } from '../judge/stand-down.ts';
-import type { Decision } from '../judge/types.ts';
+import type { ActResult, Decision } from '../judge/types.ts';
 import { describeApiError } from '../kube/errors.ts';
 import type { KubeGateway } from '../kube/gateway.ts';
-import type { JobView, Outcome } from '../model.ts';
+import type { JobView } from '../model.ts';
 import { OUTCOME_OF_PLAN } from '../outcomes.ts';
 import type { Reporter } from './events.ts';
 import { failJob } from './fail-job.ts';
@@ -31,20 +31,7 @@ export interface ActOptions {
   onResult?: (result: ActResult) => void;
 }
 
-/**
- * What a write sequence did beyond its plan, in live words (report/wording.ts words them for the
- * audit): a pod force-deleted (as `describeTarget` says it), or what it found.
- */
-export type ActStep = { kind: 'force-deleted'; pod: string } | { kind: 'found'; text: string };
-
-export interface ActResult {
-  decision: Decision;
-  outcome: Outcome;
-  /** What went wrong, when an action (or part of one) failed. */
-  error: string | undefined;
-  /** What it did beyond its plan, in order; the decision's detail stays the plan's. */
-  steps?: readonly ActStep[];
-}
+export type { ActResult, ActStep } from '../judge/types.ts';
 
 /**
  * Carries out each decision's plan with bounded concurrency; one failing Job never stops the

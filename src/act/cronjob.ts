@@ -7,24 +7,13 @@ import { describeApiError } from '../kube/errors.ts';
 import type { KubeGateway } from '../kube/gateway.ts';
 import { failureText, tryWrite } from '../kube/write-outcome.ts';
 import { CRONJOB_OUTCOME_OF_VERDICT as OUTCOME, type CronJobOutcome } from '../outcomes.ts';
-import type { ActResult } from './act.ts';
+import type { ActResult, CronJobResult } from '../judge/types.ts';
 import { rfc3339Seconds } from './claim.ts';
 import { suspendedCronJobEvent } from './events.ts';
 
 export { CRONJOB_OUTCOMES, type CronJobOutcome } from '../outcomes.ts';
 
-export interface CronJobResult {
-  namespace: string;
-  cronJob: string;
-  /** The image of the run, and how many Jobs in a row failed on it (after this sweep). */
-  image: string | undefined;
-  failedInARow: number | undefined;
-  /** Jobs of the run (most recent last). */
-  jobs: string[];
-  outcome: CronJobOutcome;
-  detail: string;
-  error: string | undefined;
-}
+export type { CronJobResult } from '../judge/types.ts';
 
 export interface CronJobActOptions {
   suspendAfter: number;

@@ -7,7 +7,7 @@ import type { Decision } from '../judge/types.ts';
 import { describeTarget } from '../judge/force-delete.ts';
 import type { KubeGateway } from '../kube/gateway.ts';
 import { failureText, tryWrite } from '../kube/write-outcome.ts';
-import type { ActStep } from './act.ts';
+import type { ActStep } from '../judge/types.ts';
 import { forceDeletedPodEvent, type Reporter } from './events.ts';
 
 export interface ForceDeleteResult {

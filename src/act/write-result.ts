@@ -1,6 +1,6 @@
 import { failureText, type WriteOutcome } from '../kube/write-outcome.ts';
 import type { StuckContainer } from '../model.ts';
-import type { ActStep } from './act.ts';
+import type { ActStep } from '../judge/types.ts';
 
 /** The pod a precondition failed on, as it is now (no stuck containers: gone or recovered). */
 export interface FreshPod {

@@ -1,6 +1,5 @@
 // The capacity a failed Job's stuck pods held (their requests, summed per Job) and how it reads.
-import type { StuckContainer } from '../model.ts';
-import { addInto, type PodCapacity, type ResourceAmounts } from '../observe/pod-requests.ts';
+import { addInto, type PodCapacity, type ResourceAmounts, type StuckContainer } from '../model.ts';
 import { formatDuration } from '../policy/duration.ts';
 import { compareText } from '../order.ts';
 

@@ -1,10 +1,8 @@
-import type { ActResult } from '../act/act.ts';
-import type { CronJobOutcome, CronJobResult } from '../act/cronjob.ts';
-import { truncate } from '../act/events.ts';
-import type { OutageAssessment } from '../judge/types.ts';
+import { truncate } from '../text.ts';
+import type { ActResult, CronJobResult, OutageAssessment } from '../judge/types.ts';
 import { sumCapacity, type StuckCapacity } from '../judge/capacity.ts';
 import { exitStatusOf, statusOfActions } from '../exit.ts';
-import { isActionError } from '../outcomes.ts';
+import { isActionError, type CronJobOutcome } from '../outcomes.ts';
 import type { GraceSourceKind } from '../policy/types.ts';
 import { PULL_CLASSES, outcomesFor, type Outcome, type PullClass } from '../model.ts';
 

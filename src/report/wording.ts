@@ -1,7 +1,6 @@
 // A dry run in words: act and judge report what was done (live outcomes, live steps) whichever
 // gateway they wrote through; the sweep's one dryRun flag turns them into what would be done.
-import type { ActResult } from '../act/act.ts';
-import type { CronJobResult } from '../act/cronjob.ts';
+import type { ActResult, CronJobResult } from '../judge/types.ts';
 import { dryRunOutcome } from '../outcomes.ts';
 
 /**

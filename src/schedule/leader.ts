@@ -2,28 +2,9 @@
 // leaderelection): acquire, renew, release. Expiry is judged on the local monotonic clock only: a
 // follower counts how long it has seen the same record unchanged, never reads another host's time.
 import type winston from 'winston';
+import type { LeaseSpec, LeaseStore } from '../kube/leases.ts';
 
-export interface LeaseSpec {
-  holderIdentity?: string | null;
-  leaseDurationSeconds?: number | null;
-  acquireTime?: string | null;
-  renewTime?: string | null;
-  leaseTransitions?: number | null;
-}
-
-export interface Lease {
-  metadata?: { resourceVersion?: string };
-  spec?: LeaseSpec;
-}
-
-/** One Lease. `create` and `replace` answer false on a conflict (another candidate wrote first). */
-export interface LeaseStore {
-  readonly namespace: string;
-  readonly name: string;
-  read(): Promise<Lease | undefined>;
-  create(spec: LeaseSpec): Promise<boolean>;
-  replace(resourceVersion: string, spec: LeaseSpec): Promise<boolean>;
-}
+export type { Lease, LeaseSpec, LeaseStore } from '../kube/leases.ts';
 
 export interface ElectionTimings {
   /** How long a follower waits, after it last saw the record change, before taking the lease. */
