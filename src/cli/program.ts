@@ -3,6 +3,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, Option } from 'commander';
 import { explainFailure } from '../kube/errors.ts';
+import { DEFAULT_REQUEST_TIMEOUT_MS } from '../kube/timeout.ts';
 import { parsePolicyDocument } from '../policy/configmap.ts';
 import { policyJsonSchema } from '../policy/json-schema.ts';
 import { loadPolicy, problemSource, readPolicyFile } from '../policy/load.ts';
@@ -16,6 +17,7 @@ import {
   outputFormat,
   prepareSweep,
   retryLine,
+  shownDuration,
   tryGateway,
 } from './connect.ts';
 import { UsageError, asUsageError } from './errors.ts';
@@ -36,7 +38,11 @@ function withOutputAndConnectionOptions(cmd: Command): Command {
     .addOption(new Option('--output <format>', 'text or json (default: text on a terminal, else json)').choices(['text', 'json']))
     .option('--kubeconfig <file>', 'kubeconfig file (default: KUBECONFIG, ~/.kube/config, or in-cluster)')
     .option('--context <name>', 'kubeconfig context to use')
-    .option('--request-timeout <duration>', 'give up on one API request after this long (Go duration)', '30s');
+    .option(
+      '--request-timeout <duration>',
+      'give up on one API request after this long (Go duration)',
+      shownDuration(DEFAULT_REQUEST_TIMEOUT_MS),
+    );
 }
 
 const SWEEP_EXAMPLES = `

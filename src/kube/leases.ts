@@ -1,7 +1,7 @@
 // The Lease calls of leader election (coordination.k8s.io/v1), over the gateway's HTTP path.
 import type { KubeConfig } from '@kubernetes/client-node';
 import { ApiStatusError } from './errors.ts';
-import { DEFAULT_REQUEST_TIMEOUT_MS } from './gateway.ts';
+import { DEFAULT_REQUEST_TIMEOUT_MS } from './timeout.ts';
 import { createKubeHttp } from './http.ts';
 
 export interface LeaseSpec {
