@@ -70,6 +70,13 @@ export interface OwnerRef {
   controller: boolean;
 }
 
+/** The pod's owner reference when it points at a batch/v1 Job: the one test of Job ownership. */
+export function jobOwner(controller: OwnerRef | undefined): OwnerRef | undefined {
+  if (!controller) return undefined;
+  const group = controller.apiVersion.split('/')[0];
+  return controller.kind === 'Job' && group === 'batch' ? controller : undefined;
+}
+
 /** One container of one pod that waits on its image. Output of the classify stage. */
 export interface StuckContainer {
   namespace: string;

@@ -2,6 +2,7 @@
 // force-deleted, and, once confirmWithin has passed (mechanism set), failed again by its deadline
 // (idempotent) with its Event if missing.
 import type { V1Pod } from '@kubernetes/client-node';
+import { jobPodsSelector } from '../attribute/job-view.ts';
 import type { Decision } from '../judge/types.ts';
 import { describeApiError } from '../kube/errors.ts';
 import type { KubeGateway } from '../kube/gateway.ts';
@@ -19,7 +20,7 @@ export async function retryJob(gateway: KubeGateway, d: Decision, reporter: Repo
   const errors = forced.error ? [forced.error] : [];
   if (d.mechanism === 'activeDeadlineSeconds') {
     const found = await gateway
-      .listPods({ namespace: job.namespace, labelSelector: `batch.kubernetes.io/controller-uid=${job.uid}`, limit: 100 })
+      .listPods({ namespace: job.namespace, labelSelector: jobPodsSelector(job.uid), limit: 100 })
       .then((page) => describePodsFound(page.items, reporter.now))
       .catch((error: unknown) => `its pods could not be listed (${describeApiError(error).message})`);
     const deadline = { spec: { activeDeadlineSeconds: passedDeadlineSeconds(job, reporter.now) } };

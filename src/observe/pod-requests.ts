@@ -2,6 +2,7 @@
 // and since when. Pure: a V1Pod in, numbers out.
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { addInto, type PodCapacity, type ResourceAmounts } from '../model.ts';
+import { toDate } from '../time.ts';
 
 export type { PodCapacity } from '../model.ts';
 
@@ -77,19 +78,10 @@ export function podRequests(pod: V1Pod): ResourceAmounts {
   return effective;
 }
 
-function toDate(value: Date | string | undefined | null): Date | undefined {
-  if (value === undefined || value === null || value === '') return undefined;
-  const ms = value instanceof Date ? value.getTime() : Date.parse(value);
-  return Number.isNaN(ms) ? undefined : new Date(ms);
-}
-
 /** Capacity is reserved when the scheduler binds the pod; a pod waiting to be scheduled holds none. */
 export function podHeldSince(pod: V1Pod): Date | undefined {
   const scheduled = pod.status?.conditions?.find((c) => c.type === 'PodScheduled' && c.status === 'True');
-  return (
-    toDate(scheduled?.lastTransitionTime as Date | string | undefined) ??
-    toDate(pod.metadata?.creationTimestamp as Date | string | undefined)
-  );
+  return toDate(scheduled?.lastTransitionTime) ?? toDate(pod.metadata?.creationTimestamp);
 }
 
 export function podCapacity(pod: V1Pod): PodCapacity {
