@@ -8,7 +8,7 @@ import { describeApiError, type ApiFailure } from '../kube/errors.ts';
 import type { KubeGateway } from '../kube/gateway.ts';
 import { tryWrite } from '../kube/write-outcome.ts';
 import type { StuckContainer } from '../model.ts';
-import { truncate } from './events.ts';
+import { truncate } from '../text.ts';
 
 /**
  * How the pod steps ended: done, the pod changed since it was judged (its stuck containers now), a

@@ -1,5 +1,6 @@
 import type { EventsV1Event, KubeConfig, V1ConfigMap, V1CronJob, V1Job, V1Namespace, V1Pod } from '@kubernetes/client-node';
 import { createKubeHttp } from './http.ts';
+import { DEFAULT_REQUEST_TIMEOUT_MS } from './timeout.ts';
 import type { ServerDate } from './server-clock.ts';
 import type { ServerVersion } from './server-version.ts';
 
@@ -71,7 +72,7 @@ export interface DeletePodOptions {
   gracePeriodSeconds?: 0;
 }
 
-export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
+export { DEFAULT_REQUEST_TIMEOUT_MS } from './timeout.ts';
 
 const MERGE_PATCH = 'application/merge-patch+json';
 const STRATEGIC_MERGE_PATCH = 'application/strategic-merge-patch+json';

@@ -1,9 +1,30 @@
 // The Lease calls of leader election (coordination.k8s.io/v1), over the gateway's HTTP path.
 import type { KubeConfig } from '@kubernetes/client-node';
-import type { Lease, LeaseStore } from '../schedule/leader.ts';
 import { ApiStatusError } from './errors.ts';
-import { DEFAULT_REQUEST_TIMEOUT_MS } from './gateway.ts';
+import { DEFAULT_REQUEST_TIMEOUT_MS } from './timeout.ts';
 import { createKubeHttp } from './http.ts';
+
+export interface LeaseSpec {
+  holderIdentity?: string | null;
+  leaseDurationSeconds?: number | null;
+  acquireTime?: string | null;
+  renewTime?: string | null;
+  leaseTransitions?: number | null;
+}
+
+export interface Lease {
+  metadata?: { resourceVersion?: string };
+  spec?: LeaseSpec;
+}
+
+/** One Lease. `create` and `replace` answer false on a conflict (another candidate wrote first). */
+export interface LeaseStore {
+  readonly namespace: string;
+  readonly name: string;
+  read(): Promise<Lease | undefined>;
+  create(spec: LeaseSpec): Promise<boolean>;
+  replace(resourceVersion: string, spec: LeaseSpec): Promise<boolean>;
+}
 
 /**
  * One Lease, by namespace and name: read (undefined when absent), create, and replace with the

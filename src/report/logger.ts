@@ -2,7 +2,7 @@ import type { Writable } from 'node:stream';
 import winston from 'winston';
 import TransportStream from 'winston-transport';
 import { describeTrip } from '../judge/outage.ts';
-import { outcomeWord } from '../outcomes.ts';
+import { isActionError, outcomeWord } from '../outcomes.ts';
 import { formatDuration } from '../policy/duration.ts';
 import type { AuditLine, CronJobAuditLine, SweepSummary } from './audit.ts';
 import { describeCapacity } from '../judge/capacity.ts';
@@ -53,12 +53,12 @@ class LineTransport extends TransportStream {
 }
 
 export function logDecision(logger: winston.Logger, line: AuditLine): void {
-  const level = line.outcome === 'error' ? 'error' : line.warnings.length > 0 ? 'warn' : 'info';
+  const level = isActionError(line) ? 'error' : line.warnings.length > 0 ? 'warn' : 'info';
   logger.log(level, AUDIT_DECISION, line);
 }
 
 export function logCronJob(logger: winston.Logger, line: CronJobAuditLine): void {
-  logger.log(line.outcome === 'error' || line.error ? 'error' : line.outcome === 'suspended' ? 'warn' : 'info', AUDIT_CRONJOB, line);
+  logger.log(isActionError(line) ? 'error' : line.outcome === 'suspended' ? 'warn' : 'info', AUDIT_CRONJOB, line);
 }
 
 export function logSummary(logger: winston.Logger, summary: SweepSummary): void {
