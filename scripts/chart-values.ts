@@ -53,7 +53,7 @@ export const chartValuesSchema = z
       .describe('spread of the pods; empty in deployment mode: across nodes where possible (`kubernetes.io/hostname`, ScheduleAnyway)'),
     deployment: z
       .strictObject({
-        replicas: z.int().min(1).describe('replicas; one holds the Lease and sweeps'),
+        replicas: z.int().min(0).describe('replicas; one holds the Lease and sweeps (0: none runs)'),
         metricsPort: z.int().min(1).max(65535).describe('port of `/metrics` and `/healthz`'),
       })
       .describe('deployment mode'),
