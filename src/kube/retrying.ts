@@ -99,11 +99,7 @@ export function withRetries(plain: KubeGateway, options: Partial<RetryPolicy> = 
       retry(
         `mergePatchJob ${namespace}/${name}`,
         () => plain.mergePatchJob(namespace, name, patch),
-        async (error, retried) => {
-          if (!retried || !isConditional(patch) || !conflicted(error)) return FAILED;
-          const current = await gateway.readJob(namespace, name).catch(() => undefined);
-          return current && carriesAnnotations(current, patch) ? undefined : FAILED;
-        },
+        settleConditional(patch, () => gateway.readJob(namespace, name)),
       ),
     // A test operation that fails after a retry is left to the caller, which re-reads the Job.
     jsonPatchJob: (namespace, name, operations) =>
@@ -125,16 +121,24 @@ export function withRetries(plain: KubeGateway, options: Partial<RetryPolicy> = 
       retry(
         `mergePatchCronJob ${namespace}/${name}`,
         () => plain.mergePatchCronJob(namespace, name, patch),
-        async (error, retried) => {
-          if (!retried || !isConditional(patch) || !conflicted(error)) return FAILED;
-          const current = await gateway.readCronJob(namespace, name).catch(() => undefined);
-          return current && carriesAnnotations(current, patch) ? undefined : FAILED;
-        },
+        settleConditional(patch, () => gateway.readCronJob(namespace, name)),
       ),
     lastServerDate: () => plain.lastServerDate(),
     readServerVersion: () => retry('readServerVersion', () => plain.readServerVersion()),
   };
   return gateway;
+}
+
+/**
+ * A conditional patch (a resourceVersion) that conflicts after a retry: the object is read, and
+ * the write counts as landed when it carries every annotation the patch sets.
+ */
+function settleConditional(patch: object, read: () => Promise<V1Job | V1CronJob>) {
+  return async (error: unknown, retried: boolean): Promise<void | typeof FAILED> => {
+    if (!retried || !isConditional(patch) || !conflicted(error)) return FAILED;
+    const current = await read().catch(() => undefined);
+    return current && carriesAnnotations(current, patch) ? undefined : FAILED;
+  };
 }
 
 function conflicted(error: unknown): boolean {
