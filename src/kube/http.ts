@@ -13,7 +13,7 @@ const MAX_SOCKETS = 32;
  * How long one authentication (headers and agent) serves the requests that follow, for credentials
  * client-node does not renew on a deadline of its own: a kubeconfig's token or certificates, or the
  * in-cluster token file (client-node re-reads it once a minute). Exec plugins and other auth
- * providers are asked every request. 2,000 writes asked about 0.1 s of CPU (docs/performance.md).
+ * providers are asked every request (what that costs: docs/performance.md).
  */
 export const AUTH_REUSE_MS = 1000;
 
@@ -110,7 +110,7 @@ export function createKubeHttp(kubeConfig: KubeConfig, timeoutMs: number): KubeH
           });
         });
         // One timer cleared on the answer: AbortSignal.timeout costs a signal, a timer and a
-        // finalizer per request (about 6% of a 150k-pod dry run's CPU).
+        // finalizer per request (its share of a large dry run's CPU: docs/performance.md).
         const deadline = setTimeout(() => {
           const timedOut = new DOMException(`no answer to ${method} ${url.pathname} within ${timeoutMs} ms`, 'TimeoutError');
           reject(timedOut);
