@@ -3,6 +3,7 @@
 import type { V1CronJob, V1Job } from '@kubernetes/client-node';
 import { describeApiError, isRetryable, type ApiFailure } from './errors.ts';
 import type { KubeGateway } from './gateway.ts';
+import type { LeaseGateway } from './leases.ts';
 import { judgeWriteError } from './write-outcome.ts';
 
 export interface RetryNotice {
@@ -158,4 +159,20 @@ function carriesAnnotations(object: V1Job | V1CronJob, patch: object): boolean {
   const wanted = Object.entries((patch as AnnotationPatch).metadata?.annotations ?? {});
   const actual = object.metadata?.annotations ?? {};
   return wanted.length > 0 && wanted.every(([key, value]) => (value === null ? !(key in actual) : actual[key] === value));
+}
+
+/**
+ * The Lease calls with the same retries. A create or replace is repeated as it is: after a lost
+ * answer its repeat conflicts, which the elector reads as "someone wrote first" and re-reads the
+ * Lease on its next attempt (schedule/leader.ts).
+ */
+export function withLeaseRetries(plain: LeaseGateway, options: Partial<RetryPolicy> = {}): LeaseGateway {
+  const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...options };
+  return {
+    readLease: (namespace, name) => retrying(policy, `readLease ${namespace}/${name}`, () => plain.readLease(namespace, name)),
+    createLease: (namespace, name, spec) =>
+      retrying(policy, `createLease ${namespace}/${name}`, () => plain.createLease(namespace, name, spec)),
+    replaceLease: (namespace, name, resourceVersion, spec) =>
+      retrying(policy, `replaceLease ${namespace}/${name}`, () => plain.replaceLease(namespace, name, resourceVersion, spec)),
+  };
 }

@@ -50,7 +50,7 @@ export async function tryWrite<T>(
 }
 
 /** A read that may find the object gone (404), as its value, `gone`, or why it failed. */
-export type ReadOutcome<T> = { found: true; value: T } | { found: false; gone: boolean; failure: ApiFailure };
+export type ReadOutcome<T> = { found: true; value: T } | { found: false; gone: boolean; failure: ApiFailure; error: unknown };
 
 /** Reads an object; 404 means it is gone. The one place a read's answer is judged so. */
 export async function tryRead<T>(read: () => Promise<T>): Promise<ReadOutcome<T>> {
@@ -58,7 +58,7 @@ export async function tryRead<T>(read: () => Promise<T>): Promise<ReadOutcome<T>
     return { found: true, value: await read() };
   } catch (error) {
     const failure = describeApiError(error);
-    return { found: false, gone: failure.status === 404, failure };
+    return { found: false, gone: failure.status === 404, failure, error };
   }
 }
 
