@@ -213,8 +213,8 @@ async function carryOut(
 
 /**
  * The judge's decisions, the pending Jobs' lines and each Job's capacity, as one list. Only that
- * list outlives this call: every intermediate copy of a decision kept through act cost about 300
- * bytes per stuck Job (docs/performance.md).
+ * list outlives this call: every intermediate copy of a decision kept through act costs memory per
+ * stuck Job (docs/performance.md).
  */
 async function decide(
   gateway: KubeGateway,

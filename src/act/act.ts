@@ -5,8 +5,8 @@ import { toJobView } from '../attribute/job-view.ts';
 import { mapBounded } from '../concurrency.ts';
 import { standDown } from '../judge/stand-down.ts';
 import type { ActResult, Decision } from '../judge/types.ts';
-import { describeApiError } from '../kube/errors.ts';
 import type { KubeGateway } from '../kube/gateway.ts';
+import { tryRead } from '../kube/write-outcome.ts';
 import type { JobView } from '../model.ts';
 import { OUTCOME_OF_PLAN } from '../outcomes.ts';
 import type { Reporter } from './events.ts';
@@ -85,9 +85,6 @@ async function actOne(gateway: KubeGateway, first: Decision, options: ActOptions
 }
 
 async function readJob(gateway: KubeGateway, d: Decision): Promise<JobView | 'gone' | undefined> {
-  try {
-    return toJobView(await gateway.readJob(d.namespace, d.job!));
-  } catch (error) {
-    return describeApiError(error).status === 404 ? 'gone' : undefined;
-  }
+  const read = await tryRead(async () => toJobView(await gateway.readJob(d.namespace, d.job!)));
+  return read.found ? read.value : read.gone ? 'gone' : undefined;
 }

@@ -3,9 +3,8 @@
 import { toCronJobView } from '../attribute/cronjob-view.ts';
 import { mapBounded } from '../concurrency.ts';
 import { judgeCronJob, type CronJobFailure, type CronJobVerdict } from '../judge/cronjob.ts';
-import { describeApiError } from '../kube/errors.ts';
 import type { KubeGateway } from '../kube/gateway.ts';
-import { failureText, tryWrite } from '../kube/write-outcome.ts';
+import { failureText, tryRead, tryWrite } from '../kube/write-outcome.ts';
 import { CRONJOB_OUTCOME_OF_VERDICT as OUTCOME, type CronJobOutcome } from '../outcomes.ts';
 import type { ActResult, CronJobResult } from '../judge/types.ts';
 import { rfc3339Seconds } from './claim.ts';
@@ -76,14 +75,9 @@ async function actOnCronJob(
     error: failureText(failure),
   });
   for (let conflicts = 0; ; conflicts += 1) {
-    let view;
-    try {
-      view = toCronJobView(await gateway.readCronJob(g.namespace, g.cronJob));
-    } catch (error) {
-      const failure = describeApiError(error);
-      if (failure.status === 404) return skipped('CronJob no longer exists');
-      return failed(failure);
-    }
+    const read = await tryRead(async () => toCronJobView(await gateway.readCronJob(g.namespace, g.cronJob)));
+    if (!read.found) return read.gone ? skipped('CronJob no longer exists') : failed(read.failure);
+    const view = read.value;
     if (g.uid !== undefined && view.uid !== g.uid) return skipped('CronJob was replaced (uid differs)');
     const verdict = judgeCronJob(view, g.failures, { suspendAfter: options.suspendAfter, at });
     if (verdict.kind === 'skip') return result(verdict, OUTCOME.skip.live);

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { Command } from 'commander';
 import type winston from 'winston';
 import { DEFAULT_LEASE_NAME, DEFAULT_TIMINGS, type ElectionTimings } from '../schedule/leader-defaults.ts';
-import { durationFlagMs, shownDuration } from './connect.ts';
+import { durationFlagMs, retryFields, retryLine, shownDuration } from './connect.ts';
 import { UsageError } from './errors.ts';
 import { instanceName, ownNamespace } from './kube.ts';
 
@@ -51,19 +51,27 @@ export async function runAsLeader(
     renewDeadlineMs: durationFlagMs('--leader-elect-renew-deadline', flags.leaderElectRenewDeadline, DEFAULT_TIMINGS.renewDeadlineMs),
     retryPeriodMs: durationFlagMs('--leader-elect-retry-period', flags.leaderElectRetryPeriod, DEFAULT_TIMINGS.retryPeriodMs),
   };
-  const [{ LeaderElector, timingProblem }, { loadKubeConfig }, { createLeaseStore }, { abortableSleep }] = await Promise.all([
+  const [
+    { LeaderElector, timingProblem },
+    { loadKubeConfig },
+    { createLeaseGateway, createLeaseStore },
+    { withLeaseRetries },
+    { abortableSleep },
+  ] = await Promise.all([
     import('../schedule/leader.ts'),
     import('./kube-config.ts'),
     import('../kube/leases.ts'),
+    import('../kube/retrying.ts'),
     import('../schedule/scheduler.ts'),
   ]);
   const problem = timingProblem(timings);
   if (problem) throw new UsageError(`--leader-elect timings: ${problem}`);
   const kubeConfig = loadKubeConfig(flags);
   const name = flags.leaderElectLeaseName ?? DEFAULT_LEASE_NAME;
-  const store = createLeaseStore(kubeConfig, leaseNamespace(flags.leaderElectNamespace, kubeConfig), name, {
-    timeoutMs: timings.renewDeadlineMs,
+  const gateway = withLeaseRetries(createLeaseGateway(kubeConfig, { timeoutMs: timings.renewDeadlineMs }), {
+    onRetry: (n) => logger.warn(retryLine(n), retryFields(n)),
   });
+  const store = createLeaseStore(gateway, leaseNamespace(flags.leaderElectNamespace, kubeConfig), name);
   const elector = new LeaderElector({
     store,
     // Unique per process, as client-go's hostname_uuid: a restarted pod is a new candidate.

@@ -83,8 +83,8 @@ const JSON_PATCH = 'application/json-patch+json';
  * server cannot hang a sweep), and its answer is parsed with plain JSON.parse: client-node gives
  * the configuration and authentication, not the request path (its typed models cost CPU per call).
  */
-export function createGateway(kubeConfig: KubeConfig, options: { timeoutMs?: number } = {}): KubeGateway {
-  const raw = createKubeHttp(kubeConfig, options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS);
+export function createGateway(kubeConfig: KubeConfig, options: { timeoutMs?: number; monotonicMs?: () => number } = {}): KubeGateway {
+  const raw = createKubeHttp(kubeConfig, options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS, options.monotonicMs);
   const path = (s: string) => encodeURIComponent(s);
   // Writes whose echo of the object nobody reads.
   const ignoreAnswer = true;

@@ -38,7 +38,7 @@ const MESSAGE = Symbol.for('message');
 /**
  * Writes each formatted line and lets go of it. winston's own Stream transport also schedules a
  * 'logged' event per line (setImmediate), which holds every line of a batch that completes
- * without I/O (a dry run) until the batch ends: 1,500 decisions kept about 8 MB alive.
+ * without I/O (a dry run) until the batch ends (what that held: docs/performance.md).
  */
 class LineTransport extends TransportStream {
   readonly #out: Writable;
