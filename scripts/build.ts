@@ -37,7 +37,8 @@ function bundledPackages(metafile: Metafile): BundledPackage[] {
       if (dir && bytesInOutput > 0) dirs.add(dir);
     }
   }
-  return [...dirs].sort().map((dir) => {
+  // esbuild names inputs by real path: `../main/node_modules/x` where node_modules is a symlink.
+  return [...new Set([...dirs].map((dir) => dir.slice(dir.indexOf('node_modules/'))))].sort().map((dir) => {
     const manifest = JSON.parse(readFileSync(join(ROOT, dir, 'package.json'), 'utf8')) as {
       name: string;
       version: string;

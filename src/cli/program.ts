@@ -1,11 +1,12 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Command, CommanderError, Option } from 'commander';
+import { Argument, Command, CommanderError, Option } from 'commander';
 import { explainFailure } from '../kube/errors.ts';
+import { DEFAULT_REQUEST_TIMEOUT_MS } from '../kube/timeout.ts';
 import { parsePolicyDocument } from '../policy/configmap.ts';
 import { policyJsonSchema } from '../policy/json-schema.ts';
-import { loadPolicy, readPolicyFile } from '../policy/load.ts';
+import { loadPolicy, problemSource, readPolicyFile } from '../policy/load.ts';
 import { formatProblem } from '../policy/problems.ts';
 import type { OutputFormat } from '../report/logger.ts';
 import {
@@ -16,8 +17,10 @@ import {
   outputFormat,
   prepareSweep,
   retryLine,
+  shownDuration,
   tryGateway,
 } from './connect.ts';
+import { SHELLS, type Shell, completionScript } from './completion.ts';
 import { UsageError, asUsageError } from './errors.ts';
 import { EXIT, exitStatusOf } from './exit.ts';
 import { explainPolicy } from './explain.ts';
@@ -33,10 +36,14 @@ function withPolicyOptions(cmd: Command): Command {
 
 function withOutputAndConnectionOptions(cmd: Command): Command {
   return cmd
-    .addOption(new Option('--output <format>', 'text or json (default: text on a terminal, else json)').choices(['text', 'json']))
+    .addOption(new Option('-o, --output <format>', 'text or json (default: text on a terminal, else json)').choices(['text', 'json']))
     .option('--kubeconfig <file>', 'kubeconfig file (default: KUBECONFIG, ~/.kube/config, or in-cluster)')
     .option('--context <name>', 'kubeconfig context to use')
-    .option('--request-timeout <duration>', 'give up on one API request after this long (Go duration)', '30s');
+    .option(
+      '--request-timeout <duration>',
+      'give up on one API request after this long (Go duration)',
+      shownDuration(DEFAULT_REQUEST_TIMEOUT_MS),
+    );
 }
 
 const SWEEP_EXAMPLES = `
@@ -61,11 +68,9 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
 
   const withSweepOptions = (cmd: Command): Command =>
     withOutputAndConnectionOptions(
-      withPolicyOptions(cmd.option('--dry-run', 'decide everything, write nothing (no patch, delete, Event or annotation)')).option(
-        '--namespace <ns>',
-        'sweep only this namespace (repeatable; default: all)',
-        collect,
-      ),
+      withPolicyOptions(cmd.option('--dry-run', 'decide everything, write nothing (no patch, delete, Event or annotation)'))
+        .option('-n, --namespace <ns>', 'sweep only this namespace (repeatable; default: all)', collect)
+        .addOption(new Option('-A, --all-namespaces', 'sweep every namespace (the default)').conflicts('namespace')),
     );
 
   withSweepOptions(program.command('sweep').description('run one sweep and exit'))
@@ -82,7 +87,7 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
 
   withLeaderElectOptions(withSweepOptions(program.command('run').description('sweep on a cron schedule until SIGTERM/SIGINT')))
     .requiredOption('--schedule <cron>', 'cron expression: 5 fields, or 6 with seconds first')
-    .option('--timezone <tz>', 'IANA time zone for the schedule (default: UTC)', 'UTC')
+    .option('--timezone <tz>', 'IANA time zone for the schedule', 'UTC')
     .option('--listen <addr>', 'serve /healthz and /metrics on HOST:PORT (e.g. :9090)')
     .addHelpText('after', RUN_EXAMPLES)
     .action(async (flags: SweepFlags & LeaderElectFlags & { schedule: string; timezone: string; listen?: string }) => {
@@ -134,7 +139,7 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
         throw new UsageError(`${file}: ${e.message}`);
       });
       const parsed = parsePolicyDocument(text);
-      const name = file === '-' ? '<stdin>' : file;
+      const name = problemSource({ kind: 'file', path: file });
       if (!parsed.ok) {
         for (const p of parsed.problems) io.stdout.write(`${formatProblem(name, p)}\n`);
         io.stderr.write(`${name}: ${parsed.problems.length} problem(s); the policy is invalid\n`);
@@ -151,7 +156,7 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
       policy
         .command('explain')
         .description('print the effective policy for a namespace (and Job), and which rule each value came from')
-        .requiredOption('--namespace <ns>', 'namespace to explain')
+        .requiredOption('-n, --namespace <ns>', 'namespace to explain')
         .option('--job <name>', "also apply this Job's annotations (read live)"),
     ),
   )
@@ -167,7 +172,7 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
       const loaded = await loadPolicy(gateway, location);
       if (!loaded.ok) {
         if (loaded.kind === 'invalid') {
-          for (const p of loaded.problems) io.stdout.write(`${formatProblem(loaded.description, p)}\n`);
+          for (const p of loaded.problems) io.stdout.write(`${formatProblem(problemSource(location), p)}\n`);
           throw new UsageError(`policy ${loaded.description} is invalid`);
         }
         if (loaded.kind === 'unreadable-file') throw new UsageError(`${loaded.description}: ${loaded.message}`);
@@ -184,6 +189,24 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
     .description('print the JSON Schema of policy.yaml (for editors via yaml-language-server)')
     .action(() => {
       io.stdout.write(`${JSON.stringify(policyJsonSchema(), null, 2)}\n`);
+      setExitCode(EXIT.ok);
+    });
+
+  program
+    .command('completion')
+    .description('print a shell completion script')
+    .addArgument(new Argument('<shell>', 'the shell').choices(SHELLS))
+    .addHelpText('after', '\nExamples:\n  $ source <(imagepull-sweeper completion bash)\n  $ imagepull-sweeper completion fish | source')
+    .action((shell: Shell) => {
+      io.stdout.write(completionScript(shell, program));
+      setExitCode(EXIT.ok);
+    });
+
+  program
+    .command('version')
+    .description('print the version')
+    .action(() => {
+      io.stdout.write(`${packageVersion()}\n`);
       setExitCode(EXIT.ok);
     });
 

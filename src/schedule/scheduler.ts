@@ -59,7 +59,7 @@ export async function runOnSchedule(schedule: Schedule, deps: SchedulerDeps, sto
     try {
       result = await deps.sweepOnce();
     } catch (error) {
-      logger.error('sweep crashed', { error: (error as Error).message });
+      logger.error('sweep crashed', { error: (error as Error).message, stack: (error as Error).stack });
     }
     const finished = clock();
     deps.onSweep?.(result, (finished.getTime() - started.getTime()) / 1000, finished);

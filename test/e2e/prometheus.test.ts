@@ -197,8 +197,17 @@ describe('Prometheus scrapes run', () => {
       );
       assert.equal(firing.labels.job, 'sweeper');
       assert.equal(firing.labels.severity, 'critical');
-      const rules = (await (await fetch(`${prometheus.url}/api/v1/rules`)).json()) as { data: { groups: { rules: unknown[] }[] } };
-      assert.equal(rules.data.groups.flatMap((g) => g.rules).length, 6);
+      const rules = (await (await fetch(`${prometheus.url}/api/v1/rules`)).json()) as {
+        data: { groups: { name: string; rules: unknown[] }[] };
+      };
+      // Both modes' groups load; this is the Deployment mode's (the CronJob mode's reads kube-state-metrics).
+      assert.deepEqual(
+        rules.data.groups.map((g) => [g.name, g.rules.length]),
+        [
+          ['imagepull-sweeper', 7],
+          ['imagepull-sweeper-cronjob', 3],
+        ],
+      );
     } finally {
       run.child.kill('SIGTERM');
       prometheus.child.kill('SIGTERM');

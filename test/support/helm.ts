@@ -52,7 +52,16 @@ export async function helm(args: string[], env: Record<string, string> = {}): Pr
 
 /** `helm template` of the chart into the namespace, as objects (throws on a failed render). */
 export async function helmTemplate(namespace: string, set: string[] = []): Promise<KubernetesObject[]> {
-  const r = await helm(['template', 'imagepull-sweeper', CHART, '--namespace', namespace, ...set.flatMap((s) => ['--set', s])]);
+  // --skip-tests: the `helm test` hook is no object of the release.
+  const r = await helm([
+    'template',
+    'imagepull-sweeper',
+    CHART,
+    '--namespace',
+    namespace,
+    '--skip-tests',
+    ...set.flatMap((s) => ['--set', s]),
+  ]);
   if (r.code !== 0) throw new Error(`helm template failed (${r.code}): ${r.stderr}`);
   return parseAllDocuments(r.stdout)
     .map((d) => d.toJS() as KubernetesObject | null)

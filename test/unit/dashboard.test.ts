@@ -9,6 +9,8 @@ import { SweepMetrics } from '../../src/schedule/metrics.ts';
 const DASHBOARD = 'charts/imagepull-sweeper/files/dashboard.json';
 const ALERTS = 'charts/imagepull-sweeper/files/alerts.yaml';
 const DOC = 'docs/metrics.md';
+const RUNBOOK_BASE = (parse(readFileSync('charts/imagepull-sweeper/values.yaml', 'utf8')) as { prometheusRule: { runbookBaseUrl: string } })
+  .prometheusRule.runbookBaseUrl;
 
 async function exportedSeries(): Promise<Set<string>> {
   const names = new Set<string>();
@@ -49,7 +51,24 @@ interface Rule {
   expr: string;
   annotations: Record<string, string>;
 }
-const alertRules = (): Rule[] => (parse(readFileSync(ALERTS, 'utf8')) as { groups: { rules: Rule[] }[] }).groups.flatMap((g) => g.rules);
+/** The alerts of one group (the chart renders the group of its mode), or of all. */
+const alertRules = (group?: string): Rule[] =>
+  (parse(readFileSync(ALERTS, 'utf8')) as { groups: { name: string; rules: Rule[] }[] }).groups
+    .filter((g) => group === undefined || g.name === group)
+    .flatMap((g) => g.rules);
+
+/**
+ * The kube-state-metrics series the CronJob mode's alerts read, as v2.18.0 exports them
+ * (docs/metrics/workload/cronjob-metrics.md and job-metrics.md of kubernetes/kube-state-metrics).
+ */
+const KUBE_STATE_METRICS = new Set([
+  'kube_cronjob_info',
+  'kube_cronjob_created',
+  'kube_cronjob_status_last_successful_time',
+  'kube_job_owner',
+  'kube_job_created',
+  'kube_job_status_failed',
+]);
 
 /** GitHub's anchor of a Markdown heading. */
 const anchor = (heading: string): string =>
@@ -72,12 +91,31 @@ describe('the dashboard and the alerts name only exported metrics', () => {
 
   it('every alert expression names a metric, and each one the sweeper exports', async () => {
     const exported = await exportedSeries();
-    const rules = alertRules();
+    const rules = alertRules('imagepull-sweeper').filter((r) => r.alert !== 'ImagePullSweeperAbsent');
     assert.equal(rules.length, 6);
     for (const r of rules) {
       assert.ok(named(r.expr).length > 0, `${r.alert} names no metric`);
       for (const name of named(r.expr)) assert.ok(exported.has(name), `${r.alert}: ${name} is not exported`);
     }
+  });
+
+  it('the CronJob mode alerts on kube-state-metrics series only; each mode has an absent rule', () => {
+    const rules = alertRules('imagepull-sweeper-cronjob');
+    assert.equal(rules.length, 3);
+    for (const r of rules) {
+      assert.deepEqual(named(r.expr), [], `${r.alert} reads no metric of the sweeper`);
+      const series = r.expr.match(/\bkube_[a-z_]+/g) ?? [];
+      assert.ok(series.length > 0, `${r.alert} names no series`);
+      for (const name of series) assert.ok(KUBE_STATE_METRICS.has(name), `${r.alert}: ${name}`);
+    }
+    assert.match(
+      alertRules('imagepull-sweeper').find((r) => r.alert === 'ImagePullSweeperAbsent')?.expr ?? '',
+      /^absent\(up\{job="imagepull-sweeper"\}/,
+    );
+    assert.match(
+      rules.find((r) => r.alert === 'ImagePullSweeperCronJobAbsent')?.expr ?? '',
+      /^absent\(kube_cronjob_info\{cronjob="imagepull-sweeper"\}\)/,
+    );
   });
 
   it('the check catches a name the sweeper does not export', async () => {
@@ -95,7 +133,8 @@ describe('docs/metrics.md', () => {
   it('has the runbook section each alert links to', () => {
     for (const r of alertRules()) {
       const url = r.annotations.runbook_url ?? '';
-      assert.match(url, /^docs\/metrics\.md#/, `${r.alert}: runbook_url ${url}`);
+      // Absolute (Alertmanager, Grafana and pagers cannot follow a relative link): the chart's default base.
+      assert.ok(url.startsWith(`${RUNBOOK_BASE}#`), `${r.alert}: runbook_url ${url}`);
       const target = url.split('#')[1]!;
       assert.equal(target, r.alert.toLowerCase(), `${r.alert}: anchor ${target}`);
       assert.ok(anchors.has(target), `${r.alert}: no heading for #${target} in ${DOC}`);

@@ -115,7 +115,10 @@ describe('runOnSchedule', () => {
     };
     await runOnSchedule(parseSchedule('* * * * *'), h.deps, h.stop.signal);
     assert.equal(h.sweeps.length, 2);
-    assert.ok(h.lines.some((l) => l.message === 'sweep crashed' && l.level === 'error'));
+    const crash = h.lines.find((l) => l.message === 'sweep crashed');
+    assert.equal(crash?.level, 'error');
+    assert.equal(crash.error, 'boom');
+    assert.match(String(crash.stack), /^Error: boom\n\s+at /, 'the log has the stack docs/metrics.md promises');
   });
 });
 
