@@ -1,4 +1,5 @@
 import type { Action, JobView, PodOwner, StuckContainer } from '../model.ts';
+import { formatOwners } from '../attribute/job-view.ts';
 import { ANNOTATIONS, ignoredByAnnotation } from '../policy/annotations.ts';
 import { formatDuration } from '../policy/duration.ts';
 import { describeGraceSource, graceForJob, resolveForNamespace } from '../policy/resolve.ts';
@@ -68,7 +69,16 @@ function decideGroup(group: OwnerGroup, input: JudgeInput, outage: OutageAssessm
         : owner.detail;
     const plan = owner.kind === 'unreadable' ? 'error' : 'skip';
     const jobName = owner.kind === 'not-a-job' ? undefined : owner.owner?.name;
-    return makeDecision(worst, input.now, { rule: effective.rule, action: effective.action, plan, detail, job: undefined, jobName });
+    const owners = owner.kind === 'not-a-job' && owner.owner ? formatOwners([owner.owner]) : [];
+    return makeDecision(worst, input.now, {
+      rule: effective.rule,
+      action: effective.action,
+      plan,
+      detail,
+      job: undefined,
+      jobName,
+      owners,
+    });
   }
 
   const job = owner.job;
@@ -178,6 +188,8 @@ interface DecisionFields {
   job: JobView | undefined;
   /** Name of a Job that could not be judged (gone or unreadable). */
   jobName?: string;
+  /** Without a Job: the pod's own controller, `Kind/name`. */
+  owners?: string[];
   stuckPods?: number;
   graceSeconds?: number;
   graceSource?: Decision['graceSource'];
@@ -191,12 +203,14 @@ function makeDecision(c: StuckContainer, now: Date, f: DecisionFields): Decision
     namespace: c.namespace,
     job: f.job?.name ?? f.jobName,
     cronJob: f.job?.cronJob,
+    owners: f.job ? formatOwners(f.job.owners) : (f.owners ?? []),
     pod: c.pod,
     podUid: c.podUid,
     podResourceVersion: c.podResourceVersion,
     container: c.container,
     containerKind: c.containerKind,
     image: c.image,
+    ...(c.volume !== undefined ? { volume: c.volume } : {}),
     reason: c.reason,
     message: c.message,
     pullClass: c.pullClass,
@@ -273,6 +287,9 @@ export function rejudgeJob(
   if (previousUid !== fresh.uid) {
     return standDown(previous, 'skip', `Job ${fresh.name} was replaced (uid differs)`);
   }
+  // A fresh read carries the Job's own controller only; what the attribute stage read above it stays.
+  const known = previous.jobView?.owners ?? [];
+  if (known.length > fresh.owners.length && known[0]?.uid === fresh.owners[0]?.uid) fresh = { ...fresh, owners: known };
   const seen = freshPod ? input.stuck.filter((c) => c.podUid !== freshPod.podUid).concat(freshPod.stuck) : input.stuck;
   const stuck = seen.filter((c) => {
     if (freshPod && freshPod.stuck.includes(c)) return true;
