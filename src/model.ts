@@ -94,6 +94,8 @@ export interface StuckContainer {
   stuckSince: Date;
   /** The pod's controller owner reference, if any. */
   controller: OwnerRef | undefined;
+  /** The pod's `imagepull-sweeper/` annotations, when it has any (a pod under an `owners` rule is judged by them). */
+  podAnnotations?: Record<string, string>;
 }
 
 /** The parts of a Job the judge needs. Built by the attribute stage from a V1Job. */

@@ -5,6 +5,9 @@ import { isStalledReason, isStuckReason, type ContainerKind, type OwnerRef, type
 import { failingReference } from './image-volume.ts';
 import { classifyPullFailure } from './pull-class.ts';
 
+/** The prefix of the product's annotations (policy/annotations.ts, which later stages own). */
+const SWEEPER_PREFIX = 'imagepull-sweeper/';
+
 /** client-node gives `Date`s; raw JSON gives RFC 3339 strings. Accept both. */
 export type Timestamp = Date | string | null | undefined;
 
@@ -142,6 +145,12 @@ function pullStartedAt(pod: V1Pod, slot: Slot): Date | undefined {
   return latest(base, toDate(slot.status.lastState?.terminated?.finishedAt));
 }
 
+/** Only the `imagepull-sweeper/` annotations of a pod (its owner's controls and the sweeper's marks), if any. */
+function sweeperAnnotations(pod: V1Pod): Record<string, string> | undefined {
+  const entries = Object.entries(pod.metadata?.annotations ?? {}).filter(([k]) => k.startsWith(SWEEPER_PREFIX));
+  return entries.length > 0 ? Object.fromEntries(entries) : undefined;
+}
+
 /**
  * Every init, sidecar and regular container of an active pod whose waiting reason is a stuck
  * reason, or that is stalled (class `stalled`, see isStalled); only containers the spec names
@@ -152,6 +161,7 @@ function pullStartedAt(pod: V1Pod, slot: Slot): Date | undefined {
 export function findStuckContainers(pod: V1Pod): StuckContainer[] {
   if (!isActivePod(pod) || !hasStuckStatus(pod)) return [];
   const controller = controllerOf(pod);
+  const own = sweeperAnnotations(pod);
   const out: StuckContainer[] = [];
   for (const slot of slotsOf(pod)) {
     const waiting = slot.status.state?.waiting;
@@ -176,6 +186,7 @@ export function findStuckContainers(pod: V1Pod): StuckContainer[] {
       pullClass,
       stuckSince,
       controller: controller ? { ...controller } : undefined,
+      ...(own ? { podAnnotations: { ...own } } : {}),
     });
   }
   return out;

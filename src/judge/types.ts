@@ -5,7 +5,8 @@ import type { ForceDeleteTarget } from './force-delete.ts';
 
 /** Moved to the glossary (model.ts); re-exported for the judge's callers. */
 
-export type FailMechanism = 'podFailurePolicy' | 'activeDeadlineSeconds';
+/** A Job's two ways (docs/contract.md "How a Job is failed"), and a pod's own deadline under an `owners` rule. */
+export type FailMechanism = 'podFailurePolicy' | 'activeDeadlineSeconds' | 'podActiveDeadlineSeconds';
 
 /** One decision per Job (or per pod without a Job), about its most overdue stuck container. */
 export interface Decision extends Pick<
