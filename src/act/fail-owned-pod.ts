@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import type { V1Pod } from '@kubernetes/client-node';
 import { findStuckContainers, toDate } from '../classify/index.ts';
 import { formatClaimMessage } from '../judge/claim-message.ts';
+import { containerThatRan } from '../judge/force-delete.ts';
 import { standDown } from '../judge/stand-down.ts';
 import type { Decision } from '../judge/types.ts';
 import type { Outcome } from '../model.ts';
@@ -64,6 +65,9 @@ function changedSince(pod: V1Pod, d: Decision): string | undefined {
   const annotations = pod.metadata?.annotations ?? {};
   if (d.plan === 'fail' && annotations[ANNOTATIONS.failedAt] !== undefined) return `already failed at ${annotations[ANNOTATIONS.failedAt]}`;
   if (!findStuckContainers(pod).some((c) => c.container === d.container)) return 'pod no longer stuck';
+  // What the guard allows (docs/security.md): a workload that has started is never cut short here.
+  const ran = containerThatRan(pod);
+  if (ran !== undefined) return `${ran} of the pod has run: an owners rule fails only pods none of whose containers ever ran`;
   return undefined;
 }
 
