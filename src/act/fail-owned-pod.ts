@@ -9,24 +9,17 @@ import { findStuckContainers, toDate } from '../classify/index.ts';
 import { formatClaimMessage } from '../judge/claim-message.ts';
 import { containerThatRan } from '../judge/force-delete.ts';
 import { standDown } from '../judge/stand-down.ts';
-import type { Decision } from '../judge/types.ts';
-import type { Outcome } from '../model.ts';
+import type { ActResult, Decision } from '../judge/types.ts';
 import { describeApiError } from '../kube/errors.ts';
 import type { KubeGateway } from '../kube/gateway.ts';
 import { failureText, tryWrite } from '../kube/write-outcome.ts';
 import { OUTCOME_OF_PLAN } from '../outcomes.ts';
 import { ANNOTATIONS } from '../policy/annotations.ts';
 import { rfc3339Seconds } from './claim.ts';
-import { EVENT_REASON_STUCK, truncate, warningEvent, type Reporter } from './events.ts';
+import { truncate } from '../text.ts';
+import { EVENT_REASON_STUCK, warningEvent, type Reporter } from './events.ts';
 
 const ATTEMPTS = 3;
-
-/** What act/act.ts makes of a decision (its ActResult). */
-export interface OwnedPodResult {
-  decision: Decision;
-  outcome: Outcome;
-  error: string | undefined;
-}
 
 /** The deadline, counted from the pod's start, that has already passed (never raised: the API server refuses that). */
 export function passedPodDeadline(pod: V1Pod, now: Date): number {
@@ -72,9 +65,9 @@ function changedSince(pod: V1Pod, d: Decision): string | undefined {
 }
 
 /** Carries out a fail or report decision on a pod without a Job. */
-export async function actOnOwnedPod(gateway: KubeGateway, d: Decision, reporter: Reporter, claim: string): Promise<OwnedPodResult> {
+export async function actOnOwnedPod(gateway: KubeGateway, d: Decision, reporter: Reporter, claim: string): Promise<ActResult> {
   /** An error is the action's failure, unless `partly`: done, but a later part (its Event) failed. */
-  const result = (decision: Decision, error?: string, partly = false): OwnedPodResult => ({
+  const result = (decision: Decision, error?: string, partly = false): ActResult => ({
     decision,
     outcome: error && !partly ? 'error' : OUTCOME_OF_PLAN[decision.plan].live,
     error,

@@ -67,11 +67,11 @@ function podFailureRules(policy: V1PodFailurePolicy | undefined): PodFailureRule
   });
 }
 
-/** The pod's owner reference when it points at a batch/v1 Job. */
-export function jobOwner(controller: OwnerRef | undefined): OwnerRef | undefined {
-  if (!controller) return undefined;
-  const group = controller.apiVersion.split('/')[0];
-  return controller.kind === 'Job' && group === 'batch' ? controller : undefined;
+export { jobOwner } from '../model.ts';
+
+/** The label selector of a Job's pods: the Job controller labels each with the Job's uid. */
+export function jobPodsSelector(jobUid: string): string {
+  return `batch.kubernetes.io/controller-uid=${jobUid}`;
 }
 
 /** True for a reference to a JobSet (jobset.x-k8s.io, any version). */

@@ -7,6 +7,7 @@ import { ANNOTATIONS } from '../policy/annotations.ts';
 import { formatDuration } from '../policy/duration.ts';
 import { describeGraceSource } from '../policy/resolve.ts';
 import type { EffectivePolicy, GraceSeconds, JobGrace } from '../policy/types.ts';
+import { stuckWithinGrace } from './grace.ts';
 import { describeTrip, tripFor } from './outage.ts';
 import type { Decision, FailMechanism, OutageAssessment } from './types.ts';
 
@@ -96,7 +97,7 @@ export function judgeAgainstGrace(worst: StuckContainer, now: Date, outage: Outa
   const graceFrom = `${formatDuration(graceSeconds)} from ${describeGraceSource(graceSource)}`;
   const stuckSeconds = secondsBetween(worst.stuckSince, now);
   const fields = { ...s.base, graceSeconds, graceSource, warnings: [...s.grace.warnings] };
-  if (stuckSeconds < graceSeconds) {
+  if (stuckWithinGrace(stuckSeconds, graceSeconds)) {
     return makeDecision(worst, now, {
       ...fields,
       plan: 'skip',

@@ -6,9 +6,11 @@ import type { ActResult } from '../../src/act/act.ts';
 import { act } from '../../src/act/act.ts';
 import { passedDeadlineSeconds } from '../../src/act/claim.ts';
 import { dryRunGateway } from '../../src/kube/dry-run-gateway.ts';
+import { wordResult } from '../../src/report/wording.ts';
 import { scriptedGateway } from '../support/scripted-gateway.ts';
 import { SweepMetrics } from '../../src/schedule/metrics.ts';
-import { stuckJobEvent, truncate } from '../../src/act/events.ts';
+import { stuckJobEvent } from '../../src/act/events.ts';
+import { truncate } from '../../src/text.ts';
 import { formatClaimMessage as describeStuck } from '../../src/judge/claim-message.ts';
 import { judge } from '../../src/judge/judge.ts';
 import { describeApiError, isRetryable } from '../../src/kube/errors.ts';
@@ -16,6 +18,7 @@ import { parsePolicyYaml } from '../../src/policy/parse.ts';
 import { auditLine, summarize } from '../../src/report/audit.ts';
 import { createLogger, logDecision, logSummary } from '../../src/report/logger.ts';
 import { NOW, job, ownersFor, secondsAgo, stuckIn } from './judge-fixtures.ts';
+import { summaryOf } from './report-fixtures.ts';
 
 function decisionFor(name: string, over = {}) {
   const j = job(name, over);
@@ -142,13 +145,14 @@ describe('a dry run says "would"', () => {
     const report = { ...decisionFor('b'), plan: 'report' as const, action: 'report' as const };
     const skip = { ...decisionFor('c'), plan: 'skip' as const };
     const { gateway, calls } = scriptedGateway();
-    const results = await act(dryRunGateway(gateway), [fail, report, skip], {
+    const live = await act(dryRunGateway(gateway), [fail, report, skip], {
       concurrency: 2,
       now: NOW,
       instance: 'h',
       claim: 'c',
       rejudge: (d) => d,
     });
+    const results = live.map((r) => wordResult(r, true));
     assert.deepEqual(calls, [], 'nothing sent');
     assert.deepEqual(
       results.map((r) => [r.outcome, r.error]),
@@ -299,18 +303,7 @@ describe('a not-found burst in the audit', () => {
     assert.ok(parsed.ok);
     const judgement = judge({ stuck, ownerOf: ownersFor(stuck, jobs), namespaceLabels: new Map(), policy: parsed.policy, now: NOW });
     const results: ActResult[] = judgement.decisions.map((decision) => ({ decision, outcome: 'reported', error: undefined }));
-    const s = summarize({
-      sweepId: 's',
-      dryRun: false,
-      policy: 'p',
-      namespaces: [],
-      startedAt: NOW,
-      finishedAt: NOW,
-      podsScanned: 4,
-      stuckContainers: 4,
-      outage: judgement.outage,
-      results,
-    });
+    const s = summaryOf({ podsScanned: 4, stuckContainers: 4, outage: judgement.outage, results });
     assert.deepEqual(s.outage.trips, [
       { scope: 'registry docker.io', host: 'docker.io', pullClass: 'permanent', stuckPods: 4, images: 2, fraction: 1, repositories: 2 },
     ]);
