@@ -144,7 +144,12 @@ describe('owners rules under the admission guard', () => {
       POD_RULE,
       patch('stuck', { metadata: { annotations: { 'imagepull-sweeper/grace': '1h' } } }),
     );
-    await assertGuardDenies('its tolerations', POD_RULE, patch('stuck', { spec: { tolerations: [{ operator: 'Exists' }] } }));
+    await assertGuardDenies('another toleration (mutable on a live pod)', POD_RULE, () =>
+      saCore.patchNamespacedPod(
+        { namespace: ns, name: 'stuck', body: [{ op: 'add', path: '/spec/tolerations/-', value: { operator: 'Exists' } }] },
+        setHeaderOptions('Content-Type', PatchStrategy.JsonPatch),
+      ),
+    );
     await patch('stuck', { spec: { activeDeadlineSeconds: 100 } })();
     // Raising it back is refused (by the API server's own validation before the guard).
     await assert.rejects(
