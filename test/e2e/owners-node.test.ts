@@ -5,14 +5,13 @@
 // status of it.
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
-import { CoreV1Api, type KubeConfig, type V1OwnerReference, type V1Pod } from '@kubernetes/client-node';
+import { CoreV1Api, PatchStrategy, setHeaderOptions, type KubeConfig, type V1OwnerReference, type V1Pod } from '@kubernetes/client-node';
 import { assertGuardDenies, guardEnforced, installGuardedSweeper } from '../support/guard.ts';
 import { useTestCluster } from '../support/hooks.ts';
 import { waitFor } from '../support/kubelet.ts';
 import { nodeSkipReason, runtimeLabel, testNode, testRuntimes, type TestNodeHandle } from '../support/node.ts';
 import { nodePodSpec, observeReasons } from '../support/node-cases.ts';
 import { runSweep, sweeperEvents } from '../support/sweeper.ts';
-import { createGateway } from '../../src/kube/gateway.ts';
 import { createOwner, installOwnerCrd, OWNER_KIND, ownersPolicy } from './owners-support.ts';
 
 const skip = nodeSkipReason();
@@ -105,10 +104,16 @@ for (const runtime of testRuntimes())
         'container side running',
       );
       await assertGuardDenies('lowering the deadline of a pod whose container runs', 'pods: only a pod without a Job', () =>
-        createGateway(saKc).mergePatchPod(ns, 'half', {
-          metadata: { resourceVersion: ran.metadata?.resourceVersion },
-          spec: { activeDeadlineSeconds: 1 },
-        }),
+        saKc
+          .makeApiClient(CoreV1Api)
+          .patchNamespacedPod(
+            {
+              namespace: ns,
+              name: 'half',
+              body: { metadata: { resourceVersion: ran.metadata?.resourceVersion }, spec: { activeDeadlineSeconds: 1 } },
+            },
+            setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+          ),
       );
       await new Promise((r) => setTimeout(r, 2_000));
       const run = await runSweep(saKc, { namespaces: [ns], policy: ownersPolicy([ns]) });
