@@ -1,10 +1,13 @@
-// Shared by the report tests: a summary's input with every field but the one a test is about,
-// and a logger whose lines a test reads back.
+// Shared by the report tests: a decision judged under the default policy, a summary's input with
+// every field but the one a test is about, and a logger whose lines a test reads back.
 import { PassThrough } from 'node:stream';
 import type { OutageAssessment } from '../../src/judge/types.ts';
 import { summarize, type SummaryInput, type SweepSummary } from '../../src/report/audit.ts';
 import { createLogger, type OutputFormat } from '../../src/report/logger.ts';
-import { NOW } from './judge-fixtures.ts';
+import assert from 'node:assert/strict';
+import { judge } from '../../src/judge/judge.ts';
+import { parsePolicyYaml } from '../../src/policy/parse.ts';
+import { NOW, job, ownersFor, secondsAgo, stuckIn } from './judge-fixtures.ts';
 
 export const NO_OUTAGE: OutageAssessment = {
   stuckPods: 0,
@@ -39,4 +42,13 @@ export function capture(format: OutputFormat) {
   const chunks: string[] = [];
   stream.on('data', (c: Buffer) => chunks.push(c.toString()));
   return { logger: createLogger({ format, stream }), text: () => chunks.join('') };
+}
+
+/** The default policy's decision about Job `name` (options as for `job`), stuck 312 s. */
+export function decisionFor(name: string, over = {}) {
+  const j = job(name, over);
+  const stuck = [stuckIn(j, { stuckSince: secondsAgo(312) })];
+  const parsed = parsePolicyYaml('{}');
+  assert.ok(parsed.ok);
+  return judge({ stuck, ownerOf: ownersFor(stuck, [j]), namespaceLabels: new Map(), policy: parsed.policy, now: NOW }).decisions[0]!;
 }

@@ -6,18 +6,9 @@ import { isActionError } from '../../src/outcomes.ts';
 import type { Logger } from 'winston';
 import { auditLine, cronJobAuditLine } from '../../src/report/audit.ts';
 import { logCronJob, logDecision } from '../../src/report/logger.ts';
-import { capture, summaryOf } from './report-fixtures.ts';
-import { parsePolicyYaml } from '../../src/policy/parse.ts';
-import { judge } from '../../src/judge/judge.ts';
-import { NOW, job, ownersFor, secondsAgo, stuckIn } from './judge-fixtures.ts';
+import { capture, decisionFor, summaryOf } from './report-fixtures.ts';
 
-function decision() {
-  const j = job('build');
-  const stuck = [stuckIn(j, { stuckSince: secondsAgo(312) })];
-  const parsed = parsePolicyYaml('{}');
-  assert.ok(parsed.ok);
-  return judge({ stuck, ownerOf: ownersFor(stuck, [j]), namespaceLabels: new Map(), policy: parsed.policy, now: NOW }).decisions[0]!;
-}
+const decision = () => decisionFor('build');
 
 function levels(log: (logger: Logger) => void): string[] {
   const out = capture('json');
