@@ -104,16 +104,14 @@ for (const runtime of testRuntimes())
         'container side running',
       );
       await assertGuardDenies('lowering the deadline of a pod whose container runs', 'pods: only a pod without a Job', () =>
-        saKc
-          .makeApiClient(CoreV1Api)
-          .patchNamespacedPod(
-            {
-              namespace: ns,
-              name: 'half',
-              body: { metadata: { resourceVersion: ran.metadata?.resourceVersion }, spec: { activeDeadlineSeconds: 1 } },
-            },
-            setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-          ),
+        saKc.makeApiClient(CoreV1Api).patchNamespacedPod(
+          {
+            namespace: ns,
+            name: 'half',
+            body: { metadata: { resourceVersion: ran.metadata?.resourceVersion }, spec: { activeDeadlineSeconds: 1 } },
+          },
+          setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+        ),
       );
       await new Promise((r) => setTimeout(r, 2_000));
       const run = await runSweep(saKc, { namespaces: [ns], policy: ownersPolicy([ns]) });
