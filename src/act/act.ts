@@ -11,6 +11,7 @@ import type { JobView } from '../model.ts';
 import { OUTCOME_OF_PLAN } from '../outcomes.ts';
 import type { Reporter } from './events.ts';
 import { failJob } from './fail-job.ts';
+import { actOnOwnedPod } from './fail-owned-pod.ts';
 import { reportJob } from './report-job.ts';
 import { retryJob } from './retry-job.ts';
 import type { FreshPod, WriteResult } from './write-result.ts';
@@ -60,6 +61,8 @@ async function actOne(gateway: KubeGateway, first: Decision, options: ActOptions
     if (decision.plan !== 'fail' && decision.plan !== 'report' && decision.plan !== 'retry') return planned;
     if (options.signal?.aborted)
       return stoodDown(decision, 'defer', `sweep stopped before acting, waits for the next sweep (was: ${decision.detail})`);
+    // A pod without a Job, under an `owners` rule: its own write sequence (act/fail-owned-pod.ts).
+    if (!decision.jobView) return actOnOwnedPod(gateway, decision, reporter, options.claim);
     const written: WriteResult =
       decision.plan === 'report'
         ? await reportJob(gateway, decision, reporter)

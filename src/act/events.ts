@@ -102,7 +102,7 @@ export function invalidPolicyEventName(configMap: { name: string; uid: string | 
 type ObjectRef = NonNullable<EventsV1Event['regarding']> & { name: string; namespace: string };
 
 /** A Warning Event in the namespace of the object it is about. */
-function warningEvent(
+export function warningEvent(
   reporter: Reporter,
   e: { name?: string; reason: string; action: string; note: string; regarding: ObjectRef; related?: ObjectRef },
 ): EventsV1Event {

@@ -4,6 +4,7 @@ import { describeApiError } from '../kube/errors.ts';
 import type { KubeGateway } from '../kube/gateway.ts';
 import { listFromStart } from '../kube/paging.ts';
 import { jobOwner, toJobView } from './job-view.ts';
+import { extendOwnerChains } from './owner-chain.ts';
 
 /**
  * Full Jobs a page of a namespace's Job list. Each answer is read, copied and parsed whole, up to
@@ -91,6 +92,7 @@ export async function attributeToJobs(
     }
   }
   await Promise.all(lookups);
+  await extendOwnerChains(gateway, found.values(), requests);
 
   const failedLookups = new Set(errors.map((e) => `${e.namespace}/${e.job}`));
   const byPod = new Map<string, PodOwner>();

@@ -3,9 +3,13 @@
 import type { V1Container, V1ContainerStatus, V1OwnerReference, V1Pod, V1PodCondition } from '@kubernetes/client-node';
 import { isStalledReason, isStuckReason, type ContainerKind, type OwnerRef, type PullClass, type StuckContainer } from '../model.ts';
 import { toDate } from '../time.ts';
+import { failingReference } from './image-volume.ts';
 import { classifyPullFailure } from './pull-class.ts';
 
 export { toDate, type Timestamp } from '../time.ts';
+
+/** The prefix of the product's annotations (policy/annotations.ts, which later stages own). */
+const SWEEPER_PREFIX = 'imagepull-sweeper/';
 
 function latest(...dates: (Date | undefined)[]): Date | undefined {
   let out: Date | undefined;
@@ -20,10 +24,18 @@ export function isActivePod(pod: V1Pod): boolean {
   return phase !== 'Succeeded' && phase !== 'Failed';
 }
 
-export function controllerOf(pod: V1Pod): OwnerRef | undefined {
-  const ref: V1OwnerReference | undefined = pod.metadata?.ownerReferences?.find((o) => o.controller === true);
+/**
+ * An object's controller reference: the only owner reference attribution follows (a pod or Job
+ * may carry others, e.g. a PodGroup of the 1.36+ workload API, which control nothing).
+ */
+export function controllerRefOf(meta: { ownerReferences?: V1OwnerReference[] } | undefined): OwnerRef | undefined {
+  const ref = meta?.ownerReferences?.find((o) => o.controller === true);
   if (!ref) return undefined;
   return { apiVersion: ref.apiVersion, kind: ref.kind, name: ref.name, uid: ref.uid, controller: true };
+}
+
+export function controllerOf(pod: V1Pod): OwnerRef | undefined {
+  return controllerRefOf(pod.metadata);
 }
 
 function isTrue(pod: V1Pod, type: string): boolean {
@@ -127,6 +139,12 @@ function pullStartedAt(pod: V1Pod, slot: Slot): Date | undefined {
   return latest(base, toDate(slot.status.lastState?.terminated?.finishedAt));
 }
 
+/** Only the `imagepull-sweeper/` annotations of a pod (its owner's controls and the sweeper's marks), if any. */
+function sweeperAnnotations(pod: V1Pod): Record<string, string> | undefined {
+  const entries = Object.entries(pod.metadata?.annotations ?? {}).filter(([k]) => k.startsWith(SWEEPER_PREFIX));
+  return entries.length > 0 ? Object.fromEntries(entries) : undefined;
+}
+
 /**
  * Every init, sidecar and regular container of an active pod whose waiting reason is a stuck
  * reason, or that is stalled (class `stalled`, see isStalled); only containers the spec names
@@ -137,6 +155,7 @@ function pullStartedAt(pod: V1Pod, slot: Slot): Date | undefined {
 export function findStuckContainers(pod: V1Pod): StuckContainer[] {
   if (!isActivePod(pod) || !hasStuckStatus(pod)) return [];
   const controller = controllerOf(pod);
+  const own = sweeperAnnotations(pod);
   const out: StuckContainer[] = [];
   for (const slot of slotsOf(pod)) {
     const waiting = slot.status.state?.waiting;
@@ -144,8 +163,8 @@ export function findStuckContainers(pod: V1Pod): StuckContainer[] {
     if (!isStuckReason(reason) && !(isStalledReason(reason) && isStalled(pod, slot))) continue;
     const stuckSince = pullStartedAt(pod, slot);
     if (!stuckSince) continue;
-    const image = slot.status.image || slot.spec.image || '';
     const message = waiting?.message ?? '';
+    const { image, volume } = failingReference(pod, slot.spec, slot.status.image || slot.spec.image || '', message);
     const pullClass: PullClass = isStuckReason(reason) ? classifyPullFailure(reason, message, image) : 'stalled';
     out.push({
       namespace: pod.metadata?.namespace ?? '',
@@ -155,11 +174,13 @@ export function findStuckContainers(pod: V1Pod): StuckContainer[] {
       container: slot.status.name,
       containerKind: slot.kind,
       image,
+      ...(volume !== undefined ? { volume } : {}),
       reason,
       message,
       pullClass,
       stuckSince,
       controller: controller ? { ...controller } : undefined,
+      ...(own ? { podAnnotations: { ...own } } : {}),
     });
   }
   return out;

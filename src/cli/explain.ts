@@ -120,6 +120,7 @@ function describeMatchers(r: RuleMatch): string {
   const parts = [
     r.namespaces === undefined ? undefined : `namespaces ${r.namespaces ? 'yes' : 'no'}`,
     r.namespaceSelector === undefined ? undefined : `namespaceSelector ${r.namespaceSelector ? 'yes' : 'no'}`,
+    r.owners === undefined ? undefined : `owners ${r.owners.join(', ')}: their pods only, never a Job's`,
   ].filter(Boolean);
   return parts.length > 0 ? ` (${parts.join(', ')})` : ' (matches every namespace)';
 }

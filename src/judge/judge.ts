@@ -1,11 +1,12 @@
 import type { Action, JobView, PodOwner, StuckContainer } from '../model.ts';
+import { formatOwners } from '../attribute/job-view.ts';
 import { ANNOTATIONS, ignoredByAnnotation } from '../policy/annotations.ts';
-import { formatDuration } from '../policy/duration.ts';
-import { describeGraceSource, graceForJob, resolveForNamespace } from '../policy/resolve.ts';
-import type { EffectivePolicy, GraceSeconds, Policy } from '../policy/types.ts';
-import { stuckWithinGrace } from './grace.ts';
+import { graceForJob, resolveForNamespace } from '../policy/resolve.ts';
+import type { EffectivePolicy, Policy } from '../policy/types.ts';
+import { decideOwnedPod } from './owned-pod.ts';
 import { chooseMechanism } from './mechanism.ts';
-import { assessOutage, describeTrip, tripFor } from './outage.ts';
+import { assessOutage } from './outage.ts';
+import { judgeAgainstGrace, makeDecision, mostOverdue } from './decision.ts';
 import type { Decision, Judgement, OutageAssessment } from './types.ts';
 import { standDown } from './stand-down.ts';
 import { compareText } from '../order.ts';
@@ -59,6 +60,11 @@ function decideGroup(group: OwnerGroup, input: JudgeInput, outage: OutageAssessm
     labels: input.namespaceLabels.get(namespace) ?? {},
   });
   const { owner } = group;
+  if (owner.kind === 'not-a-job') {
+    const ns = { name: namespace, labels: input.namespaceLabels.get(namespace) ?? {} };
+    const owned = decideOwnedPod(group.containers, owner.owner, ns, input, outage);
+    if (owned) return owned;
+  }
   if (owner.kind !== 'job') {
     const worst = mostOverdue(group.containers, effective.grace, input.now);
     const detail =
@@ -69,7 +75,16 @@ function decideGroup(group: OwnerGroup, input: JudgeInput, outage: OutageAssessm
         : owner.detail;
     const plan = owner.kind === 'unreadable' ? 'error' : 'skip';
     const jobName = owner.kind === 'not-a-job' ? undefined : owner.owner?.name;
-    return makeDecision(worst, input.now, { rule: effective.rule, action: effective.action, plan, detail, job: undefined, jobName });
+    const owners = owner.kind === 'not-a-job' && owner.owner ? formatOwners([owner.owner]) : [];
+    return makeDecision(worst, input.now, {
+      rule: effective.rule,
+      action: effective.action,
+      plan,
+      detail,
+      job: undefined,
+      jobName,
+      owners,
+    });
   }
 
   const job = owner.job;
@@ -81,64 +96,16 @@ function decideGroup(group: OwnerGroup, input: JudgeInput, outage: OutageAssessm
   const blocker = reasonToLeaveAlone(job, effective);
   if (blocker) return { ...skip(blocker.detail), action: blocker.action ?? effective.action };
 
-  const graceSeconds = jobGrace.grace[worst.pullClass];
-  const graceSource = jobGrace.sources[worst.pullClass];
-  const graceFrom = `${formatDuration(graceSeconds)} from ${describeGraceSource(graceSource)}`;
-  const stuckSeconds = secondsBetween(worst.stuckSince, input.now);
-  const warnings = [...jobGrace.warnings];
-  if (stuckWithinGrace(stuckSeconds, graceSeconds)) {
-    return makeDecision(worst, input.now, {
-      ...base,
-      plan: 'skip',
-      graceSeconds,
-      graceSource,
-      warnings,
-      detail: `within grace (${formatDuration(Math.floor(stuckSeconds))} of ${graceFrom})`,
-    });
-  }
   const choice = chooseMechanism(job);
-  if (effective.action === 'report') {
-    return makeDecision(worst, input.now, {
-      ...base,
-      plan: 'report',
-      graceSeconds,
-      graceSource,
-      warnings,
-      detail: reportDetail(job, `rule ${effective.rule}: report only`),
-    });
-  }
-  const trip = tripFor(outage, worst);
-  if (trip) {
-    return makeDecision(worst, input.now, {
-      ...base,
-      action: 'report',
-      plan: 'report',
-      graceSeconds,
-      graceSource,
-      warnings,
-      detail: reportDetail(
-        job,
-        `outage breaker tripped (${describeTrip(trip)}): ${trip.pullClass} failures are reported, not failed, this sweep`,
-      ),
-    });
-  }
   const shadowed =
     choice.mechanism === 'activeDeadlineSeconds' && job.podFailureRules.length > 0 ? `; ${choice.why}, so by the deadline` : '';
-  return makeDecision(worst, input.now, {
-    ...base,
-    plan: 'fail',
-    graceSeconds,
-    graceSource,
-    warnings,
-    mechanism: choice.mechanism,
-    failJobCondition: choice.conditionType,
-    detail: `stuck past grace (${graceFrom})${shadowed}`,
+  return judgeAgainstGrace(worst, input.now, outage, {
+    base,
+    effective,
+    grace: jobGrace,
+    annotations: job.annotations,
+    failing: { mechanism: choice.mechanism, failJobCondition: choice.conditionType, note: shadowed },
   });
-}
-
-function reportDetail(job: JobView, why: string): string {
-  const reportedAt = job.annotations[ANNOTATIONS.reportedAt];
-  return reportedAt ? `${why}; Event already emitted at ${reportedAt}` : why;
 }
 
 /** Why this Job must not be touched, or undefined. Checked before grace. */
@@ -155,66 +122,6 @@ function reasonToLeaveAlone(job: JobView, effective: EffectivePolicy): { detail:
   if (job.suspended) return { detail: 'Job is suspended' };
   if (effective.action === 'ignore') return { detail: `rule ${effective.rule}: action ignore` };
   return undefined;
-}
-
-/** The container furthest past its grace (or closest to it). */
-function mostOverdue(containers: StuckContainer[], grace: GraceSeconds, now: Date): StuckContainer {
-  let best = containers[0]!;
-  let bestOverdue = -Infinity;
-  for (const c of containers) {
-    const overdue = secondsBetween(c.stuckSince, now) - grace[c.pullClass];
-    if (overdue > bestOverdue || (overdue === bestOverdue && c.stuckSince < best.stuckSince)) {
-      best = c;
-      bestOverdue = overdue;
-    }
-  }
-  return best;
-}
-
-interface DecisionFields {
-  rule: string;
-  action: Action;
-  plan: Decision['plan'];
-  detail: string;
-  job: JobView | undefined;
-  /** Name of a Job that could not be judged (gone or unreadable). */
-  jobName?: string;
-  stuckPods?: number;
-  graceSeconds?: number;
-  graceSource?: Decision['graceSource'];
-  mechanism?: Decision['mechanism'];
-  failJobCondition?: string;
-  warnings?: string[];
-}
-
-function makeDecision(c: StuckContainer, now: Date, f: DecisionFields): Decision {
-  return {
-    namespace: c.namespace,
-    job: f.job?.name ?? f.jobName,
-    cronJob: f.job?.cronJob,
-    pod: c.pod,
-    podUid: c.podUid,
-    podResourceVersion: c.podResourceVersion,
-    container: c.container,
-    containerKind: c.containerKind,
-    image: c.image,
-    reason: c.reason,
-    message: c.message,
-    pullClass: c.pullClass,
-    stuckSince: c.stuckSince,
-    stuckSeconds: Math.max(0, Math.floor(secondsBetween(c.stuckSince, now))),
-    rule: f.rule,
-    action: f.action,
-    graceSeconds: f.graceSeconds,
-    graceSource: f.graceSource,
-    plan: f.plan,
-    detail: f.detail,
-    mechanism: f.mechanism,
-    failJobCondition: f.failJobCondition,
-    warnings: f.warnings ?? [],
-    jobView: f.job,
-    stuckPods: f.stuckPods ?? 1,
-  };
 }
 
 /** Keeps at most maxJobsPerSweep / maxJobsPerNamespace failures, oldest stuck first; the rest wait. */
@@ -256,10 +163,6 @@ function byNamespaceThenName(a: Decision, b: Decision): number {
   );
 }
 
-export function secondsBetween(from: Date, to: Date): number {
-  return (to.getTime() - from.getTime()) / 1000;
-}
-
 /**
  * Judges one Job again after a fresh read (a write conflicted). It keeps the slot it held under
  * the limits. `freshPod` replaces what was seen of the pod a precondition failed on.
@@ -274,6 +177,9 @@ export function rejudgeJob(
   if (previousUid !== fresh.uid) {
     return standDown(previous, 'skip', `Job ${fresh.name} was replaced (uid differs)`);
   }
+  // A fresh read carries the Job's own controller only; what the attribute stage read above it stays.
+  const known = previous.jobView?.owners ?? [];
+  if (known.length > fresh.owners.length && known[0]?.uid === fresh.owners[0]?.uid) fresh = { ...fresh, owners: known };
   const seen = freshPod ? input.stuck.filter((c) => c.podUid !== freshPod.podUid).concat(freshPod.stuck) : input.stuck;
   const stuck = seen.filter((c) => {
     if (freshPod && freshPod.stuck.includes(c)) return true;
@@ -284,3 +190,5 @@ export function rejudgeJob(
   const judgement = judge({ ...input, stuck, outage, ownerOf: () => ({ kind: 'job', job: fresh }) });
   return judgement.decisions[0] ?? standDown(previous, 'skip', 'no longer stuck');
 }
+
+export { secondsBetween } from './decision.ts';

@@ -4,7 +4,8 @@ import type { GraceSource } from '../policy/types.ts';
 import type { StuckCapacity } from './capacity.ts';
 import type { ForceDeleteTarget } from './force-delete.ts';
 
-export type FailMechanism = 'podFailurePolicy' | 'activeDeadlineSeconds';
+/** A Job's two ways (docs/contract.md "How a Job is failed"), and a pod's own deadline under an `owners` rule. */
+export type FailMechanism = 'podFailurePolicy' | 'activeDeadlineSeconds' | 'podActiveDeadlineSeconds';
 
 /** One decision per Job (or per pod without a Job), about its most overdue stuck container. */
 export interface Decision extends Pick<
@@ -16,6 +17,7 @@ export interface Decision extends Pick<
   | 'container'
   | 'containerKind'
   | 'image'
+  | 'volume'
   | 'reason'
   | 'message'
   | 'pullClass'
@@ -23,6 +25,8 @@ export interface Decision extends Pick<
 > {
   job: string | undefined;
   cronJob: string | undefined;
+  /** The owner chain, `Kind/name` nearest first: above the Job, or a pod's own controller when it has no Job. */
+  owners: string[];
   stuckSeconds: number;
   rule: string;
   /** What the policy prescribes for this Job: the rule's action, `ignore` by annotation, `report` under the outage breaker. */

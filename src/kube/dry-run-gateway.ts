@@ -3,7 +3,8 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import type { KubeGateway } from './gateway.ts';
 
-type WriteMethod = 'mergePatchJob' | 'jsonPatchJob' | 'patchPodStatus' | 'deletePod' | 'createEvent' | 'mergePatchCronJob';
+type WriteMethod =
+  'mergePatchJob' | 'jsonPatchJob' | 'patchPodStatus' | 'deletePod' | 'createEvent' | 'mergePatchCronJob' | 'mergePatchPod';
 
 /**
  * What a dry run keeps of the writes it would have sent: their methods in order. Not their
@@ -28,6 +29,7 @@ export function dryRunGateway(real: KubeGateway, recorded: RecordedWrites = { me
     deletePod: () => record('deletePod'),
     createEvent: () => record('createEvent'),
     mergePatchCronJob: () => record('mergePatchCronJob'),
+    mergePatchPod: () => record('mergePatchPod'),
   };
 }
 
@@ -43,6 +45,7 @@ function bindReads(real: KubeGateway): Omit<KubeGateway, WriteMethod> {
     readNamespace: (name) => real.readNamespace(name),
     readConfigMap: (namespace, name) => real.readConfigMap(namespace, name),
     readCronJob: (namespace, name) => real.readCronJob(namespace, name),
+    readJobSet: (namespace, name) => real.readJobSet(namespace, name),
     readServerVersion: () => real.readServerVersion(),
     lastServerDate: () => real.lastServerDate(),
   };

@@ -1,4 +1,4 @@
-import type { EventsV1Event, KubeConfig, V1ConfigMap, V1CronJob, V1Job, V1Namespace, V1Pod } from '@kubernetes/client-node';
+import type { EventsV1Event, KubeConfig, V1ConfigMap, V1CronJob, V1Job, V1Namespace, V1ObjectMeta, V1Pod } from '@kubernetes/client-node';
 import { createKubeHttp } from './http.ts';
 import { DEFAULT_REQUEST_TIMEOUT_MS } from './timeout.ts';
 import type { ServerDate } from './server-clock.ts';
@@ -62,6 +62,13 @@ export interface KubeGateway {
   readCronJob(namespace: string, name: string): Promise<V1CronJob>;
   /** JSON merge patch (RFC 7386): the run count annotations, and spec.suspend. */
   mergePatchCronJob(namespace: string, name: string, patch: object): Promise<void>;
+  /** The JobSet (jobset.x-k8s.io/v1alpha2) controlling a stuck Job: its metadata names what owns it (the owner chain). */
+  readJobSet(namespace: string, name: string): Promise<{ metadata?: V1ObjectMeta }>;
+  /**
+   * JSON merge patch (RFC 7386) of a pod: the sweeper's annotations and `spec.activeDeadlineSeconds`
+   * of a stuck pod under an `owners` rule (act/fail-owned-pod.ts).
+   */
+  mergePatchPod(namespace: string, name: string, patch: object): Promise<void>;
   /** GET /version: the API server's Kubernetes version. */
   readServerVersion(): Promise<ServerVersion>;
   /** The API server's clock: the Date header of its newest answer (2xx or its own Status), and that answer's age (docs/clock.md). */
@@ -165,6 +172,13 @@ export function createGateway(kubeConfig: KubeConfig, options: { timeoutMs?: num
         contentType: MERGE_PATCH,
         ignoreAnswer,
       });
+    },
+    readJobSet: async (namespace, name) =>
+      (await raw.getJson(`/apis/jobset.x-k8s.io/v1alpha2/namespaces/${path(namespace)}/jobsets/${path(name)}`, {})) as {
+        metadata?: V1ObjectMeta;
+      },
+    async mergePatchPod(namespace, name, body) {
+      await raw.send('PATCH', `/api/v1/namespaces/${path(namespace)}/pods/${path(name)}`, { body, contentType: MERGE_PATCH, ignoreAnswer });
     },
     lastServerDate: () => raw.lastServerDate(),
     readServerVersion: async () => (await raw.getJson('/version', {})) as ServerVersion,

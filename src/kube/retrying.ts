@@ -124,6 +124,10 @@ export function withRetries(plain: KubeGateway, options: Partial<RetryPolicy> = 
         () => plain.mergePatchCronJob(namespace, name, patch),
         settleConditional(patch, () => gateway.readCronJob(namespace, name)),
       ),
+    readJobSet: (namespace, name) => retry(`readJobSet ${namespace}/${name}`, () => plain.readJobSet(namespace, name)),
+    // Always conditional on the resourceVersion: a retried patch that conflicts is left to the caller, which re-reads the pod.
+    mergePatchPod: (namespace, name, patch) =>
+      retry(`mergePatchPod ${namespace}/${name}`, () => plain.mergePatchPod(namespace, name, patch)),
     lastServerDate: () => plain.lastServerDate(),
     readServerVersion: () => retry('readServerVersion', () => plain.readServerVersion()),
   };

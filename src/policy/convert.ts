@@ -66,6 +66,7 @@ function toRule(file: RuleFile): Rule {
         : {}),
     };
   }
+  if (file.owners) rule.owners = [...new Set(file.owners)];
   if (file.action) rule.action = file.action;
   if (file.grace) {
     const grace: Rule['grace'] = {};

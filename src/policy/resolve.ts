@@ -18,30 +18,51 @@ export interface NamespaceInput {
 export interface RuleMatch {
   rule: string;
   matched: boolean;
+  /** The rule's `owners`: it applies to those owners' pods, never to Jobs (so it never matches a Job). */
+  owners?: string[];
   /** undefined when the rule has no such matcher. */
   namespaces: boolean | undefined;
   namespaceSelector: boolean | undefined;
 }
 
-/** How one rule fares against a namespace. */
-export function matchRule(rule: Rule, ns: NamespaceInput): RuleMatch {
+/**
+ * How one rule fares against a namespace, for a Job's pods (`owner` undefined) or for a pod whose
+ * controller `owner` names (policy/owners.ts ownerKindOf): rules with `owners` apply only to those.
+ */
+export function matchRule(rule: Rule, ns: NamespaceInput, owner?: string): RuleMatch {
   const namespaces = rule.namespaces ? matchesAnyNamespaceGlob(rule.namespaces, ns.name) : undefined;
   const namespaceSelector = rule.namespaceSelector ? matchesSelector(rule.namespaceSelector, ns.labels ?? {}) : undefined;
-  return { rule: rule.name, matched: namespaces !== false && namespaceSelector !== false, namespaces, namespaceSelector };
+  const forOwner = owner === undefined ? rule.owners === undefined : rule.owners?.includes(owner) === true;
+  return {
+    rule: rule.name,
+    matched: forOwner && namespaces !== false && namespaceSelector !== false,
+    ...(rule.owners ? { owners: [...rule.owners] } : {}),
+    namespaces,
+    namespaceSelector,
+  };
 }
 
-export function ruleMatches(rule: Rule, ns: NamespaceInput): boolean {
-  return matchRule(rule, ns).matched;
+export function ruleMatches(rule: Rule, ns: NamespaceInput, owner?: string): boolean {
+  return matchRule(rule, ns, owner).matched;
 }
 
 /** Every rule in order, with whether it matched (for `policy explain`). */
-export function explainRules(policy: Policy, ns: NamespaceInput): RuleMatch[] {
-  return policy.rules.map((rule) => matchRule(rule, ns));
+export function explainRules(policy: Policy, ns: NamespaceInput, owner?: string): RuleMatch[] {
+  return policy.rules.map((rule) => matchRule(rule, ns, owner));
 }
 
-/** First matching rule wins; what it leaves unset (field by field, grace class by class) comes from defaults. */
-export function resolveForNamespace(policy: Policy, ns: NamespaceInput): EffectivePolicy {
-  const rule = policy.rules.find((r) => ruleMatches(r, ns));
+/** The `owners` rule that applies to a pod of that owner kind in that namespace, if any. */
+export function ownersRuleFor(policy: Policy, ns: NamespaceInput, owner: string): Rule | undefined {
+  return policy.rules.find((r) => r.owners !== undefined && ruleMatches(r, ns, owner));
+}
+
+/**
+ * First matching rule wins; what it leaves unset (field by field, grace class by class) comes from
+ * defaults. Without `owner`, for a Job's pods (rules with `owners` never apply); with it, among the
+ * rules whose `owners` list it (none matching: the defaults, but such a pod is only reported).
+ */
+export function resolveForNamespace(policy: Policy, ns: NamespaceInput, owner?: string): EffectivePolicy {
+  const rule = policy.rules.find((r) => ruleMatches(r, ns, owner));
   const { defaults } = policy;
   const from = (set: boolean) => (set && rule ? rule.name : DEFAULTS_SOURCE);
 

@@ -23,6 +23,7 @@ import {
 } from './defaults.ts';
 import { duration, durationOrNever, fraction, globSchema, labelSelectorSchema, positiveInt } from './fields.ts';
 import { describeValue, issueFrom } from './messages.ts';
+import { ownerKindError } from './owners.ts';
 import { isLabelName } from './selector.ts';
 
 export const RESERVED_RULE_NAMES = ['defaults'] as const;
@@ -95,6 +96,15 @@ const ruleSchema = z
       .meta({ description: 'Globs over namespace names (*, ?, [abc], [a-z], [!x]); any may match.' })
       .optional(),
     namespaceSelector: labelSelectorSchema.optional(),
+    owners: z
+      .array(z.string().superRefine((entry, ctx) => issueFrom(ownerKindError(entry), ctx)))
+      .min(1, { error: 'list at least one kind, or leave "owners" out for a rule about Jobs' })
+      .meta({
+        description:
+          "Opt-in: the rule applies to stuck pods whose controller is one of these kinds (Kind.group as kubectl names kinds, or Pod for a pod with no controller), never to a Job's pods; fail sets the pod's spec.activeDeadlineSeconds so the kubelet fails it. Kinds that recreate their pods for ever (ReplicaSet, Deployment, StatefulSet, DaemonSet, ReplicationController) are refused.",
+        examples: [['SparkApplication.sparkoperator.k8s.io', 'Workflow.argoproj.io', 'Pod']],
+      })
+      .optional(),
     action: actionSchema.optional(),
     grace: graceSchema(false).optional(),
     jobOverrides: jobOverridesSchema(false).optional(),

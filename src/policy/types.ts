@@ -24,6 +24,11 @@ export interface Rule {
   /** Globs over namespace names (`*`, `?`, `[abc]`). Unset: any namespace. */
   namespaces?: string[];
   namespaceSelector?: LabelSelector;
+  /**
+   * Set: the rule applies to stuck pods whose controller is one of these kinds (`Kind.group`, or
+   * `Pod` for none), never to a Job's pods (policy/owners.ts). Unset: to Jobs' pods only.
+   */
+  owners?: string[];
   action?: Action;
   grace?: Partial<GraceSeconds>;
   jobOverrides?: Partial<JobOverrides>;

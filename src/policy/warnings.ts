@@ -10,16 +10,24 @@ function isCatchAll(rule: Rule): boolean {
   return anyName && anyLabels;
 }
 
+/** True when every pod `later` applies to is one `earlier` applies to (rules without owners: Jobs' pods). */
+function coversOwners(earlier: Rule, later: Rule): boolean {
+  if (earlier.owners === undefined || later.owners === undefined) return earlier.owners === later.owners;
+  return later.owners.every((o) => earlier.owners!.includes(o));
+}
+
 export function unreachableRuleWarnings(policy: Policy, loaded: Loaded): PolicyProblem[] {
-  const catchAll = policy.rules.findIndex(isCatchAll);
-  if (catchAll < 0) return [];
-  const shadowing = policy.rules[catchAll]!.name;
-  return policy.rules.slice(catchAll + 1).map((rule, offset) => {
-    const path = ['rules', catchAll + 1 + offset];
-    return {
+  const problems: PolicyProblem[] = [];
+  policy.rules.forEach((rule, index) => {
+    const shadowing = policy.rules.slice(0, index).find((earlier) => isCatchAll(earlier) && coversOwners(earlier, rule));
+    if (!shadowing) return;
+    const path = ['rules', index];
+    const pods = rule.owners ? ` for the pods of ${rule.owners.join(', ')}` : '';
+    problems.push({
       ...locate(loaded, path, 'value'),
       path: formatPath(path),
-      message: `rule ${JSON.stringify(rule.name)} can never match: rule ${JSON.stringify(shadowing)} before it matches every namespace`,
-    };
+      message: `rule ${JSON.stringify(rule.name)} can never match: rule ${JSON.stringify(shadowing.name)} before it matches every namespace${pods}`,
+    });
   });
+  return problems;
 }

@@ -18,15 +18,15 @@ import {
   type V1OwnerReference,
   type V1Pod,
 } from '@kubernetes/client-node';
+import { assertGuardDenies, guardEnforced, installGuardedSweeper } from '../support/guard.ts';
 import { useTestCluster } from '../support/hooks.ts';
 import { addPodCondition, waitFor, waitForJobPods } from '../support/kubelet.ts';
-import { applyManifests, INSTALL_NS, SERVICE_ACCOUNT, serviceAccountKubeconfig } from '../support/manifests.ts';
+import { INSTALL_NS, SERVICE_ACCOUNT } from '../support/manifests.ts';
 import { createStuckJob, policyFile, readJob, runSweep, sweeperEvents, trueCondition, waitForJobFailed } from '../support/sweeper.ts';
 import { jobManifest } from '../support/fixtures.ts';
 import { createGateway } from '../../src/kube/gateway.ts';
 
 const TIMEOUT = { timeout: 180_000 };
-const GUARD = 'imagepull-sweeper guard: ';
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const jsonPatch = setHeaderOptions('Content-Type', PatchStrategy.JsonPatch);
 const PFP_SPEC = {
@@ -37,26 +37,8 @@ let kc: KubeConfig;
 let saKc: KubeConfig;
 const env = useTestCluster(async (hooks) => {
   kc = hooks.kc;
-  await applyManifests(kc);
-  const core = kc.makeApiClient(CoreV1Api);
-  // Only this file needs the policy ConfigMap gone again for the others on the shared cluster.
-  hooks.onCleanup(() => core.deleteNamespacedConfigMap({ namespace: INSTALL_NS, name: 'imagepull-sweeper-policy' }));
-  const sa = await serviceAccountKubeconfig(kc);
-  hooks.onCleanup(async () => sa.remove());
-  saKc = sa.kc;
+  saKc = await installGuardedSweeper(hooks);
 });
-
-/** Rejects with the guard's message naming `rule` (and nothing else refused it). */
-async function assertGuardDenies(what: string, rule: string, call: () => Promise<unknown>): Promise<void> {
-  await assert.rejects(call, (error: unknown) => {
-    assert.ok(error instanceof ApiException, `${what}: expected an ApiException, got ${String(error)}`);
-    const body: unknown = typeof error.body === 'string' ? JSON.parse(error.body) : error.body;
-    const message = String((body as { message?: string } | undefined)?.message ?? error.body);
-    assert.equal(error.code, 403, `${what}: expected 403, got ${error.code}: ${message}`);
-    assert.ok(message.includes(`${GUARD}${rule}`), `${what}: expected the guard's "${rule}" rule, got: ${message}`);
-    return true;
-  });
-}
 
 /** A pod with no controller owner, or owned by a ReplicaSet of a Deployment. */
 async function createPod(ns: string, name: string, ownerReferences?: V1OwnerReference[]): Promise<V1Pod> {
@@ -66,32 +48,11 @@ async function createPod(ns: string, name: string, ownerReferences?: V1OwnerRefe
   });
 }
 
-/** The API server loads a new policy asynchronously: wait until the guard refuses a probe. */
-async function guardEnforced(ns: string): Promise<void> {
-  await createPod(ns, 'probe');
-  const saCore = saKc.makeApiClient(CoreV1Api);
-  await waitFor(
-    async () => {
-      try {
-        await saCore.patchNamespacedPodStatus(
-          { namespace: ns, name: 'probe', body: { status: { conditions: [{ type: 'Probe', status: 'True' }] } } },
-          setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch),
-        );
-        return false;
-      } catch (error) {
-        return error instanceof ApiException && error.code === 403 && String(error.body).includes(GUARD);
-      }
-    },
-    30_000,
-    'the guard to be enforced',
-  );
-}
-
 describe('the admission guard', () => {
   let ns: string;
   before(async () => {
     ns = await env.namespace('guard');
-    await guardEnforced(ns);
+    await guardEnforced(kc, saKc, ns);
   });
 
   it('lets a sweep do all it does: both mechanisms, report-only, Events and annotations', TIMEOUT, async () => {

@@ -18,6 +18,7 @@ import {
   type V1Pod,
 } from '@kubernetes/client-node';
 import { useTestCluster } from '../support/hooks.ts';
+import { waitFor } from '../support/kubelet.ts';
 import { createCronJob, createStuckJob, ownedBy, readCronJob, sweeperEvents, trueCondition, waitForJobFailed } from '../support/sweeper.ts';
 import { CLI, ensureBuilt, exec } from '../support/cli.ts';
 import {
@@ -47,7 +48,9 @@ const CLUSTER_ROLE_GRANTS = [
   'pods list', //         listPodRows: Pending pods of each namespace, STATUS column only; listPods: a pending Job's pods (retry, force-delete)
   'pods get', //          readPod: the full pod, for each pod whose STATUS may mean stuck; a re-read after a failed precondition
   'pods delete', //       deletePod: podFailurePolicy mechanism, after the condition is set; grace 0 (forceDeleteAfter)
+  'pods patch', //        mergePatchPod: an owners rule lowers a stuck pod's activeDeadlineSeconds (the guard allows nothing else)
   'pods/status patch', // patchPodStatus: the podFailurePolicy condition (e.g. ImagePullStuck)
+  'jobset.x-k8s.io/jobsets get', // readJobSet: what owns the JobSet of a stuck Job (the audit's owner chain)
   'batch/jobs get', //    readJob: the owner of a stuck pod; `policy explain --job`
   'batch/jobs list', //   listJobs: many stuck pods in one namespace; pending Jobs by label
   'batch/jobs patch', //  mergePatchJob: claim annotations + pending label, spec.activeDeadlineSeconds; jsonPatchJob: release
@@ -293,7 +296,7 @@ describe('the imagepull-sweeper ServiceAccount', () => {
     const adminCore = kc.makeApiClient(CoreV1Api);
     const core = saKc.makeApiClient(CoreV1Api);
     const batch = saKc.makeApiClient(BatchV1Api);
-    await createStuckJob(kc, ns, 'victim', { stuckFor: 10 });
+    const { pod: victimPod } = await createStuckJob(kc, ns, 'victim', { stuckFor: 10 });
     await adminCore.createNamespacedSecret({ namespace: ns, body: { metadata: { name: 'creds' }, stringData: { password: 'x' } } });
     await adminCore.createNamespacedConfigMap({
       namespace: ns,
@@ -340,8 +343,15 @@ describe('the imagepull-sweeper ServiceAccount', () => {
     await assertForbidden('create a pod', () =>
       core.createNamespacedPod({ namespace: ns, body: { metadata: { name: 'x' }, spec: { containers: [{ name: 'c', image: 'x' }] } } }),
     );
-    await assertForbidden('patch a pod (not its status)', () =>
-      core.patchNamespacedPod({ namespace: ns, name: 'x', body: { metadata: { labels: { a: 'b' } } } }, mergePatch),
+    // RBAC lets it patch pods (an owners rule's deadline); the guard refuses this one, a Job's pod.
+    await waitFor(
+      () =>
+        core.patchNamespacedPod({ namespace: ns, name: victimPod, body: { metadata: { labels: { a: 'b' } } } }, mergePatch).then(
+          () => false,
+          (e: unknown) => e instanceof ApiException && e.code === 403,
+        ),
+      30_000,
+      "the guard to refuse patching a Job's pod",
     );
     await assertForbidden("read a pod's logs", () => core.readNamespacedPodLog({ namespace: ns, name: 'x' }));
   });

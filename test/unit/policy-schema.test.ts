@@ -85,7 +85,15 @@ describe('policyJsonSchema', () => {
   it('rule fields have no defaults (they fall back to defaults.*) and name is required', () => {
     const rule = at(['rules', '[]']);
     assert.deepEqual(rule.required, ['name']);
-    assert.deepEqual(Object.keys(rule.properties ?? {}), ['name', 'namespaces', 'namespaceSelector', 'action', 'grace', 'jobOverrides']);
+    assert.deepEqual(Object.keys(rule.properties ?? {}), [
+      'name',
+      'namespaces',
+      'namespaceSelector',
+      'owners',
+      'action',
+      'grace',
+      'jobOverrides',
+    ]);
     assert.equal(at(['rules', '[]', 'grace', 'permanent']).default, undefined);
     assert.equal(at(['rules', '[]', 'action']).default, undefined);
   });
