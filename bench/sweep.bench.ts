@@ -130,6 +130,8 @@ function pagedGateway(total: number, stuckEvery: number): KubeGateway {
     createEvent: notUsed,
     readCronJob: notUsed,
     mergePatchCronJob: notUsed,
+    readJobSet: notUsed,
+    mergePatchJobSet: notUsed,
     lastServerDate: notUsed,
     readServerVersion: notUsed,
   };

@@ -4,6 +4,7 @@ import { describeApiError } from '../kube/errors.ts';
 import type { KubeGateway } from '../kube/gateway.ts';
 import { listFromStart } from '../kube/paging.ts';
 import { jobOwner, toJobView } from './job-view.ts';
+import { withJobSetMemory } from './jobset.ts';
 
 /**
  * Full Jobs a page of a namespace's Job list. Each answer is read, copied and parsed whole, up to
@@ -91,6 +92,7 @@ export async function attributeToJobs(
     }
   }
   await Promise.all(lookups);
+  const jobs = await withJobSetMemory(gateway, found, requests);
 
   const failedLookups = new Set(errors.map((e) => `${e.namespace}/${e.job}`));
   const byPod = new Map<string, PodOwner>();
@@ -102,7 +104,7 @@ export async function attributeToJobs(
       continue;
     }
     const key = `${c.namespace}/${owner.name}`;
-    const job = found.get(key);
+    const job = jobs.get(key);
     if (job && job.uid === owner.uid) byPod.set(c.podUid, { kind: 'job', job });
     else if (failedLookups.has(key)) byPod.set(c.podUid, { kind: 'unreadable', owner, detail: `could not read Job ${owner.name}` });
     else

@@ -1,5 +1,6 @@
 import type { V1Job, V1ObjectMeta, V1PodFailurePolicy } from '@kubernetes/client-node';
 import type { JobView, OwnerRef, PodFailureRule } from '../model.ts';
+import { jobSetMembership } from './jobset.ts';
 
 /** Conditions that mean the Job has ended or is on its way to an end it cannot leave. */
 const TERMINAL_CONDITIONS = new Set(['Complete', 'Failed', 'FailureTarget', 'SuccessCriteriaMet']);
@@ -32,6 +33,7 @@ export function toJobView(job: V1Job): JobView {
   const failed = isTrue('Failed') || isTrue('FailureTarget');
   const failing = isTrue('FailureTarget') && !isTrue('Failed') && job.status?.completionTime === undefined;
   const podSpec = job.spec?.template?.spec;
+  const jobSet = jobSetMembership(meta);
   return {
     ...objectIdentity(meta),
     finished,
@@ -45,6 +47,7 @@ export function toJobView(job: V1Job): JobView {
     cronJob: cronJob?.name,
     cronJobUid: cronJob?.uid,
     startTime: job.status?.startTime ? new Date(job.status.startTime) : undefined,
+    ...(jobSet ? { jobSet } : {}),
   };
 }
 

@@ -3,6 +3,7 @@ import { ANNOTATIONS, ignoredByAnnotation } from '../policy/annotations.ts';
 import { formatDuration } from '../policy/duration.ts';
 import { describeGraceSource, graceForJob, resolveForNamespace } from '../policy/resolve.ts';
 import type { EffectivePolicy, GraceSeconds, Policy } from '../policy/types.ts';
+import { keepJobSetMemory, spentByJobSet } from './jobset.ts';
 import { chooseMechanism } from './mechanism.ts';
 import { assessOutage, describeTrip, tripFor } from './outage.ts';
 import type { Decision, Judgement, OutageAssessment } from './types.ts';
@@ -73,7 +74,8 @@ function decideGroup(group: OwnerGroup, input: JudgeInput, outage: OutageAssessm
 
   const job = owner.job;
   const jobGrace = graceForJob(effective, job.annotations);
-  const worst = mostOverdue(group.containers, jobGrace.grace, input.now);
+  const spent = spentByJobSet(job, group.containers);
+  const worst = spent?.container ?? mostOverdue(group.containers, jobGrace.grace, input.now);
   const base = { rule: effective.rule, action: effective.action, job, stuckPods: new Set(group.containers.map((c) => c.podUid)).size };
   const skip = (detail: string): Decision => makeDecision(worst, input.now, { ...base, plan: 'skip', detail });
 
@@ -84,8 +86,8 @@ function decideGroup(group: OwnerGroup, input: JudgeInput, outage: OutageAssessm
   const graceSource = jobGrace.sources[worst.pullClass];
   const graceFrom = `${formatDuration(graceSeconds)} from ${describeGraceSource(graceSource)}`;
   const stuckSeconds = secondsBetween(worst.stuckSince, input.now);
-  const warnings = [...jobGrace.warnings];
-  if (stuckSeconds < graceSeconds) {
+  const warnings = [...jobGrace.warnings, ...(job.jobSet?.unreadable ? [`${job.jobSet.unreadable}: its restarts get a full grace`] : [])];
+  if (stuckSeconds < graceSeconds && !spent) {
     return makeDecision(worst, input.now, {
       ...base,
       plan: 'skip',
@@ -96,9 +98,11 @@ function decideGroup(group: OwnerGroup, input: JudgeInput, outage: OutageAssessm
     });
   }
   const choice = chooseMechanism(job);
+  const past = spent ? { spentBy: spent.text } : {};
   if (effective.action === 'report') {
     return makeDecision(worst, input.now, {
       ...base,
+      ...past,
       plan: 'report',
       graceSeconds,
       graceSource,
@@ -125,13 +129,14 @@ function decideGroup(group: OwnerGroup, input: JudgeInput, outage: OutageAssessm
     choice.mechanism === 'activeDeadlineSeconds' && job.podFailureRules.length > 0 ? `; ${choice.why}, so by the deadline` : '';
   return makeDecision(worst, input.now, {
     ...base,
+    ...past,
     plan: 'fail',
     graceSeconds,
     graceSource,
     warnings,
     mechanism: choice.mechanism,
     failJobCondition: choice.conditionType,
-    detail: `stuck past grace (${graceFrom})${shadowed}`,
+    detail: `${spent ? spent.text : `stuck past grace (${graceFrom})`}${shadowed}`,
   });
 }
 
@@ -184,6 +189,7 @@ interface DecisionFields {
   mechanism?: Decision['mechanism'];
   failJobCondition?: string;
   warnings?: string[];
+  spentBy?: string;
 }
 
 function makeDecision(c: StuckContainer, now: Date, f: DecisionFields): Decision {
@@ -211,6 +217,7 @@ function makeDecision(c: StuckContainer, now: Date, f: DecisionFields): Decision
     mechanism: f.mechanism,
     failJobCondition: f.failJobCondition,
     warnings: f.warnings ?? [],
+    ...(f.spentBy ? { spentBy: f.spentBy } : {}),
     jobView: f.job,
     stuckPods: f.stuckPods ?? 1,
   };
@@ -266,9 +273,10 @@ export function secondsBetween(from: Date, to: Date): number {
 export function rejudgeJob(
   input: JudgeInput,
   previous: Decision,
-  fresh: JobView,
+  read: JobView,
   freshPod?: { podUid: string; stuck: StuckContainer[] },
 ): Decision {
+  const fresh = keepJobSetMemory(previous.jobView, read);
   const previousUid = previous.jobView?.uid;
   if (previousUid !== fresh.uid) {
     return standDown(previous, 'skip', `Job ${fresh.name} was replaced (uid differs)`);

@@ -3,7 +3,8 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import type { KubeGateway } from './gateway.ts';
 
-type WriteMethod = 'mergePatchJob' | 'jsonPatchJob' | 'patchPodStatus' | 'deletePod' | 'createEvent' | 'mergePatchCronJob';
+type WriteMethod =
+  'mergePatchJob' | 'jsonPatchJob' | 'patchPodStatus' | 'deletePod' | 'createEvent' | 'mergePatchCronJob' | 'mergePatchJobSet';
 
 /**
  * What a dry run keeps of the writes it would have sent: their methods in order and the uids of
@@ -32,6 +33,7 @@ export function dryRunGateway(real: KubeGateway): KubeGateway {
     deletePod: (_namespace, _name, uid) => (recorded.deletedPodUids.add(uid), record('deletePod')),
     createEvent: () => record('createEvent'),
     mergePatchCronJob: () => record('mergePatchCronJob'),
+    mergePatchJobSet: () => record('mergePatchJobSet'),
   };
   recordings.set(gateway, recorded);
   return gateway;
@@ -54,6 +56,7 @@ function bindReads(real: KubeGateway): Omit<KubeGateway, WriteMethod> {
     readNamespace: (name) => real.readNamespace(name),
     readConfigMap: (namespace, name) => real.readConfigMap(namespace, name),
     readCronJob: (namespace, name) => real.readCronJob(namespace, name),
+    readJobSet: (namespace, name) => real.readJobSet(namespace, name),
     readServerVersion: () => real.readServerVersion(),
     lastServerDate: () => real.lastServerDate(),
   };

@@ -1,4 +1,4 @@
-import type { EventsV1Event, KubeConfig, V1ConfigMap, V1CronJob, V1Job, V1Namespace, V1Pod } from '@kubernetes/client-node';
+import type { EventsV1Event, KubeConfig, V1ConfigMap, V1CronJob, V1Job, V1Namespace, V1ObjectMeta, V1Pod } from '@kubernetes/client-node';
 import { createKubeHttp } from './http.ts';
 import type { ServerDate } from './server-clock.ts';
 import type { ServerVersion } from './server-version.ts';
@@ -61,10 +61,19 @@ export interface KubeGateway {
   readCronJob(namespace: string, name: string): Promise<V1CronJob>;
   /** JSON merge patch (RFC 7386): the run count annotations, and spec.suspend. */
   mergePatchCronJob(namespace: string, name: string, patch: object): Promise<void>;
+  /** The JobSet (jobset.x-k8s.io/v1alpha2) owning a stuck Job: only its metadata is read (docs/jobset.md). */
+  readJobSet(namespace: string, name: string): Promise<JobSetObject>;
+  /** JSON merge patch (RFC 7386) of the sweeper's one annotation on a JobSet, with a resourceVersion. */
+  mergePatchJobSet(namespace: string, name: string, patch: object): Promise<void>;
   /** GET /version: the API server's Kubernetes version. */
   readServerVersion(): Promise<ServerVersion>;
   /** The API server's clock: the Date header of its newest answer (2xx or its own Status), and that answer's age (docs/clock.md). */
   lastServerDate(): ServerDate | undefined;
+}
+
+/** What the sweeper reads of a JobSet. */
+export interface JobSetObject {
+  metadata?: V1ObjectMeta;
 }
 
 export interface DeletePodOptions {
@@ -165,10 +174,17 @@ export function createGateway(kubeConfig: KubeConfig, options: { timeoutMs?: num
         ignoreAnswer,
       });
     },
+    readJobSet: async (namespace, name) => (await raw.getJson(jobSetPath(namespace, name), {})) as JobSetObject,
+    async mergePatchJobSet(namespace, name, body) {
+      await raw.send('PATCH', jobSetPath(namespace, name), { body, contentType: MERGE_PATCH, ignoreAnswer });
+    },
     lastServerDate: () => raw.lastServerDate(),
     readServerVersion: async () => (await raw.getJson('/version', {})) as ServerVersion,
   };
 }
+
+const jobSetPath = (namespace: string, name: string) =>
+  `/apis/jobset.x-k8s.io/v1alpha2/namespaces/${encodeURIComponent(namespace)}/jobsets/${encodeURIComponent(name)}`;
 
 const TABLE = 'application/json;as=Table;g=meta.k8s.io;v=v1';
 

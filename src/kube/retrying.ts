@@ -2,7 +2,7 @@
 // long to wait, and how a write whose response was lost is made idempotent.
 import type { V1CronJob, V1Job } from '@kubernetes/client-node';
 import { describeApiError, isRetryable, type ApiFailure } from './errors.ts';
-import type { KubeGateway } from './gateway.ts';
+import type { JobSetObject, KubeGateway } from './gateway.ts';
 import { judgeWriteError } from './write-outcome.ts';
 
 export interface RetryNotice {
@@ -75,12 +75,20 @@ const FAILED = Symbol('failed');
  *   if it carries every annotation the patch sets, the first attempt landed;
  * - `createEvent` sends the same object (same name) every attempt, so a 409 after a retry is done;
  * - `deletePod` resolves when the pod is gone, whoever deleted it (404 is done);
- * - `mergePatchCronJob` (always with a resourceVersion) is settled like a conditional Job patch.
+ * - `mergePatchCronJob` and `mergePatchJobSet` (always with a resourceVersion) are settled like a conditional Job patch.
  */
 export function withRetries(plain: KubeGateway, options: Partial<RetryPolicy> = {}): KubeGateway {
   const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...options };
   const retry = <T>(request: string, call: () => Promise<T>, settle?: (e: unknown, retried: boolean) => Promise<T | typeof FAILED>) =>
     retrying(policy, request, call, settle);
+  // A merge patch with a resourceVersion that conflicts after a retry landed if the object, read
+  // back, carries every annotation it sets.
+  const annotationPatch = (request: string, patch: object, call: () => Promise<void>, read: () => Promise<Annotated>) =>
+    retry(request, call, async (error, retried) => {
+      if (!retried || !isConditional(patch) || !conflicted(error)) return FAILED;
+      const current = await read().catch(() => undefined);
+      return current && carriesAnnotations(current, patch) ? undefined : FAILED;
+    });
   // Settling a conditional write reads the object back through these retries too: a lost read
   // must not turn a write that landed into a conflict.
   const gateway: KubeGateway = {
@@ -96,14 +104,11 @@ export function withRetries(plain: KubeGateway, options: Partial<RetryPolicy> = 
     patchPodStatus: (namespace, name, patch) =>
       retry(`patchPodStatus ${namespace}/${name}`, () => plain.patchPodStatus(namespace, name, patch)),
     mergePatchJob: (namespace, name, patch) =>
-      retry(
+      annotationPatch(
         `mergePatchJob ${namespace}/${name}`,
+        patch,
         () => plain.mergePatchJob(namespace, name, patch),
-        async (error, retried) => {
-          if (!retried || !isConditional(patch) || !conflicted(error)) return FAILED;
-          const current = await gateway.readJob(namespace, name).catch(() => undefined);
-          return current && carriesAnnotations(current, patch) ? undefined : FAILED;
-        },
+        () => gateway.readJob(namespace, name),
       ),
     // A test operation that fails after a retry is left to the caller, which re-reads the Job.
     jsonPatchJob: (namespace, name, operations) =>
@@ -122,14 +127,19 @@ export function withRetries(plain: KubeGateway, options: Partial<RetryPolicy> = 
       ),
     readCronJob: (namespace, name) => retry(`readCronJob ${namespace}/${name}`, () => plain.readCronJob(namespace, name)),
     mergePatchCronJob: (namespace, name, patch) =>
-      retry(
+      annotationPatch(
         `mergePatchCronJob ${namespace}/${name}`,
+        patch,
         () => plain.mergePatchCronJob(namespace, name, patch),
-        async (error, retried) => {
-          if (!retried || !isConditional(patch) || !conflicted(error)) return FAILED;
-          const current = await gateway.readCronJob(namespace, name).catch(() => undefined);
-          return current && carriesAnnotations(current, patch) ? undefined : FAILED;
-        },
+        () => gateway.readCronJob(namespace, name),
+      ),
+    readJobSet: (namespace, name) => retry(`readJobSet ${namespace}/${name}`, () => plain.readJobSet(namespace, name)),
+    mergePatchJobSet: (namespace, name, patch) =>
+      annotationPatch(
+        `mergePatchJobSet ${namespace}/${name}`,
+        patch,
+        () => plain.mergePatchJobSet(namespace, name, patch),
+        () => gateway.readJobSet(namespace, name),
       ),
     lastServerDate: () => plain.lastServerDate(),
     readServerVersion: () => retry('readServerVersion', () => plain.readServerVersion()),
@@ -150,7 +160,9 @@ function isConditional(patch: object): boolean {
   return typeof (patch as AnnotationPatch).metadata?.resourceVersion === 'string';
 }
 
-function carriesAnnotations(object: V1Job | V1CronJob, patch: object): boolean {
+type Annotated = V1Job | V1CronJob | JobSetObject;
+
+function carriesAnnotations(object: Annotated, patch: object): boolean {
   const wanted = Object.entries((patch as AnnotationPatch).metadata?.annotations ?? {});
   const actual = object.metadata?.annotations ?? {};
   return wanted.length > 0 && wanted.every(([key, value]) => (value === null ? !(key in actual) : actual[key] === value));
