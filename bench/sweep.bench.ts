@@ -132,6 +132,7 @@ function pagedGateway(total: number, stuckEvery: number): KubeGateway {
     mergePatchCronJob: notUsed,
     readJobSet: notUsed,
     mergePatchJobSet: notUsed,
+    mergePatchPod: notUsed,
     lastServerDate: notUsed,
     readServerVersion: notUsed,
   };

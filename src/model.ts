@@ -83,7 +83,10 @@ export interface StuckContainer {
   podResourceVersion: string;
   container: string;
   containerKind: ContainerKind;
+  /** The reference whose pull failed: the container's image, or the image volume's it mounts. */
   image: string;
+  /** The image volume (`spec.volumes[].image`) whose pull failed, when it was one (classify/image-volume.ts). */
+  volume?: string;
   reason: WaitingReason;
   message: string;
   pullClass: PullClass;
@@ -118,6 +121,12 @@ export interface JobView {
   containerNames: string[];
   /** The CronJob that owns this Job, if any. */
   cronJob: string | undefined;
+  /**
+   * The owner chain above the Job, nearest first, by controller references only: the Job's
+   * controller (CronJob, JobSet, ...) and, for a JobSet, the JobSet's own controller (e.g. a
+   * TrainJob), read by the attribute stage. Empty for a Job nothing controls.
+   */
+  owners: OwnerRef[];
   /** That CronJob's uid (to be sure a CronJob read later is the same one). */
   cronJobUid?: string;
   /** status.startTime, used to compute an already-passed activeDeadlineSeconds. */

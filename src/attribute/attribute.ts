@@ -4,7 +4,8 @@ import { describeApiError } from '../kube/errors.ts';
 import type { KubeGateway } from '../kube/gateway.ts';
 import { listFromStart } from '../kube/paging.ts';
 import { jobOwner, toJobView } from './job-view.ts';
-import { withJobSetMemory } from './jobset.ts';
+import { readEachJobSetOnce, withJobSetMemory } from './jobset.ts';
+import { extendOwnerChains } from './owner-chain.ts';
 
 /**
  * Full Jobs a page of a namespace's Job list. Each answer is read, copied and parsed whole, up to
@@ -92,7 +93,10 @@ export async function attributeToJobs(
     }
   }
   await Promise.all(lookups);
-  const jobs = await withJobSetMemory(gateway, found, requests);
+  // One GET per JobSet serves both: the owner chain above it, and what the sweeper remembers on it.
+  const jobSets = readEachJobSetOnce(gateway);
+  await extendOwnerChains(jobSets, found.values(), requests);
+  const jobs = await withJobSetMemory(jobSets, found, requests);
 
   const failedLookups = new Set(errors.map((e) => `${e.namespace}/${e.job}`));
   const byPod = new Map<string, PodOwner>();

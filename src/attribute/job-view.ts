@@ -1,6 +1,10 @@
 import type { V1Job, V1ObjectMeta, V1PodFailurePolicy } from '@kubernetes/client-node';
+import { controllerRefOf } from '../classify/index.ts';
 import type { JobView, OwnerRef, PodFailureRule } from '../model.ts';
 import { jobSetMembership } from './jobset.ts';
+
+/** The API group of JobSets (sigs.k8s.io/jobset). */
+export const JOBSET_GROUP = 'jobset.x-k8s.io';
 
 /** Conditions that mean the Job has ended or is on its way to an end it cannot leave. */
 const TERMINAL_CONDITIONS = new Set(['Complete', 'Failed', 'FailureTarget', 'SuccessCriteriaMet']);
@@ -28,7 +32,8 @@ export function toJobView(job: V1Job): JobView {
   const finished =
     job.status?.completionTime !== undefined ||
     (job.status?.conditions ?? []).some((c) => TERMINAL_CONDITIONS.has(c.type) && c.status === 'True');
-  const cronJob = (meta.ownerReferences ?? []).find((o) => o.controller && o.kind === 'CronJob');
+  const controller = controllerRefOf(meta);
+  const cronJob = controller?.kind === 'CronJob' && controller.apiVersion.startsWith('batch/') ? controller : undefined;
   const isTrue = (type: string) => (job.status?.conditions ?? []).some((c) => c.type === type && c.status === 'True');
   const failed = isTrue('Failed') || isTrue('FailureTarget');
   const failing = isTrue('FailureTarget') && !isTrue('Failed') && job.status?.completionTime === undefined;
@@ -46,6 +51,7 @@ export function toJobView(job: V1Job): JobView {
     containerNames: [...(podSpec?.initContainers ?? []), ...(podSpec?.containers ?? [])].map((c) => c.name),
     cronJob: cronJob?.name,
     cronJobUid: cronJob?.uid,
+    owners: controller ? [controller] : [],
     startTime: job.status?.startTime ? new Date(job.status.startTime) : undefined,
     ...(jobSet ? { jobSet } : {}),
   };
@@ -69,4 +75,14 @@ export function jobOwner(controller: OwnerRef | undefined): OwnerRef | undefined
   if (!controller) return undefined;
   const group = controller.apiVersion.split('/')[0];
   return controller.kind === 'Job' && group === 'batch' ? controller : undefined;
+}
+
+/** True for a reference to a JobSet (jobset.x-k8s.io, any version). */
+export function isJobSet(ref: Pick<OwnerRef, 'apiVersion' | 'kind'>): boolean {
+  return ref.kind === 'JobSet' && ref.apiVersion.split('/')[0] === JOBSET_GROUP;
+}
+
+/** `Kind/name` per link, nearest first: how the audit line, the Event and the message name an owner chain. */
+export function formatOwners(owners: readonly Pick<OwnerRef, 'kind' | 'name'>[]): string[] {
+  return owners.map((o) => `${o.kind}/${o.name}`);
 }

@@ -32,13 +32,26 @@ function attempt(value: string | undefined): number | undefined {
   return value !== undefined && /^\d{1,9}$/.test(value) ? Number(value) : undefined;
 }
 
+/** A gateway whose readJobSet asks the API server once per JobSet; later calls share the answer. */
+export function readEachJobSetOnce(gateway: Pick<KubeGateway, 'readJobSet'>): Pick<KubeGateway, 'readJobSet'> {
+  const reads = new Map<string, ReturnType<KubeGateway['readJobSet']>>();
+  return {
+    readJobSet(namespace, name) {
+      const key = `${namespace}/${name}`;
+      const read = reads.get(key) ?? gateway.readJobSet(namespace, name);
+      reads.set(key, read);
+      return read;
+    },
+  };
+}
+
 /**
  * Reads each JobSet owning one of `jobs` once (`run` bounds the requests in flight) and returns
  * the Jobs with what the sweeper remembers on it. A JobSet that is gone, replaced or unreadable
  * remembers nothing: its Jobs get their full grace, as if it were not there.
  */
 export async function withJobSetMemory(
-  gateway: KubeGateway,
+  gateway: Pick<KubeGateway, 'readJobSet'>,
   jobs: ReadonlyMap<string, JobView>,
   run: <T>(task: () => Promise<T>) => Promise<T>,
 ): Promise<Map<string, JobView>> {

@@ -12,4 +12,6 @@ export {
 } from './pull-class.ts';
 export { imageReferenceNames, stripImageReferences, unwrapBackOff, type PullCause } from './message.ts';
 export { parseImageReference, registryHost, repositoryOf, type ImageReference } from './reference.ts';
-export { controllerOf, findStuckContainers, isActivePod, toDate, type Timestamp } from './stuck.ts';
+export { failingReference, type FailingReference } from './image-volume.ts';
+export { NEVER_PULL_AMBIGUOUS, NEVER_PULL_CREDENTIALS, reasonNote } from './never-pull.ts';
+export { controllerOf, controllerRefOf, findStuckContainers, isActivePod, toDate, type Timestamp } from './stuck.ts';

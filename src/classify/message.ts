@@ -108,6 +108,11 @@ const NAME_SLOTS: readonly Slot[] = [
     '$1 not found',
   ),
   slot('registry error detail printed as a Go map', String.raw`\bName:\S+`, 'Name:'),
+  slot(
+    'cri-o internal/storage/image.go (candidatesForPotentiallyShortImageName)',
+    String.raw`\bimage name \S+ returns ambiguous list`,
+    'image name returns ambiguous list',
+  ),
 ];
 
 /**

@@ -106,6 +106,13 @@ export const PULL_CLASS_RULES: readonly PullClassRule[] = [
   rule('transient', 'request canceled, context canceled', String.raw`request cancell?ed|context cancell?ed`),
   rule('transient', 'EOF / unexpected EOF', String.raw`\beof\b`),
 
+  // Before the auth cues: the node's own layer store, not the registry, said "denied".
+  rule(
+    'unknown',
+    "the node's layer store refused the unpack (Windows: Access is denied; hcsshim ProcessBaseLayer/ImportLayer; failed to extract layer)",
+    String.raw`\baccess is denied\b|\bhcsshim::|\bfailed to (?:extract|register) layer\b`,
+  ),
+
   rule('auth', 'unauthorized, not authorized', String.raw`unauthori[sz]ed|not authori[sz]ed`),
   rule('auth', 'authentication required', String.raw`authentication required`),
   rule(
@@ -137,6 +144,11 @@ export const PULL_CLASS_RULES: readonly PullClassRule[] = [
     String.raw`schema 1 images have been deprecated|is no longer supported since containerd`,
   ),
   rule('permanent', 'short name that resolves nowhere', String.raw`did not resolve to an alias`),
+  rule(
+    'permanent',
+    'short name ambiguous in enforcing mode (CRI-O: returns ambiguous list)',
+    String.raw`returns ambiguous list|short-name resolution enforced but cannot prompt`,
+  ),
   rule(
     'permanent',
     'invalid reference format, repository name must be lowercase',

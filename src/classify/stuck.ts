@@ -2,6 +2,7 @@
 
 import type { V1Container, V1ContainerStatus, V1OwnerReference, V1Pod, V1PodCondition } from '@kubernetes/client-node';
 import { isStalledReason, isStuckReason, type ContainerKind, type OwnerRef, type PullClass, type StuckContainer } from '../model.ts';
+import { failingReference } from './image-volume.ts';
 import { classifyPullFailure } from './pull-class.ts';
 
 /** client-node gives `Date`s; raw JSON gives RFC 3339 strings. Accept both. */
@@ -26,10 +27,18 @@ export function isActivePod(pod: V1Pod): boolean {
   return phase !== 'Succeeded' && phase !== 'Failed';
 }
 
-export function controllerOf(pod: V1Pod): OwnerRef | undefined {
-  const ref: V1OwnerReference | undefined = pod.metadata?.ownerReferences?.find((o) => o.controller === true);
+/**
+ * An object's controller reference: the only owner reference attribution follows (a pod or Job
+ * may carry others, e.g. a PodGroup of the 1.36+ workload API, which control nothing).
+ */
+export function controllerRefOf(meta: { ownerReferences?: V1OwnerReference[] } | undefined): OwnerRef | undefined {
+  const ref = meta?.ownerReferences?.find((o) => o.controller === true);
   if (!ref) return undefined;
   return { apiVersion: ref.apiVersion, kind: ref.kind, name: ref.name, uid: ref.uid, controller: true };
+}
+
+export function controllerOf(pod: V1Pod): OwnerRef | undefined {
+  return controllerRefOf(pod.metadata);
 }
 
 function isTrue(pod: V1Pod, type: string): boolean {
@@ -150,8 +159,8 @@ export function findStuckContainers(pod: V1Pod): StuckContainer[] {
     if (!isStuckReason(reason) && !(isStalledReason(reason) && isStalled(pod, slot))) continue;
     const stuckSince = pullStartedAt(pod, slot);
     if (!stuckSince) continue;
-    const image = slot.status.image || slot.spec.image || '';
     const message = waiting?.message ?? '';
+    const { image, volume } = failingReference(pod, slot.spec, slot.status.image || slot.spec.image || '', message);
     const pullClass: PullClass = isStuckReason(reason) ? classifyPullFailure(reason, message, image) : 'stalled';
     out.push({
       namespace: pod.metadata?.namespace ?? '',
@@ -161,6 +170,7 @@ export function findStuckContainers(pod: V1Pod): StuckContainer[] {
       container: slot.status.name,
       containerKind: slot.kind,
       image,
+      ...(volume !== undefined ? { volume } : {}),
       reason,
       message,
       pullClass,

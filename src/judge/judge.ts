@@ -1,14 +1,15 @@
 import type { Action, JobView, PodOwner, StuckContainer } from '../model.ts';
+import { formatOwners } from '../attribute/job-view.ts';
 import { ANNOTATIONS, ignoredByAnnotation } from '../policy/annotations.ts';
 import { formatDuration } from '../policy/duration.ts';
 import { describeGraceSource, graceForJob, resolveForNamespace } from '../policy/resolve.ts';
 import type { EffectivePolicy, GraceSeconds, Policy } from '../policy/types.ts';
 import { keepJobSetMemory, spentByJobSet } from './jobset.ts';
+import { applyLimits, byNamespaceThenName } from './limits.ts';
 import { chooseMechanism } from './mechanism.ts';
 import { assessOutage, describeTrip, tripFor } from './outage.ts';
 import type { Decision, Judgement, OutageAssessment } from './types.ts';
 import { standDown } from './stand-down.ts';
-import { compareText } from '../order.ts';
 
 /** The Job controller's own name in spec.managedBy; any other value means another controller owns the Job. */
 export const BUILTIN_JOB_CONTROLLER = 'kubernetes.io/job-controller';
@@ -69,14 +70,24 @@ function decideGroup(group: OwnerGroup, input: JudgeInput, outage: OutageAssessm
         : owner.detail;
     const plan = owner.kind === 'unreadable' ? 'error' : 'skip';
     const jobName = owner.kind === 'not-a-job' ? undefined : owner.owner?.name;
-    return makeDecision(worst, input.now, { rule: effective.rule, action: effective.action, plan, detail, job: undefined, jobName });
+    const owners = owner.kind === 'not-a-job' && owner.owner ? formatOwners([owner.owner]) : [];
+    return makeDecision(worst, input.now, {
+      rule: effective.rule,
+      action: effective.action,
+      plan,
+      detail,
+      job: undefined,
+      jobName,
+      owners,
+    });
   }
 
   const job = owner.job;
   const jobGrace = graceForJob(effective, job.annotations);
   const spent = spentByJobSet(job, group.containers);
   const worst = spent?.container ?? mostOverdue(group.containers, jobGrace.grace, input.now);
-  const base = { rule: effective.rule, action: effective.action, job, stuckPods: new Set(group.containers.map((c) => c.podUid)).size };
+  const stuckPods = new Set(group.containers.map((c) => c.podUid)).size;
+  const base = { rule: effective.rule, action: effective.action, job, stuckPods, ...(spent ? { spentBy: spent.text } : {}) };
   const skip = (detail: string): Decision => makeDecision(worst, input.now, { ...base, plan: 'skip', detail });
 
   const blocker = reasonToLeaveAlone(job, effective);
@@ -98,11 +109,9 @@ function decideGroup(group: OwnerGroup, input: JudgeInput, outage: OutageAssessm
     });
   }
   const choice = chooseMechanism(job);
-  const past = spent ? { spentBy: spent.text } : {};
   if (effective.action === 'report') {
     return makeDecision(worst, input.now, {
       ...base,
-      ...past,
       plan: 'report',
       graceSeconds,
       graceSource,
@@ -129,7 +138,6 @@ function decideGroup(group: OwnerGroup, input: JudgeInput, outage: OutageAssessm
     choice.mechanism === 'activeDeadlineSeconds' && job.podFailureRules.length > 0 ? `; ${choice.why}, so by the deadline` : '';
   return makeDecision(worst, input.now, {
     ...base,
-    ...past,
     plan: 'fail',
     graceSeconds,
     graceSource,
@@ -183,6 +191,8 @@ interface DecisionFields {
   job: JobView | undefined;
   /** Name of a Job that could not be judged (gone or unreadable). */
   jobName?: string;
+  /** Without a Job: the pod's own controller, `Kind/name`. */
+  owners?: string[];
   stuckPods?: number;
   graceSeconds?: number;
   graceSource?: Decision['graceSource'];
@@ -197,12 +207,14 @@ function makeDecision(c: StuckContainer, now: Date, f: DecisionFields): Decision
     namespace: c.namespace,
     job: f.job?.name ?? f.jobName,
     cronJob: f.job?.cronJob,
+    owners: f.job ? formatOwners(f.job.owners) : (f.owners ?? []),
     pod: c.pod,
     podUid: c.podUid,
     podResourceVersion: c.podResourceVersion,
     container: c.container,
     containerKind: c.containerKind,
     image: c.image,
+    ...(c.volume !== undefined ? { volume: c.volume } : {}),
     reason: c.reason,
     message: c.message,
     pullClass: c.pullClass,
@@ -223,45 +235,6 @@ function makeDecision(c: StuckContainer, now: Date, f: DecisionFields): Decision
   };
 }
 
-/** Keeps at most maxJobsPerSweep / maxJobsPerNamespace failures, oldest stuck first; the rest wait. */
-function applyLimits(decisions: Decision[], policy: Policy): void {
-  const { maxJobsPerSweep, maxJobsPerNamespace } = policy.limits;
-  const failing = decisions.filter((d) => d.plan === 'fail').sort(oldestStuckFirst);
-  const perNamespace = new Map<string, number>();
-  let total = 0;
-  for (const d of failing) {
-    const inNamespace = perNamespace.get(d.namespace) ?? 0;
-    if (total >= maxJobsPerSweep) {
-      defer(d, `maxJobsPerSweep (${maxJobsPerSweep}) reached`);
-    } else if (inNamespace >= maxJobsPerNamespace) {
-      defer(d, `maxJobsPerNamespace (${maxJobsPerNamespace}) reached in ${d.namespace}`);
-    } else {
-      total += 1;
-      perNamespace.set(d.namespace, inNamespace + 1);
-    }
-  }
-}
-
-function defer(d: Decision, why: string): void {
-  d.plan = 'defer';
-  d.mechanism = undefined;
-  d.failJobCondition = undefined;
-  d.detail = `${why}: waits for the next sweep`;
-}
-
-function oldestStuckFirst(a: Decision, b: Decision): number {
-  return a.stuckSince.getTime() - b.stuckSince.getTime() || byNamespaceThenName(a, b);
-}
-
-function byNamespaceThenName(a: Decision, b: Decision): number {
-  return (
-    compareText(a.namespace, b.namespace) ||
-    compareText(a.job ?? '', b.job ?? '') ||
-    compareText(a.pod, b.pod) ||
-    compareText(a.container, b.container)
-  );
-}
-
 export function secondsBetween(from: Date, to: Date): number {
   return (to.getTime() - from.getTime()) / 1000;
 }
@@ -276,11 +249,14 @@ export function rejudgeJob(
   read: JobView,
   freshPod?: { podUid: string; stuck: StuckContainer[] },
 ): Decision {
-  const fresh = keepJobSetMemory(previous.jobView, read);
+  let fresh = keepJobSetMemory(previous.jobView, read);
   const previousUid = previous.jobView?.uid;
   if (previousUid !== fresh.uid) {
     return standDown(previous, 'skip', `Job ${fresh.name} was replaced (uid differs)`);
   }
+  // A fresh read carries the Job's own controller only; what the attribute stage read above it stays.
+  const known = previous.jobView?.owners ?? [];
+  if (known.length > fresh.owners.length && known[0]?.uid === fresh.owners[0]?.uid) fresh = { ...fresh, owners: known };
   const seen = freshPod ? input.stuck.filter((c) => c.podUid !== freshPod.podUid).concat(freshPod.stuck) : input.stuck;
   const stuck = seen.filter((c) => {
     if (freshPod && freshPod.stuck.includes(c)) return true;

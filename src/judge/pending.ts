@@ -1,6 +1,7 @@
 // The confirmation rule (docs/contract.md "How a Job is failed"), pure: a Job the sweeper failed (it carries `failed-at`) that has
 // not finished is looked at on every sweep, failed again once `confirmWithin` has passed, and its
 // never-started pods still terminating `forceDeleteAfter` after `failed-at` are force-deleted.
+import { formatOwners } from '../attribute/job-view.ts';
 import type { V1Pod } from '@kubernetes/client-node';
 import { isStuckReason, type JobView } from '../model.ts';
 import { ANNOTATIONS } from '../policy/annotations.ts';
@@ -135,12 +136,14 @@ function fromAnnotations(job: JobView, stuckSince: Date, now: Date): Decision {
     namespace: job.namespace,
     job: job.name,
     cronJob: job.cronJob,
+    owners: formatOwners(job.owners),
     pod: claimed?.pod ?? '',
     podUid: '',
     podResourceVersion: '',
     container: claimed?.container ?? '',
     containerKind: claimed?.containerKind ?? 'regular',
     image: claimed?.image ?? '',
+    ...(claimed?.volume !== undefined ? { volume: claimed.volume } : {}),
     reason: isStuckReason(reason) ? reason : 'ImagePullBackOff',
     message,
     pullClass: claimed?.pullClass ?? 'unknown',

@@ -17,6 +17,7 @@ export interface Decision extends Pick<
   | 'container'
   | 'containerKind'
   | 'image'
+  | 'volume'
   | 'reason'
   | 'message'
   | 'pullClass'
@@ -24,6 +25,8 @@ export interface Decision extends Pick<
 > {
   job: string | undefined;
   cronJob: string | undefined;
+  /** The owner chain, `Kind/name` nearest first: above the Job, or a pod's own controller when it has no Job. */
+  owners: string[];
   stuckSeconds: number;
   rule: string;
   /** What the policy prescribes for this Job: the rule's action, `ignore` by annotation, `report` under the outage breaker. */

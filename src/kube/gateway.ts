@@ -65,6 +65,11 @@ export interface KubeGateway {
   readJobSet(namespace: string, name: string): Promise<JobSetObject>;
   /** JSON merge patch (RFC 7386) of the sweeper's one annotation on a JobSet, with a resourceVersion. */
   mergePatchJobSet(namespace: string, name: string, patch: object): Promise<void>;
+  /**
+   * JSON merge patch (RFC 7386) of a pod: the sweeper's annotations and `spec.activeDeadlineSeconds`
+   * of a stuck pod under an `owners` rule (act/fail-owned-pod.ts).
+   */
+  mergePatchPod(namespace: string, name: string, patch: object): Promise<void>;
   /** GET /version: the API server's Kubernetes version. */
   readServerVersion(): Promise<ServerVersion>;
   /** The API server's clock: the Date header of its newest answer (2xx or its own Status), and that answer's age (docs/clock.md). */
@@ -177,6 +182,9 @@ export function createGateway(kubeConfig: KubeConfig, options: { timeoutMs?: num
     readJobSet: async (namespace, name) => (await raw.getJson(jobSetPath(namespace, name), {})) as JobSetObject,
     async mergePatchJobSet(namespace, name, body) {
       await raw.send('PATCH', jobSetPath(namespace, name), { body, contentType: MERGE_PATCH, ignoreAnswer });
+    },
+    async mergePatchPod(namespace, name, body) {
+      await raw.send('PATCH', `/api/v1/namespaces/${path(namespace)}/pods/${path(name)}`, { body, contentType: MERGE_PATCH, ignoreAnswer });
     },
     lastServerDate: () => raw.lastServerDate(),
     readServerVersion: async () => (await raw.getJson('/version', {})) as ServerVersion,

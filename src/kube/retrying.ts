@@ -141,6 +141,9 @@ export function withRetries(plain: KubeGateway, options: Partial<RetryPolicy> = 
         () => plain.mergePatchJobSet(namespace, name, patch),
         () => gateway.readJobSet(namespace, name),
       ),
+    // Always conditional on the resourceVersion: a retried patch that conflicts is left to the caller, which re-reads the pod.
+    mergePatchPod: (namespace, name, patch) =>
+      retry(`mergePatchPod ${namespace}/${name}`, () => plain.mergePatchPod(namespace, name, patch)),
     lastServerDate: () => plain.lastServerDate(),
     readServerVersion: () => retry('readServerVersion', () => plain.readServerVersion()),
   };

@@ -12,10 +12,15 @@ export interface AuditLine {
   namespace: string;
   job: string | null;
   cronJob: string | null;
+  /** The owner chain, `Kind/name` nearest first: above the Job, or the pod's own controller without one. */
+  owners: string[];
   pod: string;
   container: string;
   containerKind: string;
+  /** The reference whose pull failed (an image volume's, when `volume` is set). */
   image: string;
+  /** The image volume whose pull failed, else null. */
+  volume: string | null;
   reason: string;
   class: PullClass;
   stuckSeconds: number;
@@ -49,10 +54,12 @@ export function auditLine(sweepId: string, result: ActResult, dryRun: boolean): 
     namespace: d.namespace,
     job: d.job ?? null,
     cronJob: d.cronJob ?? null,
+    owners: d.owners,
     pod: d.pod,
     container: d.container,
     containerKind: d.containerKind,
     image: d.image,
+    volume: d.volume ?? null,
     reason: d.reason,
     class: d.pullClass,
     stuckSeconds: d.stuckSeconds,

@@ -676,6 +676,8 @@ describe('classifyPullFailure: real kubelet / containerd / CRI-O messages', () =
       'insufficient_scope: authorization failed',
       'status: 403',
       'repository does not exist',
+      // containers/image pkg/shortnames/shortnames.go (Resolve); more in classify-misread.test.ts
+      'short-name resolution enforced but cannot prompt without a TTY',
     ];
     for (const m of extra) used.add(explainPullFailure('ErrImagePull', m).decidedBy);
     const missing = PULL_CLASS_RULES.filter((r) => !used.has(r.cue)).map((r) => r.cue);
@@ -792,7 +794,7 @@ describe('describeClassification', () => {
     const text = rows.flatMap((r) => r.cues).join('\n');
     for (const reason of STUCK_REASONS) assert.match(text, new RegExp(`reason ${reason}\\b`), reason);
   });
-  it('lists steps in evaluation order: reason, message (stalled, transient, auth, permanent), default', () => {
+  it('lists steps in evaluation order: reason, message (stalled, transient, node-side unknown, auth, permanent), default', () => {
     assert.deepEqual(
       rows.map((r) => `${r.step}:${r.pullClass}`),
       [
@@ -800,6 +802,7 @@ describe('describeClassification', () => {
         'reason:transient',
         'message:stalled',
         'message:transient',
+        'message:unknown',
         'message:auth',
         'message:permanent',
         'default:permanent',

@@ -21,6 +21,7 @@ export function job(name: string, over: Partial<JobView> = {}): JobView {
     podFailureRules: [],
     containerNames: ['main'],
     cronJob: undefined,
+    owners: [],
     startTime: secondsAgo(3600),
     ...over,
   };
