@@ -14,6 +14,7 @@ import * as path from 'node:path';
 import {
   AdmissionregistrationV1Api,
   ApiextensionsV1Api,
+  CustomObjectsApi,
   type KubeConfig,
   KubernetesObjectApi,
   PatchStrategy,
@@ -177,6 +178,30 @@ async function start(kc: KubeConfig, kubeconfigPath: string): Promise<JobSetCont
     `the JobSet controller ready (log ${logFile})`,
   );
   await apply(kc, webhookConfigurations(dir, webhookPort, caPem));
+  // The API server picks up webhook configurations asynchronously: wait until a dry-run JobSet comes
+  // back defaulted by the controller's mutating webhook (enableDNSHostnames has no schema default).
+  const probe = {
+    apiVersion: 'jobset.x-k8s.io/v1alpha2',
+    kind: 'JobSet',
+    metadata: { name: 'webhook-probe' },
+    spec: { replicatedJobs: [{ name: 'p', template: { spec: { template: { spec: { containers: [{ name: 'p', image: 'p' }] } } } } }] },
+  };
+  const custom = kc.makeApiClient(CustomObjectsApi);
+  await waitFor(
+    async () => {
+      const created = (await custom.createNamespacedCustomObject({
+        group: 'jobset.x-k8s.io',
+        version: 'v1alpha2',
+        plural: 'jobsets',
+        namespace: 'default',
+        body: probe,
+        dryRun: 'All',
+      })) as { spec?: { network?: { enableDNSHostnames?: boolean } } };
+      return created.spec?.network?.enableDNSHostnames === true;
+    },
+    30_000,
+    'the JobSet webhooks called by the API server',
+  );
   return {
     logFile,
     version,
