@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { attributeToJobs } from '../../src/attribute/attribute.ts';
 import { toJobView } from '../../src/attribute/job-view.ts';
 import { jobSetMembership } from '../../src/attribute/jobset.ts';
 import { formatClaimMessage, parseClaimMessage } from '../../src/judge/claim-message.ts';
@@ -14,7 +15,9 @@ import {
 } from '../../src/judge/jobset.ts';
 import { judge, rejudgeJob, type JudgeInput } from '../../src/judge/judge.ts';
 import type { Decision } from '../../src/judge/types.ts';
+import type { JobSetObject, KubeGateway } from '../../src/kube/gateway.ts';
 import type { JobSetMembership, JobView, SpentGrace, StuckContainer } from '../../src/model.ts';
+import { ANNOTATIONS } from '../../src/policy/annotations.ts';
 import { parsePolicyYaml } from '../../src/policy/parse.ts';
 import { NOW, job, ownersFor, secondsAgo, stuckIn } from './judge-fixtures.ts';
 
@@ -200,5 +203,82 @@ describe('jobset: judging a restart whose grace is spent', () => {
     assert.match(again.detail, /^grace already spent/);
     const other = keepJobSetMemory(j, { ...j, jobSet: { ...fresh, uid: 'uid-other' } });
     assert.equal(other.jobSet?.remembered, undefined, 'a JobSet replaced since remembers nothing');
+  });
+});
+
+describe('jobset: the attribute stage reads each JobSet once', () => {
+  // Control flow only, scripted answers: what the API server answers is proven in test/e2e/node-jobset.test.ts.
+  const owner = { apiVersion: 'jobset.x-k8s.io/v1alpha2', kind: 'JobSet', name: 'train', uid: 'uid-train', controller: true };
+  const jobOf = (name: string) => ({
+    metadata: {
+      namespace: 'ml',
+      name,
+      uid: `uid-${name}`,
+      resourceVersion: '1',
+      ownerReferences: [owner],
+      labels: { 'jobset.sigs.k8s.io/restart-attempt': '1' },
+    },
+    spec: { template: { spec: { containers: [{ name: 'main', image: IMAGE }] } } },
+  });
+  const stuckOf = (name: string): StuckContainer => ({
+    ...stuckIn(undefined, { namespace: 'ml', pod: `${name}-pod` }),
+    controller: { apiVersion: 'batch/v1', kind: 'Job', name, uid: `uid-${name}`, controller: true },
+  });
+
+  function gateway(answer: () => Promise<JobSetObject>): { gateway: KubeGateway; reads: string[] } {
+    const reads: string[] = [];
+    const g = {
+      readJob: async (namespace: string, name: string) => jobOf(name),
+      readJobSet: async (namespace: string, name: string) => (reads.push(`${namespace}/${name}`), answer()),
+    } as unknown as KubeGateway;
+    return { gateway: g, reads };
+  }
+  const options = { concurrency: 4, listConcurrency: 1, listThreshold: 10 };
+
+  it('one read for two Jobs of one JobSet: the owner chain above it and its memory', async () => {
+    const trainJob = { apiVersion: 'trainer.kubeflow.org/v1alpha1', kind: 'TrainJob', name: 'llm', uid: 'uid-llm', controller: true };
+    const remembered = formatSpent([earlier()]);
+    const { gateway: g, reads } = gateway(async () => ({
+      metadata: { uid: 'uid-train', ownerReferences: [trainJob], annotations: { [ANNOTATIONS.jobSetSpent]: remembered } },
+    }));
+    const stuck = [stuckOf('train-worker-0'), stuckOf('train-worker-1')];
+    const attribution = await attributeToJobs(g, stuck, options);
+    assert.deepEqual(reads, ['ml/train']);
+    for (const c of stuck) {
+      const owner = attribution.ownerOf(c.podUid);
+      assert.equal(owner.kind, 'job');
+      if (owner.kind !== 'job') continue;
+      assert.equal(owner.job.jobSet?.remembered, remembered);
+      assert.equal(owner.job.jobSet?.restartAttempt, 1);
+      assert.deepEqual(
+        owner.job.owners.map((o) => o.kind),
+        ['JobSet', 'TrainJob'],
+      );
+    }
+  });
+
+  it('a JobSet gone or replaced remembers nothing; one that cannot be read says why', async () => {
+    const cases: [string, () => Promise<JobSetObject>, string | undefined][] = [
+      ['gone', () => Promise.reject(Object.assign(new Error('not found'), { code: 404, body: '' })), undefined],
+      [
+        'replaced',
+        async () => ({ metadata: { uid: 'uid-other', annotations: { [ANNOTATIONS.jobSetSpent]: formatSpent([earlier()]) } } }),
+        undefined,
+      ],
+      [
+        'forbidden',
+        () => Promise.reject(Object.assign(new Error('jobsets is forbidden'), { code: 403, body: '' })),
+        'could not read JobSet train',
+      ],
+    ];
+    for (const [what, answer, unreadable] of cases) {
+      const stuck = [stuckOf('train-worker-0')];
+      const owner = (await attributeToJobs(gateway(answer).gateway, stuck, options)).ownerOf(stuck[0]!.podUid);
+      assert.equal(owner.kind, 'job', what);
+      if (owner.kind !== 'job') continue;
+      assert.equal(owner.job.jobSet?.remembered, undefined, what);
+      if (unreadable) assert.match(owner.job.jobSet?.unreadable ?? '', new RegExp(unreadable), what);
+      else assert.equal(owner.job.jobSet?.unreadable, undefined, what);
+    }
   });
 });
