@@ -111,6 +111,33 @@ async function apply(kc: KubeConfig, objects: KubernetesObject[]): Promise<void>
   for (const o of objects) await api.patch(o, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
 }
 
+type Schema = {
+  type?: string;
+  items?: Schema;
+  properties?: Record<string, Schema>;
+  'x-kubernetes-validations'?: { rule: string }[];
+};
+
+/**
+ * The CRD without its transition rules (`oldSelf`) inside list items, which Kubernetes 1.37
+ * refuses ("oldSelf cannot be used on the uncorrelatable portion of the schema"): v0.12.0 has one,
+ * immutability of `replicatedJobs[].dependsOn`, a field the tests never set.
+ */
+function correlatableRulesOnly(crd: KubernetesObject): KubernetesObject {
+  const strip = (schema: Schema | undefined, uncorrelatable: boolean): void => {
+    if (!schema) return;
+    if (uncorrelatable && schema['x-kubernetes-validations']) {
+      schema['x-kubernetes-validations'] = schema['x-kubernetes-validations'].filter((v) => !v.rule.includes('oldSelf'));
+      if (schema['x-kubernetes-validations'].length === 0) delete schema['x-kubernetes-validations'];
+    }
+    for (const child of Object.values(schema.properties ?? {})) strip(child, uncorrelatable);
+    strip(schema.items, true);
+  };
+  const copy = structuredClone(crd) as KubernetesObject & { spec: { versions: { schema?: { openAPIV3Schema?: Schema } }[] } };
+  for (const version of copy.spec.versions) strip(version.schema?.openAPIV3Schema, false);
+  return copy;
+}
+
 let started: Promise<JobSetController> | undefined;
 
 /** The JobSet controller for this test process, started on first use (its build: minutes cold, instant warm). */
@@ -143,7 +170,7 @@ async function start(kc: KubeConfig, kubeconfigPath: string): Promise<JobSetCont
     ].join('\n'),
   );
 
-  await apply(kc, objectsOf(path.join(dir, CRD_FILE)));
+  await apply(kc, objectsOf(path.join(dir, CRD_FILE)).map(correlatableRulesOnly));
   const crds = kc.makeApiClient(ApiextensionsV1Api);
   await waitFor(
     async () =>
