@@ -1,10 +1,7 @@
 import type { V1Job, V1ObjectMeta, V1PodFailurePolicy } from '@kubernetes/client-node';
 import { controllerRefOf } from '../classify/index.ts';
 import type { JobView, OwnerRef, PodFailureRule } from '../model.ts';
-import { jobSetMembership } from './jobset.ts';
-
-/** The API group of JobSets (sigs.k8s.io/jobset). */
-export const JOBSET_GROUP = 'jobset.x-k8s.io';
+import { JOBSET_GROUP, jobSetMembership } from './jobset.ts';
 
 /** Conditions that mean the Job has ended or is on its way to an end it cannot leave. */
 const TERMINAL_CONDITIONS = new Set(['Complete', 'Failed', 'FailureTarget', 'SuccessCriteriaMet']);
@@ -70,11 +67,11 @@ function podFailureRules(policy: V1PodFailurePolicy | undefined): PodFailureRule
   });
 }
 
-/** The pod's owner reference when it points at a batch/v1 Job. */
-export function jobOwner(controller: OwnerRef | undefined): OwnerRef | undefined {
-  if (!controller) return undefined;
-  const group = controller.apiVersion.split('/')[0];
-  return controller.kind === 'Job' && group === 'batch' ? controller : undefined;
+export { jobOwner } from '../model.ts';
+
+/** The label selector of a Job's pods: the Job controller labels each with the Job's uid. */
+export function jobPodsSelector(jobUid: string): string {
+  return `batch.kubernetes.io/controller-uid=${jobUid}`;
 }
 
 /** True for a reference to a JobSet (jobset.x-k8s.io, any version). */

@@ -6,6 +6,7 @@ import { describeGraceSource, graceForJob, resolveForNamespace } from '../policy
 import type { EffectivePolicy, GraceSeconds, Policy } from '../policy/types.ts';
 import { keepJobSetMemory, spentByJobSet } from './jobset.ts';
 import { applyLimits, byNamespaceThenName } from './limits.ts';
+import { stuckWithinGrace } from './grace.ts';
 import { chooseMechanism } from './mechanism.ts';
 import { assessOutage, describeTrip, tripFor } from './outage.ts';
 import type { Decision, Judgement, OutageAssessment } from './types.ts';
@@ -98,7 +99,7 @@ function decideGroup(group: OwnerGroup, input: JudgeInput, outage: OutageAssessm
   const graceFrom = `${formatDuration(graceSeconds)} from ${describeGraceSource(graceSource)}`;
   const stuckSeconds = secondsBetween(worst.stuckSince, input.now);
   const warnings = [...jobGrace.warnings, ...(job.jobSet?.unreadable ? [`${job.jobSet.unreadable}: its restarts get a full grace`] : [])];
-  if (stuckSeconds < graceSeconds && !spent) {
+  if (stuckWithinGrace(stuckSeconds, graceSeconds) && !spent) {
     return makeDecision(worst, input.now, {
       ...base,
       plan: 'skip',

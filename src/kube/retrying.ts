@@ -3,6 +3,7 @@
 import type { V1CronJob, V1Job } from '@kubernetes/client-node';
 import { describeApiError, isRetryable, type ApiFailure } from './errors.ts';
 import type { JobSetObject, KubeGateway } from './gateway.ts';
+import type { LeaseGateway } from './leases.ts';
 import { judgeWriteError } from './write-outcome.ts';
 
 export interface RetryNotice {
@@ -81,14 +82,6 @@ export function withRetries(plain: KubeGateway, options: Partial<RetryPolicy> = 
   const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...options };
   const retry = <T>(request: string, call: () => Promise<T>, settle?: (e: unknown, retried: boolean) => Promise<T | typeof FAILED>) =>
     retrying(policy, request, call, settle);
-  // A merge patch with a resourceVersion that conflicts after a retry landed if the object, read
-  // back, carries every annotation it sets.
-  const annotationPatch = (request: string, patch: object, call: () => Promise<void>, read: () => Promise<Annotated>) =>
-    retry(request, call, async (error, retried) => {
-      if (!retried || !isConditional(patch) || !conflicted(error)) return FAILED;
-      const current = await read().catch(() => undefined);
-      return current && carriesAnnotations(current, patch) ? undefined : FAILED;
-    });
   // Settling a conditional write reads the object back through these retries too: a lost read
   // must not turn a write that landed into a conflict.
   const gateway: KubeGateway = {
@@ -104,11 +97,10 @@ export function withRetries(plain: KubeGateway, options: Partial<RetryPolicy> = 
     patchPodStatus: (namespace, name, patch) =>
       retry(`patchPodStatus ${namespace}/${name}`, () => plain.patchPodStatus(namespace, name, patch)),
     mergePatchJob: (namespace, name, patch) =>
-      annotationPatch(
+      retry(
         `mergePatchJob ${namespace}/${name}`,
-        patch,
         () => plain.mergePatchJob(namespace, name, patch),
-        () => gateway.readJob(namespace, name),
+        settleConditional(patch, () => gateway.readJob(namespace, name)),
       ),
     // A test operation that fails after a retry is left to the caller, which re-reads the Job.
     jsonPatchJob: (namespace, name, operations) =>
@@ -127,19 +119,17 @@ export function withRetries(plain: KubeGateway, options: Partial<RetryPolicy> = 
       ),
     readCronJob: (namespace, name) => retry(`readCronJob ${namespace}/${name}`, () => plain.readCronJob(namespace, name)),
     mergePatchCronJob: (namespace, name, patch) =>
-      annotationPatch(
+      retry(
         `mergePatchCronJob ${namespace}/${name}`,
-        patch,
         () => plain.mergePatchCronJob(namespace, name, patch),
-        () => gateway.readCronJob(namespace, name),
+        settleConditional(patch, () => gateway.readCronJob(namespace, name)),
       ),
     readJobSet: (namespace, name) => retry(`readJobSet ${namespace}/${name}`, () => plain.readJobSet(namespace, name)),
     mergePatchJobSet: (namespace, name, patch) =>
-      annotationPatch(
+      retry(
         `mergePatchJobSet ${namespace}/${name}`,
-        patch,
         () => plain.mergePatchJobSet(namespace, name, patch),
-        () => gateway.readJobSet(namespace, name),
+        settleConditional(patch, () => gateway.readJobSet(namespace, name)),
       ),
     // Always conditional on the resourceVersion: a retried patch that conflicts is left to the caller, which re-reads the pod.
     mergePatchPod: (namespace, name, patch) =>
@@ -148,6 +138,18 @@ export function withRetries(plain: KubeGateway, options: Partial<RetryPolicy> = 
     readServerVersion: () => retry('readServerVersion', () => plain.readServerVersion()),
   };
   return gateway;
+}
+
+/**
+ * A conditional patch (a resourceVersion) that conflicts after a retry: the object is read, and
+ * the write counts as landed when it carries every annotation the patch sets.
+ */
+function settleConditional(patch: object, read: () => Promise<Annotated>) {
+  return async (error: unknown, retried: boolean): Promise<void | typeof FAILED> => {
+    if (!retried || !isConditional(patch) || !conflicted(error)) return FAILED;
+    const current = await read().catch(() => undefined);
+    return current && carriesAnnotations(current, patch) ? undefined : FAILED;
+  };
 }
 
 function conflicted(error: unknown): boolean {
@@ -169,4 +171,20 @@ function carriesAnnotations(object: Annotated, patch: object): boolean {
   const wanted = Object.entries((patch as AnnotationPatch).metadata?.annotations ?? {});
   const actual = object.metadata?.annotations ?? {};
   return wanted.length > 0 && wanted.every(([key, value]) => (value === null ? !(key in actual) : actual[key] === value));
+}
+
+/**
+ * The Lease calls with the same retries. A create or replace is repeated as it is: after a lost
+ * answer its repeat conflicts, which the elector reads as "someone wrote first" and re-reads the
+ * Lease on its next attempt (schedule/leader.ts).
+ */
+export function withLeaseRetries(plain: LeaseGateway, options: Partial<RetryPolicy> = {}): LeaseGateway {
+  const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...options };
+  return {
+    readLease: (namespace, name) => retrying(policy, `readLease ${namespace}/${name}`, () => plain.readLease(namespace, name)),
+    createLease: (namespace, name, spec) =>
+      retrying(policy, `createLease ${namespace}/${name}`, () => plain.createLease(namespace, name, spec)),
+    replaceLease: (namespace, name, resourceVersion, spec) =>
+      retrying(policy, `replaceLease ${namespace}/${name}`, () => plain.replaceLease(namespace, name, resourceVersion, spec)),
+  };
 }
