@@ -159,26 +159,34 @@ for (const runtime of testRuntimes().slice(0, 1))
       },
     );
 
-    it('with the failurePolicy rule of docs/jobset.md: Failed after the first grace, never restarted', TIMEOUT, async () => {
-      const ns = await env.namespace('node-jobset-rule');
-      const t0 = Date.now();
-      await createJobSet(
-        ns,
-        jobSetManifest('train', node, `${node.registry}/team/missing-jobset:2`, {
-          rules: [{ name: 'imagePullStuck', action: 'FailJobSet', onJobFailureReasons: ['PodFailurePolicy'] }],
-          jobSpec: { podFailurePolicy: { rules: [{ action: 'FailJob', onPodConditions: [{ type: 'ImagePullStuck', status: 'True' }] }] } },
-        }),
-      );
-      const { failedLines, jobSet } = await sweepUntilFailed(ns, 'train', 180_000);
-      const failedMs = Date.now() - t0;
-      assert.equal(jobSet.status?.restarts ?? 0, 0);
-      assert.equal(failed(jobSet)?.reason, 'FailJobSetFailurePolicyAction');
-      assert.equal(failedLines.length, 1);
-      assert.equal(failedLines[0]!.mechanism, 'podFailurePolicy');
-      process.stderr.write(
-        `[node] ${runtime} JobSet with the FailJobSet rule: Failed ${seconds(failedMs)} s after it was created (grace ${GRACE_SECONDS} s), 0 restarts\n`,
-      );
-    });
+    // The two rules docs/jobset.md gives: on the reason, and on the Job controller's message (both reason forms).
+    const RULES = [
+      ['onJobFailureReasons', { onJobFailureReasons: ['PodFailurePolicy'] }],
+      ['onJobFailureMessagePatterns', { onJobFailureMessagePatterns: ['has condition ImagePullStuck matching FailJob rule'] }],
+    ] as const;
+    for (const [which, match] of RULES)
+      it(`with the failurePolicy rule of docs/jobset.md (${which}): Failed after the first grace, never restarted`, TIMEOUT, async () => {
+        const ns = await env.namespace('node-jobset-rule');
+        const t0 = Date.now();
+        await createJobSet(
+          ns,
+          jobSetManifest('train', node, `${node.registry}/team/missing-jobset:2`, {
+            rules: [{ name: 'imagePullStuck', action: 'FailJobSet', ...match }],
+            jobSpec: {
+              podFailurePolicy: { rules: [{ action: 'FailJob', onPodConditions: [{ type: 'ImagePullStuck', status: 'True' }] }] },
+            },
+          }),
+        );
+        const { failedLines, jobSet } = await sweepUntilFailed(ns, 'train', 180_000);
+        const failedMs = Date.now() - t0;
+        assert.equal(jobSet.status?.restarts ?? 0, 0);
+        assert.equal(failed(jobSet)?.reason, 'FailJobSetFailurePolicyAction');
+        assert.equal(failedLines.length, 1);
+        assert.equal(failedLines[0]!.mechanism, 'podFailurePolicy');
+        process.stderr.write(
+          `[node] ${runtime} JobSet with the FailJobSet rule on ${which}: Failed ${seconds(failedMs)} s after it was created (grace ${GRACE_SECONDS} s), 0 restarts\n`,
+        );
+      });
 
     it('the guard lets the sweeper set imagepull-sweeper/spent on a JobSet, and nothing else', TIMEOUT, async () => {
       const ns = await env.namespace('node-jobset-guard');
