@@ -4,7 +4,7 @@ import type { V1CronJob, V1Job } from '@kubernetes/client-node';
 import { describeApiError, isRetryable, type ApiFailure } from './errors.ts';
 import type { JobSetObject, KubeGateway } from './gateway.ts';
 import type { LeaseGateway } from './leases.ts';
-import { judgeWriteError } from './write-outcome.ts';
+import { carriesAnnotations, isConditional, isConflict, judgeWriteError } from './write-outcome.ts';
 
 export interface RetryNotice {
   /** The gateway method and its target, e.g. `readJob ci/build-7`. */
@@ -146,32 +146,14 @@ export function withRetries(plain: KubeGateway, options: Partial<RetryPolicy> = 
  */
 function settleConditional(patch: object, read: () => Promise<Annotated>) {
   return async (error: unknown, retried: boolean): Promise<void | typeof FAILED> => {
-    if (!retried || !isConditional(patch) || !conflicted(error)) return FAILED;
+    if (!retried || !isConditional(patch) || !isConflict(error)) return FAILED;
     const current = await read().catch(() => undefined);
     return current && carriesAnnotations(current, patch) ? undefined : FAILED;
   };
 }
 
-function conflicted(error: unknown): boolean {
-  const outcome = judgeWriteError('update', error);
-  return !outcome.landed && outcome.why === 'conflict';
-}
-
-interface AnnotationPatch {
-  metadata?: { resourceVersion?: string; annotations?: Record<string, string | null> };
-}
-
-function isConditional(patch: object): boolean {
-  return typeof (patch as AnnotationPatch).metadata?.resourceVersion === 'string';
-}
-
+/** What a conditional patch is read back from. */
 type Annotated = V1Job | V1CronJob | JobSetObject;
-
-function carriesAnnotations(object: Annotated, patch: object): boolean {
-  const wanted = Object.entries((patch as AnnotationPatch).metadata?.annotations ?? {});
-  const actual = object.metadata?.annotations ?? {};
-  return wanted.length > 0 && wanted.every(([key, value]) => (value === null ? !(key in actual) : actual[key] === value));
-}
 
 /**
  * The Lease calls with the same retries. A create or replace is repeated as it is: after a lost
