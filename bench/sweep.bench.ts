@@ -131,6 +131,7 @@ function pagedGateway(total: number, stuckEvery: number): KubeGateway {
     readCronJob: notUsed,
     mergePatchCronJob: notUsed,
     readJobSet: notUsed,
+    mergePatchJobSet: notUsed,
     mergePatchPod: notUsed,
     lastServerDate: notUsed,
     readServerVersion: notUsed,

@@ -136,6 +136,8 @@ export interface JobView {
   cronJobUid?: string;
   /** status.startTime, used to compute an already-passed activeDeadlineSeconds. */
   startTime: Date | undefined;
+  /** The JobSet that owns this Job, if any. */
+  jobSet?: JobSetMembership;
 }
 
 /** One rule of a Job's spec.podFailurePolicy, as far as the judge evaluates it. */
@@ -177,4 +179,29 @@ export interface PodCapacity {
 
 export function addInto(target: ResourceAmounts, add: ResourceAmounts, factor = 1): void {
   for (const [name, v] of Object.entries(add)) target[name] = (target[name] ?? 0) + v * factor;
+}
+
+/** The JobSet (jobset.x-k8s.io) that owns a Job, and the restart attempt the Job was created for. */
+export interface JobSetMembership {
+  name: string;
+  uid: string;
+  /** Label `jobset.sigs.k8s.io/restart-attempt`: the JobSet's restarts when it created the Job. */
+  restartAttempt: number | undefined;
+  /** Label `jobset.sigs.k8s.io/job-restart-attempt`: restarts of this one Job (failure policy `RestartJob`). */
+  jobRestartAttempt: number | undefined;
+  /** The JobSet's `imagepull-sweeper/spent` annotation, once the attribute stage has read it (docs/jobset.md). */
+  remembered?: string;
+  /** Why the JobSet could not be read: its Jobs then get their full grace. */
+  unreadable?: string;
+}
+
+/** One Job of a JobSet the sweeper failed: a later restart stuck the same way has its grace spent. */
+export interface SpentGrace {
+  image: string;
+  pullClass: PullClass;
+  job: string;
+  restartAttempt: number | undefined;
+  jobRestartAttempt: number | undefined;
+  /** RFC 3339, when the sweeper failed that Job. */
+  at: string;
 }

@@ -12,6 +12,7 @@ import { OUTCOME_OF_PLAN } from '../outcomes.ts';
 import type { Reporter } from './events.ts';
 import { failJob } from './fail-job.ts';
 import { actOnOwnedPod } from './fail-owned-pod.ts';
+import { failJobOfJobSet } from './jobset.ts';
 import { reportJob } from './report-job.ts';
 import { retryJob } from './retry-job.ts';
 import type { FreshPod, WriteResult } from './write-result.ts';
@@ -68,7 +69,7 @@ async function actOne(gateway: KubeGateway, first: Decision, options: ActOptions
         ? await reportJob(gateway, decision, reporter)
         : decision.plan === 'retry'
           ? await retryJob(gateway, decision, reporter)
-          : await failJob(gateway, decision, reporter, options.claim);
+          : await failJobOfJobSet(gateway, decision, options.now, () => failJob(gateway, decision, reporter, options.claim));
     switch (written.kind) {
       case 'done':
         return written.steps?.length ? { ...planned, error: written.error, steps: written.steps } : { ...planned, error: written.error };

@@ -31,7 +31,8 @@ export function settleFinished(
     }
     const unlabel = { metadata: { labels: { [LABELS.pending]: null } } };
     const dropped = await tryWrite('update', () => gateway.mergePatchJob(job.namespace, job.name, unlabel));
-    if (dropped.landed) return { job, eventWritten, error: undefined };
+    // Gone: its owner deleted it since the list (a JobSet restarting its Jobs), and the label with it.
+    if (dropped.landed || dropped.why === 'gone') return { job, eventWritten, error: undefined };
     return { job, eventWritten, error: `its ${LABELS.pending} label could not be removed: ${dropped.failure.message}` };
   });
 }

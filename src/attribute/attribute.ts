@@ -4,6 +4,7 @@ import { describeApiError } from '../kube/errors.ts';
 import type { KubeGateway } from '../kube/gateway.ts';
 import { listFromStart } from '../kube/paging.ts';
 import { jobOwner, toJobView } from './job-view.ts';
+import { readEachJobSetOnce, withJobSetMemory } from './jobset.ts';
 import { extendOwnerChains } from './owner-chain.ts';
 
 /**
@@ -92,7 +93,10 @@ export async function attributeToJobs(
     }
   }
   await Promise.all(lookups);
-  await extendOwnerChains(gateway, found.values(), requests);
+  // One GET per JobSet serves both: the owner chain above it, and what the sweeper remembers on it.
+  const jobSets = readEachJobSetOnce(gateway);
+  await extendOwnerChains(jobSets, found.values(), requests);
+  const jobs = await withJobSetMemory(jobSets, found, requests);
 
   const failedLookups = new Set(errors.map((e) => `${e.namespace}/${e.job}`));
   const byPod = new Map<string, PodOwner>();
@@ -104,7 +108,7 @@ export async function attributeToJobs(
       continue;
     }
     const key = `${c.namespace}/${owner.name}`;
-    const job = found.get(key);
+    const job = jobs.get(key);
     if (job && job.uid === owner.uid) byPod.set(c.podUid, { kind: 'job', job });
     else if (failedLookups.has(key)) byPod.set(c.podUid, { kind: 'unreadable', owner, detail: `could not read Job ${owner.name}` });
     else

@@ -1,9 +1,7 @@
 import type { V1Job, V1ObjectMeta, V1PodFailurePolicy } from '@kubernetes/client-node';
 import { controllerRefOf } from '../classify/index.ts';
 import type { JobView, OwnerRef, PodFailureRule } from '../model.ts';
-
-/** The API group of JobSets (sigs.k8s.io/jobset). */
-export const JOBSET_GROUP = 'jobset.x-k8s.io';
+import { JOBSET_GROUP, jobSetMembership } from './jobset.ts';
 
 /** Conditions that mean the Job has ended or is on its way to an end it cannot leave. */
 const TERMINAL_CONDITIONS = new Set(['Complete', 'Failed', 'FailureTarget', 'SuccessCriteriaMet']);
@@ -37,6 +35,7 @@ export function toJobView(job: V1Job): JobView {
   const failed = isTrue('Failed') || isTrue('FailureTarget');
   const failing = isTrue('FailureTarget') && !isTrue('Failed') && job.status?.completionTime === undefined;
   const podSpec = job.spec?.template?.spec;
+  const jobSet = jobSetMembership(meta);
   return {
     ...objectIdentity(meta),
     finished,
@@ -51,6 +50,7 @@ export function toJobView(job: V1Job): JobView {
     cronJobUid: cronJob?.uid,
     owners: controller ? [controller] : [],
     startTime: job.status?.startTime ? new Date(job.status.startTime) : undefined,
+    ...(jobSet ? { jobSet } : {}),
   };
 }
 

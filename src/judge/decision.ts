@@ -45,6 +45,8 @@ export interface DecisionFields {
   mechanism?: Decision['mechanism'];
   failJobCondition?: string | undefined;
   warnings?: string[];
+  /** A JobSet restart whose grace an earlier attempt already spent (docs/jobset.md). */
+  spentBy?: string;
 }
 
 export function makeDecision(c: StuckContainer, now: Date, f: DecisionFields): Decision {
@@ -76,18 +78,21 @@ export function makeDecision(c: StuckContainer, now: Date, f: DecisionFields): D
     warnings: f.warnings ?? [],
     jobView: f.job,
     stuckPods: f.stuckPods ?? 1,
+    ...(f.spentBy ? { spentBy: f.spentBy } : {}),
   };
 }
 
 /** What is judged against its grace: a Job, or a pod under an `owners` rule. */
 export interface GraceSubject {
-  base: Pick<DecisionFields, 'rule' | 'action' | 'job' | 'owners' | 'stuckPods'>;
+  base: Pick<DecisionFields, 'rule' | 'action' | 'job' | 'owners' | 'stuckPods' | 'spentBy'>;
   effective: EffectivePolicy;
   grace: JobGrace;
   /** The subject's own annotations (its `reported-at`). */
   annotations: Record<string, string>;
   /** How it is failed, and a note for the detail. */
   failing: { mechanism: FailMechanism; failJobCondition: string | undefined; note: string };
+  /** Set when the grace is already spent (a JobSet restart): it is not waited for again. */
+  spent?: string;
 }
 
 /** Within grace, report only, held by the breaker, or failed. */
@@ -97,7 +102,7 @@ export function judgeAgainstGrace(worst: StuckContainer, now: Date, outage: Outa
   const graceFrom = `${formatDuration(graceSeconds)} from ${describeGraceSource(graceSource)}`;
   const stuckSeconds = secondsBetween(worst.stuckSince, now);
   const fields = { ...s.base, graceSeconds, graceSource, warnings: [...s.grace.warnings] };
-  if (stuckWithinGrace(stuckSeconds, graceSeconds)) {
+  if (stuckWithinGrace(stuckSeconds, graceSeconds) && !s.spent) {
     return makeDecision(worst, now, {
       ...fields,
       plan: 'skip',
@@ -119,6 +124,6 @@ export function judgeAgainstGrace(worst: StuckContainer, now: Date, outage: Outa
     plan: 'fail',
     mechanism: s.failing.mechanism,
     failJobCondition: s.failing.failJobCondition,
-    detail: `stuck past grace (${graceFrom})${s.failing.note}`,
+    detail: `${s.spent ?? `stuck past grace (${graceFrom})`}${s.failing.note}`,
   });
 }

@@ -4,12 +4,13 @@ import { ANNOTATIONS, ignoredByAnnotation } from '../policy/annotations.ts';
 import { graceForJob, resolveForNamespace } from '../policy/resolve.ts';
 import type { EffectivePolicy, Policy } from '../policy/types.ts';
 import { decideOwnedPod } from './owned-pod.ts';
+import { keepJobSetMemory, spentByJobSet } from './jobset.ts';
+import { applyLimits, byNamespaceThenName } from './limits.ts';
 import { chooseMechanism } from './mechanism.ts';
 import { assessOutage } from './outage.ts';
 import { judgeAgainstGrace, makeDecision, mostOverdue } from './decision.ts';
 import type { Decision, Judgement, OutageAssessment } from './types.ts';
 import { standDown } from './stand-down.ts';
-import { compareText } from '../order.ts';
 
 /** The Job controller's own name in spec.managedBy; any other value means another controller owns the Job. */
 export const BUILTIN_JOB_CONTROLLER = 'kubernetes.io/job-controller';
@@ -89,8 +90,10 @@ function decideGroup(group: OwnerGroup, input: JudgeInput, outage: OutageAssessm
 
   const job = owner.job;
   const jobGrace = graceForJob(effective, job.annotations);
-  const worst = mostOverdue(group.containers, jobGrace.grace, input.now);
-  const base = { rule: effective.rule, action: effective.action, job, stuckPods: new Set(group.containers.map((c) => c.podUid)).size };
+  const spent = spentByJobSet(job, group.containers);
+  const worst = spent?.container ?? mostOverdue(group.containers, jobGrace.grace, input.now);
+  const stuckPods = new Set(group.containers.map((c) => c.podUid)).size;
+  const base = { rule: effective.rule, action: effective.action, job, stuckPods, ...(spent ? { spentBy: spent.text } : {}) };
   const skip = (detail: string): Decision => makeDecision(worst, input.now, { ...base, plan: 'skip', detail });
 
   const blocker = reasonToLeaveAlone(job, effective);
@@ -102,8 +105,11 @@ function decideGroup(group: OwnerGroup, input: JudgeInput, outage: OutageAssessm
   return judgeAgainstGrace(worst, input.now, outage, {
     base,
     effective,
-    grace: jobGrace,
+    grace: job.jobSet?.unreadable
+      ? { ...jobGrace, warnings: [...jobGrace.warnings, `${job.jobSet.unreadable}: its restarts get a full grace`] }
+      : jobGrace,
     annotations: job.annotations,
+    spent: spent?.text,
     failing: { mechanism: choice.mechanism, failJobCondition: choice.conditionType, note: shadowed },
   });
 }
@@ -124,45 +130,6 @@ function reasonToLeaveAlone(job: JobView, effective: EffectivePolicy): { detail:
   return undefined;
 }
 
-/** Keeps at most maxJobsPerSweep / maxJobsPerNamespace failures, oldest stuck first; the rest wait. */
-function applyLimits(decisions: Decision[], policy: Policy): void {
-  const { maxJobsPerSweep, maxJobsPerNamespace } = policy.limits;
-  const failing = decisions.filter((d) => d.plan === 'fail').sort(oldestStuckFirst);
-  const perNamespace = new Map<string, number>();
-  let total = 0;
-  for (const d of failing) {
-    const inNamespace = perNamespace.get(d.namespace) ?? 0;
-    if (total >= maxJobsPerSweep) {
-      defer(d, `maxJobsPerSweep (${maxJobsPerSweep}) reached`);
-    } else if (inNamespace >= maxJobsPerNamespace) {
-      defer(d, `maxJobsPerNamespace (${maxJobsPerNamespace}) reached in ${d.namespace}`);
-    } else {
-      total += 1;
-      perNamespace.set(d.namespace, inNamespace + 1);
-    }
-  }
-}
-
-function defer(d: Decision, why: string): void {
-  d.plan = 'defer';
-  d.mechanism = undefined;
-  d.failJobCondition = undefined;
-  d.detail = `${why}: waits for the next sweep`;
-}
-
-function oldestStuckFirst(a: Decision, b: Decision): number {
-  return a.stuckSince.getTime() - b.stuckSince.getTime() || byNamespaceThenName(a, b);
-}
-
-function byNamespaceThenName(a: Decision, b: Decision): number {
-  return (
-    compareText(a.namespace, b.namespace) ||
-    compareText(a.job ?? '', b.job ?? '') ||
-    compareText(a.pod, b.pod) ||
-    compareText(a.container, b.container)
-  );
-}
-
 /**
  * Judges one Job again after a fresh read (a write conflicted). It keeps the slot it held under
  * the limits. `freshPod` replaces what was seen of the pod a precondition failed on.
@@ -170,9 +137,10 @@ function byNamespaceThenName(a: Decision, b: Decision): number {
 export function rejudgeJob(
   input: JudgeInput,
   previous: Decision,
-  fresh: JobView,
+  read: JobView,
   freshPod?: { podUid: string; stuck: StuckContainer[] },
 ): Decision {
+  let fresh = keepJobSetMemory(previous.jobView, read);
   const previousUid = previous.jobView?.uid;
   if (previousUid !== fresh.uid) {
     return standDown(previous, 'skip', `Job ${fresh.name} was replaced (uid differs)`);

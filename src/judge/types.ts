@@ -42,6 +42,8 @@ export interface Decision extends Pick<
   /** The pod condition type to add, on the podFailurePolicy path. */
   failJobCondition: string | undefined;
   warnings: string[];
+  /** The grace was already spent by an earlier restart of the Job's JobSet: says which (judge/jobset.ts). */
+  spentBy?: string;
   /** The Job as judged; undefined for pods not owned by a Job. */
   jobView: JobView | undefined;
   /** How many of this Job's pods are stuck. */

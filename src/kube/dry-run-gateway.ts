@@ -4,7 +4,14 @@ import type { V1Pod } from '@kubernetes/client-node';
 import type { KubeGateway } from './gateway.ts';
 
 type WriteMethod =
-  'mergePatchJob' | 'jsonPatchJob' | 'patchPodStatus' | 'deletePod' | 'createEvent' | 'mergePatchCronJob' | 'mergePatchPod';
+  | 'mergePatchJob'
+  | 'jsonPatchJob'
+  | 'patchPodStatus'
+  | 'deletePod'
+  | 'createEvent'
+  | 'mergePatchCronJob'
+  | 'mergePatchJobSet'
+  | 'mergePatchPod';
 
 /**
  * What a dry run keeps of the writes it would have sent: their methods in order. Not their
@@ -29,6 +36,7 @@ export function dryRunGateway(real: KubeGateway, recorded: RecordedWrites = { me
     deletePod: () => record('deletePod'),
     createEvent: () => record('createEvent'),
     mergePatchCronJob: () => record('mergePatchCronJob'),
+    mergePatchJobSet: () => record('mergePatchJobSet'),
     mergePatchPod: () => record('mergePatchPod'),
   };
 }

@@ -62,8 +62,10 @@ export interface KubeGateway {
   readCronJob(namespace: string, name: string): Promise<V1CronJob>;
   /** JSON merge patch (RFC 7386): the run count annotations, and spec.suspend. */
   mergePatchCronJob(namespace: string, name: string, patch: object): Promise<void>;
-  /** The JobSet (jobset.x-k8s.io/v1alpha2) controlling a stuck Job: its metadata names what owns it (the owner chain). */
-  readJobSet(namespace: string, name: string): Promise<{ metadata?: V1ObjectMeta }>;
+  /** The JobSet (jobset.x-k8s.io/v1alpha2) owning a stuck Job: only its metadata is read (docs/jobset.md). */
+  readJobSet(namespace: string, name: string): Promise<JobSetObject>;
+  /** JSON merge patch (RFC 7386) of the sweeper's one annotation on a JobSet, with a resourceVersion. */
+  mergePatchJobSet(namespace: string, name: string, patch: object): Promise<void>;
   /**
    * JSON merge patch (RFC 7386) of a pod: the sweeper's annotations and `spec.activeDeadlineSeconds`
    * of a stuck pod under an `owners` rule (act/fail-owned-pod.ts).
@@ -73,6 +75,11 @@ export interface KubeGateway {
   readServerVersion(): Promise<ServerVersion>;
   /** The API server's clock: the Date header of its newest answer (2xx or its own Status), and that answer's age (docs/clock.md). */
   lastServerDate(): ServerDate | undefined;
+}
+
+/** What the sweeper reads of a JobSet. */
+export interface JobSetObject {
+  metadata?: V1ObjectMeta;
 }
 
 export interface DeletePodOptions {
@@ -173,10 +180,10 @@ export function createGateway(kubeConfig: KubeConfig, options: { timeoutMs?: num
         ignoreAnswer,
       });
     },
-    readJobSet: async (namespace, name) =>
-      (await raw.getJson(`/apis/jobset.x-k8s.io/v1alpha2/namespaces/${path(namespace)}/jobsets/${path(name)}`, {})) as {
-        metadata?: V1ObjectMeta;
-      },
+    readJobSet: async (namespace, name) => (await raw.getJson(jobSetPath(namespace, name), {})) as JobSetObject,
+    async mergePatchJobSet(namespace, name, body) {
+      await raw.send('PATCH', jobSetPath(namespace, name), { body, contentType: MERGE_PATCH, ignoreAnswer });
+    },
     async mergePatchPod(namespace, name, body) {
       await raw.send('PATCH', `/api/v1/namespaces/${path(namespace)}/pods/${path(name)}`, { body, contentType: MERGE_PATCH, ignoreAnswer });
     },
@@ -184,6 +191,9 @@ export function createGateway(kubeConfig: KubeConfig, options: { timeoutMs?: num
     readServerVersion: async () => (await raw.getJson('/version', {})) as ServerVersion,
   };
 }
+
+const jobSetPath = (namespace: string, name: string) =>
+  `/apis/jobset.x-k8s.io/v1alpha2/namespaces/${encodeURIComponent(namespace)}/jobsets/${encodeURIComponent(name)}`;
 
 const TABLE = 'application/json;as=Table;g=meta.k8s.io;v=v1';
 

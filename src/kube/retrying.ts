@@ -2,7 +2,7 @@
 // long to wait, and how a write whose response was lost is made idempotent.
 import type { V1CronJob, V1Job } from '@kubernetes/client-node';
 import { describeApiError, isRetryable, type ApiFailure } from './errors.ts';
-import type { KubeGateway } from './gateway.ts';
+import type { JobSetObject, KubeGateway } from './gateway.ts';
 import type { LeaseGateway } from './leases.ts';
 import { carriesAnnotations, isConditional, isConflict, judgeWriteError } from './write-outcome.ts';
 
@@ -76,7 +76,7 @@ const FAILED = Symbol('failed');
  *   if it carries every annotation the patch sets, the first attempt landed;
  * - `createEvent` sends the same object (same name) every attempt, so a 409 after a retry is done;
  * - `deletePod` resolves when the pod is gone, whoever deleted it (404 is done);
- * - `mergePatchCronJob` (always with a resourceVersion) is settled like a conditional Job patch.
+ * - `mergePatchCronJob` and `mergePatchJobSet` (always with a resourceVersion) are settled like a conditional Job patch.
  */
 export function withRetries(plain: KubeGateway, options: Partial<RetryPolicy> = {}): KubeGateway {
   const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...options };
@@ -125,6 +125,12 @@ export function withRetries(plain: KubeGateway, options: Partial<RetryPolicy> = 
         settleConditional(patch, () => gateway.readCronJob(namespace, name)),
       ),
     readJobSet: (namespace, name) => retry(`readJobSet ${namespace}/${name}`, () => plain.readJobSet(namespace, name)),
+    mergePatchJobSet: (namespace, name, patch) =>
+      retry(
+        `mergePatchJobSet ${namespace}/${name}`,
+        () => plain.mergePatchJobSet(namespace, name, patch),
+        settleConditional(patch, () => gateway.readJobSet(namespace, name)),
+      ),
     // Always conditional on the resourceVersion: a retried patch that conflicts is left to the caller, which re-reads the pod.
     mergePatchPod: (namespace, name, patch) =>
       retry(`mergePatchPod ${namespace}/${name}`, () => plain.mergePatchPod(namespace, name, patch)),
@@ -138,13 +144,16 @@ export function withRetries(plain: KubeGateway, options: Partial<RetryPolicy> = 
  * A conditional patch (a resourceVersion) that conflicts after a retry: the object is read, and
  * the write counts as landed when it carries every annotation the patch sets.
  */
-function settleConditional(patch: object, read: () => Promise<V1Job | V1CronJob>) {
+function settleConditional(patch: object, read: () => Promise<Annotated>) {
   return async (error: unknown, retried: boolean): Promise<void | typeof FAILED> => {
     if (!retried || !isConditional(patch) || !isConflict(error)) return FAILED;
     const current = await read().catch(() => undefined);
     return current && carriesAnnotations(current, patch) ? undefined : FAILED;
   };
 }
+
+/** What a conditional patch is read back from. */
+type Annotated = V1Job | V1CronJob | JobSetObject;
 
 /**
  * The Lease calls with the same retries. A create or replace is repeated as it is: after a lost

@@ -67,7 +67,7 @@ export function isConditional(patch: object): boolean {
 }
 
 /** The object read back carries every annotation the patch sets (and none it removes): the patch landed. */
-export function carriesAnnotations(object: V1Job | V1CronJob, patch: object): boolean {
+export function carriesAnnotations(object: Pick<V1Job | V1CronJob, 'metadata'>, patch: object): boolean {
   const wanted = Object.entries((patch as AnnotationPatch).metadata?.annotations ?? {});
   const actual = object.metadata?.annotations ?? {};
   return wanted.length > 0 && wanted.every(([key, value]) => (value === null ? !(key in actual) : actual[key] === value));

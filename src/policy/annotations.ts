@@ -18,6 +18,8 @@ export const ANNOTATIONS = {
   cronFailedJobs: `${ANNOTATION_PREFIX}failed-jobs`,
   cronLastSuccess: `${ANNOTATION_PREFIX}last-success-seen`,
   cronCountedAt: `${ANNOTATION_PREFIX}counted-at`,
+  /** On a JobSet: the Jobs of it the sweeper failed, whose restarts stuck the same way have no grace left (docs/jobset.md). */
+  jobSetSpent: `${ANNOTATION_PREFIX}spent`,
   /** The claim id of the sweep that failed the Job: unique per sweep, names its Event. */
   claim: `${ANNOTATION_PREFIX}claim`,
 } as const;

@@ -56,6 +56,8 @@ const CLUSTER_ROLE_GRANTS = [
   'batch/jobs patch', //  mergePatchJob: claim annotations + pending label, spec.activeDeadlineSeconds; jsonPatchJob: release
   'batch/cronjobs get', //   readCronJob: the owner of failed Jobs (cronJobs.suspendAfter)
   'batch/cronjobs patch', // mergePatchCronJob: the run count annotations, spec.suspend
+  'jobset.x-k8s.io/jobsets get', //   readJobSet: the JobSet owning a stuck Job (docs/jobset.md)
+  'jobset.x-k8s.io/jobsets patch', // mergePatchJobSet: the imagepull-sweeper/spent annotation
   'namespaces get', //    readNamespace: labels for namespaceSelector rules; `policy explain`
   'namespaces list', //   listNamespaceNames: where to look when no --namespace is given
   'events.k8s.io/events create', // createEvent: ImagePullStuck on Jobs, InvalidPolicy on the ConfigMap

@@ -265,6 +265,7 @@ describe('annotations', () => {
         cronFailedJobs: 'imagepull-sweeper/failed-jobs',
         cronLastSuccess: 'imagepull-sweeper/last-success-seen',
         cronCountedAt: 'imagepull-sweeper/counted-at',
+        jobSetSpent: 'imagepull-sweeper/spent',
         claim: 'imagepull-sweeper/claim',
       },
     );

@@ -1,0 +1,43 @@
+// The blast radius of one sweep (policy limits): pure.
+import { compareText } from '../order.ts';
+import type { Policy } from '../policy/types.ts';
+import type { Decision } from './types.ts';
+
+/** Keeps at most maxJobsPerSweep / maxJobsPerNamespace failures, oldest stuck first; the rest wait. */
+export function applyLimits(decisions: Decision[], policy: Policy): void {
+  const { maxJobsPerSweep, maxJobsPerNamespace } = policy.limits;
+  const failing = decisions.filter((d) => d.plan === 'fail').sort(oldestStuckFirst);
+  const perNamespace = new Map<string, number>();
+  let total = 0;
+  for (const d of failing) {
+    const inNamespace = perNamespace.get(d.namespace) ?? 0;
+    if (total >= maxJobsPerSweep) {
+      defer(d, `maxJobsPerSweep (${maxJobsPerSweep}) reached`);
+    } else if (inNamespace >= maxJobsPerNamespace) {
+      defer(d, `maxJobsPerNamespace (${maxJobsPerNamespace}) reached in ${d.namespace}`);
+    } else {
+      total += 1;
+      perNamespace.set(d.namespace, inNamespace + 1);
+    }
+  }
+}
+
+function defer(d: Decision, why: string): void {
+  d.plan = 'defer';
+  d.mechanism = undefined;
+  d.failJobCondition = undefined;
+  d.detail = `${why}: waits for the next sweep`;
+}
+
+function oldestStuckFirst(a: Decision, b: Decision): number {
+  return a.stuckSince.getTime() - b.stuckSince.getTime() || byNamespaceThenName(a, b);
+}
+
+export function byNamespaceThenName(a: Decision, b: Decision): number {
+  return (
+    compareText(a.namespace, b.namespace) ||
+    compareText(a.job ?? '', b.job ?? '') ||
+    compareText(a.pod, b.pod) ||
+    compareText(a.container, b.container)
+  );
+}
