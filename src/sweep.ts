@@ -18,7 +18,7 @@ import type { JobView, PodOwner } from './model.ts';
 import { readJobPods } from './observe/job-pods.ts';
 import { readNamespaceLabels } from './observe/namespace-labels.ts';
 import { listPendingJobs } from './observe/pending-jobs.ts';
-import { observeStuckContainers, type Observation } from './observe/pods.ts';
+import { observeStuckContainers, type ObserveOptions, type Observation } from './observe/pods.ts';
 import { LABELS } from './policy/annotations.ts';
 import { SYSTEM_NAMESPACES } from './policy/defaults.ts';
 import { loadPolicy, type LoadedPolicy, type PolicyLocation } from './policy/load.ts';
@@ -65,6 +65,8 @@ export interface SweepDeps {
    */
   monotonicMs: () => number;
   logger: winston.Logger;
+  /** Where the stuck containers come from: listing the Pending pods, unless `run --watch` passes its cache (src/watch/). */
+  observe?: (gateway: KubeGateway, options: ObserveOptions) => Promise<Observation>;
 }
 
 /**
@@ -106,7 +108,7 @@ export async function sweep(liveDeps: SweepDeps, options: SweepOptions): Promise
 
   let observation;
   try {
-    observation = await observeStuckContainers(gateway, {
+    observation = await (deps.observe ?? observeStuckContainers)(gateway, {
       namespaces: options.namespaces,
       pageSize: options.pageSize ?? 500,
       onRestart: (ns, n) =>
