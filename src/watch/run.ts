@@ -49,6 +49,8 @@ export async function runWatching(deps: WatchRunDeps, options: SweepOptions, sto
   const dirty = new Map<string, number>();
   const keyByUid = new Map<string, string>();
   let changes = 0;
+  /** When the oldest change not pre-judged yet came. */
+  let dirtySinceMs = 0;
   let policyChanged = false;
   let synced = false;
   let calibratedAtMs = -Infinity;
@@ -80,6 +82,7 @@ export async function runWatching(deps: WatchRunDeps, options: SweepOptions, sto
       if (previous !== undefined && ![...keyByUid.values()].includes(previous) && dues.get(previous)?.reason === 'grace')
         dues.delete(previous);
       if (pod && pod.stuck.length > 0) {
+        if (dirty.size === 0) dirtySinceMs = monotonicMs();
         dirty.set(uid, ++changes);
         wakeup.notify();
       } else dirty.delete(uid);
@@ -189,7 +192,10 @@ export async function runWatching(deps: WatchRunDeps, options: SweepOptions, sto
     try {
       decisions = await prejudge(gateway, stuck, loaded.policy, () => new Date(serverNow() ?? 0));
     } catch (error) {
-      logger.warn('could not pre-judge pods that wait on their image; the next sweep judges them', { error: (error as Error).message });
+      logger.warn('could not pre-judge pods that wait on their image; trying again in 5 s, and the next sweep judges them', {
+        error: (error as Error).message,
+      });
+      dirtySinceMs = monotonicMs() + ERROR_RETRY_MS;
       return;
     }
     clock.note(gateway.lastServerDate(), monotonicMs());
@@ -202,6 +208,7 @@ export async function runWatching(deps: WatchRunDeps, options: SweepOptions, sto
       else if (!due && known?.reason === 'grace') dues.delete(key);
     }
     for (const [uid, count] of snapshot) if (dirty.get(uid) === count) dirty.delete(uid);
+    dirtySinceMs = monotonicMs();
   };
 
   let nextBackstop = deps.schedule.next(new Date());
@@ -218,7 +225,7 @@ export async function runWatching(deps: WatchRunDeps, options: SweepOptions, sto
       const dueMono = earliest ? clock.monotonicAt(earliest.atMs + FIRE_MARGIN_MS, monoNow) : undefined;
       const backstopIn = nextBackstop.getTime() - Date.now();
       const waits = [backstopIn, dueMono === undefined ? Infinity : dueMono - monoNow];
-      if (dirty.size > 0) waits.push(PREJUDGE_DELAY_MS);
+      if (dirty.size > 0) waits.push(dirtySinceMs + PREJUDGE_DELAY_MS - monoNow);
       if (policyChanged) waits.push(0);
       const waitMs = Math.min(...waits);
       if (waitMs > 0) {
