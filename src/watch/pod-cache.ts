@@ -205,8 +205,11 @@ export class PodCache {
           now.resourceVersion = '';
           return;
         }
-        if (pod?.metadata?.uid === uid && pod.status?.phase === 'Pending') this.keep(pod);
-        else if (this.pods.delete(uid)) this.options.onChange(undefined, uid);
+        if (pod?.metadata?.uid === uid && pod.status?.phase === 'Pending') {
+          this.keep(pod);
+          // The read may be newer than the row: its own version is what the next row is compared with.
+          if (now === version) now.resourceVersion = pod.metadata.resourceVersion ?? now.resourceVersion;
+        } else if (this.pods.delete(uid)) this.options.onChange(undefined, uid);
         version =
           now.resourceVersion !== version.resourceVersion && now.resourceVersion !== pod?.metadata?.resourceVersion ? now : undefined;
       }

@@ -212,21 +212,25 @@ export async function runWatching(deps: WatchRunDeps, options: SweepOptions, sto
   };
 
   let nextBackstop = deps.schedule.next(new Date());
+  logger.info('next backstop sweep scheduled', { at: nextBackstop.toISOString() });
+  let started = false;
   try {
-    while (!stop.aborted && !synced) await wakeup.wait(60_000, stop);
-    if (stop.aborted) return;
-    logger.info('watching: the pod cache is synced', { candidates: cache.observation().candidates });
-    // At once: a Job whose grace ran out while nobody watched (no leader, a restart) waits no longer.
-    await runSweep('start', new Map());
-    await calibrate();
     while (!stop.aborted) {
+      if (synced && !started) {
+        started = true;
+        logger.info('watching: the pod cache is synced', { candidates: cache.observation().candidates });
+        // At once: a Job whose grace ran out while nobody watched (no leader, a restart) waits no longer.
+        await runSweep('start', new Map());
+        await calibrate();
+        continue;
+      }
       const monoNow = monotonicMs();
-      const earliest = dues.earliest();
+      const earliest = started ? dues.earliest() : undefined;
       const dueMono = earliest ? clock.monotonicAt(earliest.atMs + FIRE_MARGIN_MS, monoNow) : undefined;
-      const backstopIn = nextBackstop.getTime() - Date.now();
-      const waits = [backstopIn, dueMono === undefined ? Infinity : dueMono - monoNow];
-      if (dirty.size > 0) waits.push(dirtySinceMs + PREJUDGE_DELAY_MS - monoNow);
-      if (policyChanged) waits.push(0);
+      // Until the cache is synced (a list that keeps failing), only the backstop sweeps.
+      const waits = [nextBackstop.getTime() - Date.now(), dueMono === undefined ? Infinity : dueMono - monoNow];
+      if (started && dirty.size > 0) waits.push(dirtySinceMs + PREJUDGE_DELAY_MS - monoNow);
+      if (started && policyChanged) waits.push(0);
       const waitMs = Math.min(...waits);
       if (waitMs > 0) {
         await wakeup.wait(Math.min(waitMs, 3_600_000), stop);
