@@ -26,12 +26,8 @@ export type PullClass = (typeof PULL_CLASSES)[number];
 export const ACTIONS = ['fail', 'report', 'ignore'] as const;
 export type Action = (typeof ACTIONS)[number];
 
-/** `error`: the Job could not be read, so nothing could be judged. */
-export const PLANS = ['fail', 'report', 'retry', 'skip', 'defer', 'error'] as const;
-export type Plan = (typeof PLANS)[number];
-
-// The outcome words, live and dry run, are one table: outcomes.ts.
-export { DRY_RUN_OUTCOMES, OUTCOMES, outcomesFor, type Outcome } from './outcomes.ts';
+// The plans and their outcome words, live and dry run, are one table: outcomes.ts.
+export { DRY_RUN_OUTCOMES, OUTCOMES, PLANS, outcomesFor, type Outcome, type Plan } from './outcomes.ts';
 
 /** Waiting reasons that mean "this container is stuck on its image". */
 export const STUCK_REASONS = [
@@ -72,6 +68,13 @@ export interface OwnerRef {
   name: string;
   uid: string;
   controller: boolean;
+}
+
+/** The pod's owner reference when it points at a batch/v1 Job: the one test of Job ownership. */
+export function jobOwner(controller: OwnerRef | undefined): OwnerRef | undefined {
+  if (!controller) return undefined;
+  const group = controller.apiVersion.split('/')[0];
+  return controller.kind === 'Job' && group === 'batch' ? controller : undefined;
 }
 
 /** One container of one pod that waits on its image. Output of the classify stage. */
@@ -149,4 +152,18 @@ export interface CronJobView {
   suspended: boolean;
   /** status.lastSuccessfulTime as the API server wrote it, if any. */
   lastSuccessfulTime: string | undefined;
+}
+
+/** Resource name -> amount in base units: cores for cpu, bytes for memory, units otherwise. */
+export type ResourceAmounts = Record<string, number>;
+
+/** What a pod reserves on its node (observe/pod-requests.ts), and since when. */
+export interface PodCapacity {
+  requests: ResourceAmounts;
+  /** When the node's capacity was reserved: the pod was bound (PodScheduled), else created. */
+  heldSince: Date | undefined;
+}
+
+export function addInto(target: ResourceAmounts, add: ResourceAmounts, factor = 1): void {
+  for (const [name, v] of Object.entries(add)) target[name] = (target[name] ?? 0) + v * factor;
 }

@@ -1,6 +1,6 @@
 /**
  * Orders strings by code point: the same on every machine, whatever its locale, and without the
- * ICU collator that the first localeCompare call builds (~7 ms of a sweep's start-up).
+ * ICU collator that the first localeCompare call builds (a cost at start-up: docs/performance.md).
  * Kubernetes names are lowercase ASCII, where this is alphabetical order.
  */
 export function compareText(a: string, b: string): number {

@@ -1,7 +1,10 @@
-// The outcome words: what happened to a decision (or a CronJob), live and in a dry run, and the
-// word that heads its text line. One table; the audit, the summary, the metrics and the text log
-// all read it.
-import type { Plan } from './model.ts';
+// The plans and the outcome words: what a sweep decided to do with a Job, what then happened to
+// it (or to a CronJob), live and in a dry run, and the word that heads its text line. One table;
+// the audit, the summary, the metrics and the text log all read it (glossary: model.ts).
+
+/** `error`: the Job could not be read, so nothing could be judged. */
+export const PLANS = ['fail', 'report', 'retry', 'skip', 'defer', 'error'] as const;
+export type Plan = (typeof PLANS)[number];
 
 interface Row<L extends string, D extends string> {
   live: L;
@@ -71,4 +74,9 @@ export function outcomeWord(outcome: string, dryRun: boolean): string {
   const r = ALL_ROWS.find((x) => x.live === outcome || x.dryRun === outcome);
   if (!r) return outcome;
   return dryRun || (r.dryRun === outcome && r.live !== outcome) ? r.dryRunWord : r.word;
+}
+
+/** A decision (or CronJob) whose action failed: outcome `error`, or an error beside another outcome (exit 1, logged at `error`). */
+export function isActionError(result: { outcome: string; error?: string | null | undefined }): boolean {
+  return result.outcome === 'error' || (result.error !== undefined && result.error !== null);
 }

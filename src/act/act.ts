@@ -4,12 +4,11 @@
 import { toJobView } from '../attribute/job-view.ts';
 import { mapBounded } from '../concurrency.ts';
 import { standDown } from '../judge/stand-down.ts';
-import type { Decision } from '../judge/types.ts';
-import { describeApiError } from '../kube/errors.ts';
+import type { ActResult, Decision } from '../judge/types.ts';
 import type { KubeGateway } from '../kube/gateway.ts';
-import type { JobView, Outcome } from '../model.ts';
+import { tryRead } from '../kube/write-outcome.ts';
+import type { JobView } from '../model.ts';
 import { OUTCOME_OF_PLAN } from '../outcomes.ts';
-import { asDryRun } from './dry-run.ts';
 import type { Reporter } from './events.ts';
 import { failJob } from './fail-job.ts';
 import { reportJob } from './report-job.ts';
@@ -32,20 +31,16 @@ export interface ActOptions {
   onResult?: (result: ActResult) => void;
 }
 
-export interface ActResult {
-  decision: Decision;
-  outcome: Outcome;
-  /** What went wrong, when an action (or part of one) failed. */
-  error: string | undefined;
-}
+export type { ActResult, ActStep } from '../judge/types.ts';
 
 /**
  * Carries out each decision's plan with bounded concurrency; one failing Job never stops the
- * others. Against a dry-run gateway the writes are recorded, and the results say `would-`.
+ * others. The outcomes are what the gateway answered: whether it sent the writes is not act's
+ * business (report/wording.ts words a dry run).
  */
 export async function act(gateway: KubeGateway, decisions: readonly Decision[], options: ActOptions): Promise<ActResult[]> {
   return mapBounded(decisions, options.concurrency, async (decision) => {
-    const result = asDryRun(gateway, decision, await actOne(gateway, decision, options));
+    const result = await actOne(gateway, decision, options);
     options.onResult?.(result);
     return result;
   });
@@ -73,11 +68,7 @@ async function actOne(gateway: KubeGateway, first: Decision, options: ActOptions
           : await failJob(gateway, decision, reporter, options.claim);
     switch (written.kind) {
       case 'done':
-        return {
-          ...planned,
-          decision: written.detail === undefined ? decision : { ...decision, detail: written.detail },
-          error: written.error,
-        };
+        return written.steps?.length ? { ...planned, error: written.error, steps: written.steps } : { ...planned, error: written.error };
       case 'gone':
         return stoodDown(decision, 'skip', 'Job or pod no longer exists');
       case 'failed':
@@ -94,9 +85,6 @@ async function actOne(gateway: KubeGateway, first: Decision, options: ActOptions
 }
 
 async function readJob(gateway: KubeGateway, d: Decision): Promise<JobView | 'gone' | undefined> {
-  try {
-    return toJobView(await gateway.readJob(d.namespace, d.job!));
-  } catch (error) {
-    return describeApiError(error).status === 404 ? 'gone' : undefined;
-  }
+  const read = await tryRead(async () => toJobView(await gateway.readJob(d.namespace, d.job!)));
+  return read.found ? read.value : read.gone ? 'gone' : undefined;
 }

@@ -6,7 +6,7 @@ import type { KubeGateway } from '../kube/gateway.ts';
 import { tryWrite, type WriteOutcome } from '../kube/write-outcome.ts';
 import type { JobView } from '../model.ts';
 import { ANNOTATIONS, LABELS } from '../policy/annotations.ts';
-import { truncate } from './events.ts';
+import { truncate } from '../text.ts';
 
 /** The claim's annotations: who failed the Job (the claim id), when, why. */
 export function claimAnnotations(d: Decision, now: Date, claim: string): Record<string, string> {

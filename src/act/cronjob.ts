@@ -3,29 +3,16 @@
 import { toCronJobView } from '../attribute/cronjob-view.ts';
 import { mapBounded } from '../concurrency.ts';
 import { judgeCronJob, type CronJobFailure, type CronJobVerdict } from '../judge/cronjob.ts';
-import { describeApiError } from '../kube/errors.ts';
 import type { KubeGateway } from '../kube/gateway.ts';
-import { failureText, tryWrite } from '../kube/write-outcome.ts';
-import { CRONJOB_OUTCOME_OF_VERDICT as OUTCOME, liveOutcome, type CronJobOutcome } from '../outcomes.ts';
-import type { ActResult } from './act.ts';
+import { failureText, tryRead, tryWrite } from '../kube/write-outcome.ts';
+import { CRONJOB_OUTCOME_OF_VERDICT as OUTCOME, type CronJobOutcome } from '../outcomes.ts';
+import type { ActResult, CronJobResult } from '../judge/types.ts';
 import { rfc3339Seconds } from './claim.ts';
-import { cronJobAsDryRun } from './dry-run.ts';
 import { suspendedCronJobEvent } from './events.ts';
 
 export { CRONJOB_OUTCOMES, type CronJobOutcome } from '../outcomes.ts';
 
-export interface CronJobResult {
-  namespace: string;
-  cronJob: string;
-  /** The image of the run, and how many Jobs in a row failed on it (after this sweep). */
-  image: string | undefined;
-  failedInARow: number | undefined;
-  /** Jobs of the run (most recent last). */
-  jobs: string[];
-  outcome: CronJobOutcome;
-  detail: string;
-  error: string | undefined;
-}
+export type { CronJobResult } from '../judge/types.ts';
 
 export interface CronJobActOptions {
   suspendAfter: number;
@@ -35,7 +22,7 @@ export interface CronJobActOptions {
   maxConflicts?: number;
 }
 
-/** The CronJobs behind this sweep's failed Jobs (would-fail in a dry run): count, and suspend. */
+/** The CronJobs behind this sweep's failed Jobs: count, and suspend. */
 export async function actOnCronJobs(
   gateway: KubeGateway,
   results: readonly ActResult[],
@@ -44,15 +31,13 @@ export async function actOnCronJobs(
   if (options.suspendAfter <= 0) return [];
   const groups = new Map<string, { namespace: string; cronJob: string; uid: string | undefined; failures: CronJobFailure[] }>();
   for (const { decision: d, outcome } of results) {
-    if (liveOutcome(outcome) !== 'failed' || !d.cronJob || !d.job) continue;
+    if (outcome !== 'failed' || !d.cronJob || !d.job) continue;
     const key = `${d.namespace}/${d.cronJob}`;
     const group = groups.get(key) ?? { namespace: d.namespace, cronJob: d.cronJob, uid: d.jobView?.cronJobUid, failures: [] };
     group.failures.push({ job: d.job, image: d.image, stuckSince: d.stuckSince });
     groups.set(key, group);
   }
-  return mapBounded([...groups.values()], options.concurrency, async (g) =>
-    cronJobAsDryRun(gateway, await actOnCronJob(gateway, g, options)),
-  );
+  return mapBounded([...groups.values()], options.concurrency, (g) => actOnCronJob(gateway, g, options));
 }
 
 async function actOnCronJob(
@@ -90,14 +75,9 @@ async function actOnCronJob(
     error: failureText(failure),
   });
   for (let conflicts = 0; ; conflicts += 1) {
-    let view;
-    try {
-      view = toCronJobView(await gateway.readCronJob(g.namespace, g.cronJob));
-    } catch (error) {
-      const failure = describeApiError(error);
-      if (failure.status === 404) return skipped('CronJob no longer exists');
-      return failed(failure);
-    }
+    const read = await tryRead(async () => toCronJobView(await gateway.readCronJob(g.namespace, g.cronJob)));
+    if (!read.found) return read.gone ? skipped('CronJob no longer exists') : failed(read.failure);
+    const view = read.value;
     if (g.uid !== undefined && view.uid !== g.uid) return skipped('CronJob was replaced (uid differs)');
     const verdict = judgeCronJob(view, g.failures, { suspendAfter: options.suspendAfter, at });
     if (verdict.kind === 'skip') return result(verdict, OUTCOME.skip.live);

@@ -4,6 +4,7 @@ import type { Decision } from '../judge/types.ts';
 import type { JobView } from '../model.ts';
 import { ANNOTATIONS } from '../policy/annotations.ts';
 import { formatClaimMessage } from '../judge/claim-message.ts';
+import { truncate } from '../text.ts';
 
 export const REPORTING_CONTROLLER = 'imagepull-sweeper';
 export const EVENT_REASON_STUCK = 'ImagePullStuck';
@@ -123,14 +124,6 @@ function warningEvent(
 
 function eventName(objectName: string): string {
   return `${objectName.slice(0, 230)}.${randomBytes(8).toString('hex')}`;
-}
-
-/** Cuts text to at most `limit` UTF-8 bytes (the API server counts bytes), marking the cut. */
-export function truncate(text: string, limit: number): string {
-  if (Buffer.byteLength(text) <= limit) return text;
-  let cut = text.slice(0, limit - 3);
-  while (Buffer.byteLength(cut) > limit - 3) cut = cut.slice(0, -1);
-  return `${cut}...`;
 }
 
 /** The Warning Event on a CronJob the sweeper suspended, related to the last Job it counted. */

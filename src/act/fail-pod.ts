@@ -4,11 +4,11 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { findStuckContainers } from '../classify/index.ts';
 import { formatClaimMessage } from '../judge/claim-message.ts';
 import type { Decision } from '../judge/types.ts';
-import { describeApiError, type ApiFailure } from '../kube/errors.ts';
+import type { ApiFailure } from '../kube/errors.ts';
 import type { KubeGateway } from '../kube/gateway.ts';
-import { tryWrite } from '../kube/write-outcome.ts';
+import { tryRead, tryWrite } from '../kube/write-outcome.ts';
 import type { StuckContainer } from '../model.ts';
-import { truncate } from './events.ts';
+import { truncate } from '../text.ts';
 
 /**
  * How the pod steps ended: done, the pod changed since it was judged (its stuck containers now), a
@@ -35,39 +35,39 @@ export async function failPod(gateway: KubeGateway, d: Decision, now: Date): Pro
   const stuckNow = (pod: V1Pod): StuckContainer[] =>
     pod.metadata?.uid === d.podUid ? findStuckContainers(pod).filter((c) => c.controller?.uid === d.jobView!.uid) : [];
   const marked = (pod: V1Pod) => (pod.status?.conditions ?? []).some((c) => c.type === condition.type && c.status === 'True');
-  let current: V1Pod | 'gone' | undefined;
-  const readBack = async () => {
-    current = await readPod(gateway, d.namespace, d.pod);
-    return current !== 'gone' && current !== undefined && current.metadata?.uid === d.podUid && marked(current);
+  // tryWrite's confirm answers only whether the write landed; the pod it read is kept here.
+  const confirming = remembered(() => readPod(gateway, d.namespace, d.pod));
+  const markLanded = async () => {
+    const pod = await confirming.read();
+    return pod !== 'gone' && pod !== undefined && pod.metadata?.uid === d.podUid && marked(pod);
   };
 
   const patch = { metadata: { resourceVersion: d.podResourceVersion }, status: { conditions: [condition] } };
-  const mark = await tryWrite('update', () => gateway.patchPodStatus(d.namespace, d.pod, patch), readBack, { confirmConflicts: true });
+  const mark = await tryWrite('update', () => gateway.patchPodStatus(d.namespace, d.pod, patch), markLanded, { confirmConflicts: true });
   let resourceVersion = d.podResourceVersion;
   if (mark.landed) {
     // Read back when its answer was lost: delete the pod as it is now.
-    const pod = mark.value ?? (current !== 'gone' ? current : undefined);
+    const seen = confirming.last();
+    const pod = mark.value ?? (seen !== 'gone' ? seen : undefined);
     resourceVersion = pod?.metadata?.resourceVersion ?? resourceVersion;
   } else {
-    const seen = current as V1Pod | 'gone' | undefined;
+    const seen = confirming.last();
     if (mark.why === 'gone' || seen === 'gone' || (seen && seen.metadata?.uid !== d.podUid)) return { kind: 'changed', stuck: [] };
     if (seen && mark.why === 'conflict') return { kind: 'changed', stuck: stuckNow(seen) };
     return { kind: 'failed', failure: mark.failure };
   }
 
   for (let attempt = 1; ; attempt += 1) {
-    current = undefined;
+    const deleting = remembered(() => readPod(gateway, d.namespace, d.pod));
     const gone = async () => {
-      current = await readPod(gateway, d.namespace, d.pod);
-      return current === 'gone' || current === undefined
-        ? current === 'gone'
-        : current.metadata?.uid !== d.podUid || !!current.metadata?.deletionTimestamp;
+      const pod = await deleting.read();
+      return pod === 'gone' || pod === undefined ? pod === 'gone' : pod.metadata?.uid !== d.podUid || !!pod.metadata?.deletionTimestamp;
     };
     const deleted = await tryWrite('delete', () => gateway.deletePod(d.namespace, d.pod, d.podUid, resourceVersion), gone, {
       confirmConflicts: true,
     });
     if (deleted.landed) return { kind: 'done' };
-    const seen = current as V1Pod | 'gone' | undefined;
+    const seen = deleting.last();
     if (seen === undefined) return { kind: 'unknown', failure: deleted.failure };
     if (seen === 'gone' || deleted.why !== 'conflict' || attempt >= DELETE_ATTEMPTS) return { kind: 'failed', failure: deleted.failure };
     // The kubelet wrote the pod in between: delete it as it is now, if it is still stuck.
@@ -76,10 +76,22 @@ export async function failPod(gateway: KubeGateway, d: Decision, now: Date): Pro
   }
 }
 
-async function readPod(gateway: KubeGateway, namespace: string, name: string): Promise<V1Pod | 'gone' | undefined> {
-  try {
-    return await gateway.readPod(namespace, name);
-  } catch (error) {
-    return describeApiError(error).status === 404 ? 'gone' : undefined;
-  }
+type PodRead = V1Pod | 'gone' | undefined;
+
+/** A read whose last answer stays at hand (`last()`: undefined until read, or when the read failed). */
+function remembered(read: () => Promise<PodRead>): { read: () => Promise<PodRead>; last: () => PodRead } {
+  const answers: PodRead[] = [];
+  return {
+    read: async () => {
+      const answer = await read();
+      answers.push(answer);
+      return answer;
+    },
+    last: () => answers.at(-1),
+  };
+}
+
+async function readPod(gateway: KubeGateway, namespace: string, name: string): Promise<PodRead> {
+  const read = await tryRead(() => gateway.readPod(namespace, name));
+  return read.found ? read.value : read.gone ? 'gone' : undefined;
 }

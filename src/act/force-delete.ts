@@ -7,36 +7,40 @@ import type { Decision } from '../judge/types.ts';
 import { describeTarget } from '../judge/force-delete.ts';
 import type { KubeGateway } from '../kube/gateway.ts';
 import { failureText, tryWrite } from '../kube/write-outcome.ts';
+import type { ActStep } from '../judge/types.ts';
 import { forceDeletedPodEvent, type Reporter } from './events.ts';
 
 export interface ForceDeleteResult {
-  /** One phrase per planned pod, for the audit line. */
-  done: string[];
+  /** One step per planned pod, for the audit line. */
+  done: ActStep[];
   /** What failed, when a delete or an Event did. */
   error: string | undefined;
 }
 
 export async function forceDeletePods(gateway: KubeGateway, d: Decision, reporter: Reporter): Promise<ForceDeleteResult> {
   const job = d.jobView!;
-  const done: string[] = [];
+  const done: ActStep[] = [];
   const errors: string[] = [];
   for (const target of d.forceDelete ?? []) {
-    const what = `force-deleted ${describeTarget(target)}`;
+    const pod = describeTarget(target);
     const deleted = await tryWrite('delete', () =>
       gateway.deletePod(job.namespace, target.pod, target.uid, target.resourceVersion, { gracePeriodSeconds: 0 }),
     );
     if (!deleted.landed) {
       if (deleted.why === 'conflict')
-        done.push(`pod ${target.pod} changed since it was read (another pod, or a new status), left for the next sweep`);
+        done.push({
+          kind: 'found',
+          text: `pod ${target.pod} changed since it was read (another pod, or a new status), left for the next sweep`,
+        });
       else errors.push(`could not force-delete pod ${target.pod}: ${failureText(deleted.failure)}`);
       continue;
     }
     if (deleted.already) {
-      done.push(`pod ${target.pod} already gone`);
+      done.push({ kind: 'found', text: `pod ${target.pod} already gone` });
       continue;
     }
-    done.push(what);
-    const event = forceDeletedPodEvent(job, { name: target.pod, uid: target.uid }, what, reporter);
+    done.push({ kind: 'force-deleted', pod });
+    const event = forceDeletedPodEvent(job, { name: target.pod, uid: target.uid }, `force-deleted ${pod}`, reporter);
     const written = await tryWrite('create', () => gateway.createEvent(job.namespace, event));
     if (!written.landed) errors.push(`pod ${target.pod} force-deleted, but its Event was not written: ${written.failure.message}`);
   }

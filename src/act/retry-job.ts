@@ -2,6 +2,7 @@
 // force-deleted, and, once confirmWithin has passed (mechanism set), failed again by its deadline
 // (idempotent) with its Event if missing.
 import type { V1Pod } from '@kubernetes/client-node';
+import { jobPodsSelector } from '../attribute/job-view.ts';
 import type { Decision } from '../judge/types.ts';
 import { describeApiError } from '../kube/errors.ts';
 import type { KubeGateway } from '../kube/gateway.ts';
@@ -15,11 +16,11 @@ import { notLanded, type WriteResult } from './write-result.ts';
 export async function retryJob(gateway: KubeGateway, d: Decision, reporter: Reporter): Promise<WriteResult> {
   const job = d.jobView!;
   const forced = await forceDeletePods(gateway, d, reporter);
-  const details = [d.detail, ...forced.done];
+  const steps = forced.done;
   const errors = forced.error ? [forced.error] : [];
   if (d.mechanism === 'activeDeadlineSeconds') {
     const found = await gateway
-      .listPods({ namespace: job.namespace, labelSelector: `batch.kubernetes.io/controller-uid=${job.uid}`, limit: 100 })
+      .listPods({ namespace: job.namespace, labelSelector: jobPodsSelector(job.uid), limit: 100 })
       .then((page) => describePodsFound(page.items, reporter.now))
       .catch((error: unknown) => `its pods could not be listed (${describeApiError(error).message})`);
     const deadline = { spec: { activeDeadlineSeconds: passedDeadlineSeconds(job, reporter.now) } };
@@ -28,9 +29,9 @@ export async function retryJob(gateway: KubeGateway, d: Decision, reporter: Repo
     const event = failedJobEvent(job, reporter);
     const written = await tryWrite('create', () => gateway.createEvent(job.namespace, event));
     if (!written.landed) errors.push(`Job failed, but its Event was not written: ${written.failure.message}`);
-    details.push(`found ${found}`);
+    steps.push({ kind: 'found', text: `found ${found}` });
   }
-  return { kind: 'done', detail: details.join('; '), error: errors.length > 0 ? errors.join('; ') : undefined };
+  return { kind: 'done', steps, error: errors.length > 0 ? errors.join('; ') : undefined };
 }
 
 /** What a retry found of the Job's pods, e.g. `2 pod(s) terminating for 3m on node(s) n1`. Pure. */

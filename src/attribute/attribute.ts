@@ -7,8 +7,8 @@ import { jobOwner, toJobView } from './job-view.ts';
 
 /**
  * Full Jobs a page of a namespace's Job list. Each answer is read, copied and parsed whole, up to
- * `listConcurrency` at once, so the page bounds what namespaces of many Jobs cost: a Job is 2–4 KB
- * of JSON, and 8 pages of 500 would be 16 MB of answers in flight.
+ * `listConcurrency` at once, so the page bounds what namespaces of many Jobs cost (what a Job's
+ * JSON weighs, and the answers in flight: docs/performance.md).
  */
 const JOB_PAGE_SIZE = 25;
 

@@ -1,5 +1,5 @@
 import type { V1Job, V1ObjectMeta, V1PodFailurePolicy } from '@kubernetes/client-node';
-import type { JobView, OwnerRef, PodFailureRule } from '../model.ts';
+import type { JobView, PodFailureRule } from '../model.ts';
 
 /** Conditions that mean the Job has ended or is on its way to an end it cannot leave. */
 const TERMINAL_CONDITIONS = new Set(['Complete', 'Failed', 'FailureTarget', 'SuccessCriteriaMet']);
@@ -61,9 +61,9 @@ function podFailureRules(policy: V1PodFailurePolicy | undefined): PodFailureRule
   });
 }
 
-/** The pod's owner reference when it points at a batch/v1 Job. */
-export function jobOwner(controller: OwnerRef | undefined): OwnerRef | undefined {
-  if (!controller) return undefined;
-  const group = controller.apiVersion.split('/')[0];
-  return controller.kind === 'Job' && group === 'batch' ? controller : undefined;
+export { jobOwner } from '../model.ts';
+
+/** The label selector of a Job's pods: the Job controller labels each with the Job's uid. */
+export function jobPodsSelector(jobUid: string): string {
+  return `batch.kubernetes.io/controller-uid=${jobUid}`;
 }

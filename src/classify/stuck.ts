@@ -2,16 +2,10 @@
 
 import type { V1Container, V1ContainerStatus, V1OwnerReference, V1Pod, V1PodCondition } from '@kubernetes/client-node';
 import { isStalledReason, isStuckReason, type ContainerKind, type OwnerRef, type PullClass, type StuckContainer } from '../model.ts';
+import { toDate } from '../time.ts';
 import { classifyPullFailure } from './pull-class.ts';
 
-/** client-node gives `Date`s; raw JSON gives RFC 3339 strings. Accept both. */
-export type Timestamp = Date | string | null | undefined;
-
-export function toDate(value: Timestamp): Date | undefined {
-  if (value === null || value === undefined || value === '') return undefined;
-  const ms = value instanceof Date ? value.getTime() : Date.parse(value);
-  return Number.isNaN(ms) ? undefined : new Date(ms);
-}
+export { toDate, type Timestamp } from '../time.ts';
 
 function latest(...dates: (Date | undefined)[]): Date | undefined {
   let out: Date | undefined;

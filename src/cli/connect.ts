@@ -3,7 +3,8 @@
 import type { Writable } from 'node:stream';
 import type { KubeGateway } from '../kube/gateway.ts';
 import type { RetryNotice } from '../kube/retrying.ts';
-import { tryParseGoDuration } from '../policy/duration.ts';
+import { DEFAULT_REQUEST_TIMEOUT_MS } from '../kube/timeout.ts';
+import { formatDuration, tryParseGoDuration } from '../policy/duration.ts';
 import type { OutputFormat } from '../report/logger.ts';
 import type { SweepDeps, SweepOptions } from '../sweep.ts';
 import { UsageError } from './errors.ts';
@@ -88,13 +89,21 @@ export function retryFields(n: RetryNotice): Record<string, unknown> {
   return { request: n.request, status: n.failure.status, reason: n.failure.reason, attempt: n.attempt, delayMs: n.delayMs };
 }
 
-export function requestTimeoutMs(text: string | undefined): number | undefined {
-  if (text === undefined) return undefined;
+export function requestTimeoutMs(text: string | undefined): number {
+  return durationFlagMs('--request-timeout', text, DEFAULT_REQUEST_TIMEOUT_MS);
+}
+
+/** A duration flag (Go syntax, more than 0) in milliseconds; `defaultMs` when it is not given. */
+export function durationFlagMs(flag: string, text: string | undefined, defaultMs: number): number {
+  if (text === undefined) return defaultMs;
   const parsed = tryParseGoDuration(text);
-  if (!parsed.ok || parsed.seconds <= 0) {
-    throw new UsageError(`--request-timeout ${text}: ${parsed.ok ? 'must be more than 0' : parsed.error}`);
-  }
+  if (!parsed.ok || parsed.seconds <= 0) throw new UsageError(`${flag} ${text}: ${parsed.ok ? 'must be more than 0' : parsed.error}`);
   return parsed.seconds * 1000;
+}
+
+/** A default as its flag shows it (`30s`). */
+export function shownDuration(ms: number): string {
+  return formatDuration(ms / 1000);
 }
 
 export function outputFormat(flag: OutputFormat | undefined, io: CliIo): OutputFormat {

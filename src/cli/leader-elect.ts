@@ -2,7 +2,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Command } from 'commander';
 import type winston from 'winston';
-import { tryParseGoDuration } from '../policy/duration.ts';
+import { DEFAULT_LEASE_NAME, DEFAULT_TIMINGS, type ElectionTimings } from '../schedule/leader-defaults.ts';
+import { durationFlagMs, retryFields, retryLine, shownDuration } from './connect.ts';
 import { UsageError } from './errors.ts';
 import { instanceName, ownNamespace } from './kube.ts';
 
@@ -24,10 +25,18 @@ export function withLeaderElectOptions(cmd: Command): Command {
       '--leader-elect-namespace <ns>',
       "the Lease's namespace (default: the pod's own; outside a cluster the kubeconfig context's, else default)",
     )
-    .option('--leader-elect-lease-name <name>', "the Lease's name", 'imagepull-sweeper')
-    .option('--leader-elect-lease-duration <duration>', 'how long followers wait after the last renewal they saw before taking over', '15s')
-    .option('--leader-elect-renew-deadline <duration>', 'how long the leader retries renewing before it stops sweeping', '10s')
-    .option('--leader-elect-retry-period <duration>', 'between attempts to acquire or renew', '2s');
+    .option('--leader-elect-lease-name <name>', "the Lease's name", DEFAULT_LEASE_NAME)
+    .option(
+      '--leader-elect-lease-duration <duration>',
+      'how long followers wait after the last renewal they saw before taking over',
+      shownDuration(DEFAULT_TIMINGS.leaseDurationMs),
+    )
+    .option(
+      '--leader-elect-renew-deadline <duration>',
+      'how long the leader retries renewing before it stops sweeping',
+      shownDuration(DEFAULT_TIMINGS.renewDeadlineMs),
+    )
+    .option('--leader-elect-retry-period <duration>', 'between attempts to acquire or renew', shownDuration(DEFAULT_TIMINGS.retryPeriodMs));
 }
 
 /** Runs `lead` whenever this process holds the Lease, until `stop`; releases the Lease on stop. */
@@ -37,24 +46,32 @@ export async function runAsLeader(
   lead: (signal: AbortSignal) => Promise<void>,
   stop: AbortSignal,
 ): Promise<void> {
-  const timings = {
-    leaseDurationMs: durationMs('--leader-elect-lease-duration', flags.leaderElectLeaseDuration ?? '15s'),
-    renewDeadlineMs: durationMs('--leader-elect-renew-deadline', flags.leaderElectRenewDeadline ?? '10s'),
-    retryPeriodMs: durationMs('--leader-elect-retry-period', flags.leaderElectRetryPeriod ?? '2s'),
+  const timings: ElectionTimings = {
+    leaseDurationMs: durationFlagMs('--leader-elect-lease-duration', flags.leaderElectLeaseDuration, DEFAULT_TIMINGS.leaseDurationMs),
+    renewDeadlineMs: durationFlagMs('--leader-elect-renew-deadline', flags.leaderElectRenewDeadline, DEFAULT_TIMINGS.renewDeadlineMs),
+    retryPeriodMs: durationFlagMs('--leader-elect-retry-period', flags.leaderElectRetryPeriod, DEFAULT_TIMINGS.retryPeriodMs),
   };
-  const [{ LeaderElector, timingProblem }, { loadKubeConfig }, { createLeaseStore }, { abortableSleep }] = await Promise.all([
+  const [
+    { LeaderElector, timingProblem },
+    { loadKubeConfig },
+    { createLeaseGateway, createLeaseStore },
+    { withLeaseRetries },
+    { abortableSleep },
+  ] = await Promise.all([
     import('../schedule/leader.ts'),
     import('./kube-config.ts'),
     import('../kube/leases.ts'),
+    import('../kube/retrying.ts'),
     import('../schedule/scheduler.ts'),
   ]);
   const problem = timingProblem(timings);
   if (problem) throw new UsageError(`--leader-elect timings: ${problem}`);
   const kubeConfig = loadKubeConfig(flags);
-  const name = flags.leaderElectLeaseName ?? 'imagepull-sweeper';
-  const store = createLeaseStore(kubeConfig, leaseNamespace(flags.leaderElectNamespace, kubeConfig), name, {
-    timeoutMs: timings.renewDeadlineMs,
+  const name = flags.leaderElectLeaseName ?? DEFAULT_LEASE_NAME;
+  const gateway = withLeaseRetries(createLeaseGateway(kubeConfig, { timeoutMs: timings.renewDeadlineMs }), {
+    onRetry: (n) => logger.warn(retryLine(n), retryFields(n)),
   });
+  const store = createLeaseStore(gateway, leaseNamespace(flags.leaderElectNamespace, kubeConfig), name);
   const elector = new LeaderElector({
     store,
     // Unique per process, as client-go's hostname_uuid: a restarted pod is a new candidate.
@@ -77,10 +94,4 @@ export function leaseNamespace(
   const context = kubeConfig.getCurrentContext();
   if (context === 'inClusterContext') return ownNamespace();
   return kubeConfig.getContextObject(context)?.namespace || 'default';
-}
-
-function durationMs(flag: string, text: string): number {
-  const parsed = tryParseGoDuration(text);
-  if (!parsed.ok || parsed.seconds <= 0) throw new UsageError(`${flag} ${text}: ${parsed.ok ? 'must be more than 0' : parsed.error}`);
-  return parsed.seconds * 1000;
 }

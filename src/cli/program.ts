@@ -3,9 +3,10 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, Option } from 'commander';
 import { explainFailure } from '../kube/errors.ts';
+import { DEFAULT_REQUEST_TIMEOUT_MS } from '../kube/timeout.ts';
 import { parsePolicyDocument } from '../policy/configmap.ts';
 import { policyJsonSchema } from '../policy/json-schema.ts';
-import { loadPolicy, readPolicyFile } from '../policy/load.ts';
+import { loadPolicy, problemSource, readPolicyFile } from '../policy/load.ts';
 import { formatProblem } from '../policy/problems.ts';
 import type { OutputFormat } from '../report/logger.ts';
 import {
@@ -17,6 +18,7 @@ import {
   prepareSweep,
   requestTimeoutMs,
   retryLine,
+  shownDuration,
   tryGateway,
 } from './connect.ts';
 import { UsageError, asUsageError } from './errors.ts';
@@ -37,7 +39,11 @@ function withOutputAndConnectionOptions(cmd: Command): Command {
     .addOption(new Option('--output <format>', 'text or json (default: text on a terminal, else json)').choices(['text', 'json']))
     .option('--kubeconfig <file>', 'kubeconfig file (default: KUBECONFIG, ~/.kube/config, or in-cluster)')
     .option('--context <name>', 'kubeconfig context to use')
-    .option('--request-timeout <duration>', 'give up on one API request after this long (Go duration)', '30s');
+    .option(
+      '--request-timeout <duration>',
+      'give up on one API request after this long (Go duration)',
+      shownDuration(DEFAULT_REQUEST_TIMEOUT_MS),
+    );
 }
 
 const SWEEP_EXAMPLES = `
@@ -140,7 +146,7 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
         throw new UsageError(`${file}: ${e.message}`);
       });
       const parsed = parsePolicyDocument(text);
-      const name = file === '-' ? '<stdin>' : file;
+      const name = problemSource({ kind: 'file', path: file });
       if (!parsed.ok) {
         for (const p of parsed.problems) io.stdout.write(`${formatProblem(name, p)}\n`);
         io.stderr.write(`${name}: ${parsed.problems.length} problem(s); the policy is invalid\n`);
@@ -173,7 +179,7 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
       const loaded = await loadPolicy(gateway, location);
       if (!loaded.ok) {
         if (loaded.kind === 'invalid') {
-          for (const p of loaded.problems) io.stdout.write(`${formatProblem(loaded.description, p)}\n`);
+          for (const p of loaded.problems) io.stdout.write(`${formatProblem(problemSource(location), p)}\n`);
           throw new UsageError(`policy ${loaded.description} is invalid`);
         }
         if (loaded.kind === 'unreadable-file') throw new UsageError(`${loaded.description}: ${loaded.message}`);

@@ -1,6 +1,5 @@
 // The capacity a failed Job's stuck pods held (their requests, summed per Job) and how it reads.
-import type { StuckContainer } from '../model.ts';
-import { addInto, type PodCapacity, type ResourceAmounts } from '../observe/pod-requests.ts';
+import { addInto, jobOwner, type PodCapacity, type ResourceAmounts, type StuckContainer } from '../model.ts';
 import { formatDuration } from '../policy/duration.ts';
 import { compareText } from '../order.ts';
 
@@ -26,17 +25,18 @@ export function capacityByJob(
   const seen = new Set<string>();
   const out = new Map<string, StuckCapacity>();
   for (const c of stuck) {
-    if (c.controller?.kind !== 'Job' || seen.has(c.podUid)) continue;
+    const job = jobOwner(c.controller);
+    if (!job || seen.has(c.podUid)) continue;
     seen.add(c.podUid);
     const pod = pods.get(c.podUid);
     if (!pod) continue;
     const held = pod.heldSince ? Math.max(0, (now.getTime() - pod.heldSince.getTime()) / 1000) : 0;
-    const total = out.get(c.controller.uid) ?? { pods: 0, requests: {}, resourceSeconds: {}, heldSeconds: 0 };
+    const total = out.get(job.uid) ?? { pods: 0, requests: {}, resourceSeconds: {}, heldSeconds: 0 };
     total.pods += 1;
     total.heldSeconds += held;
     addInto(total.requests, pod.requests);
     addInto(total.resourceSeconds, pod.requests, held);
-    out.set(c.controller.uid, total);
+    out.set(job.uid, total);
   }
   return out;
 }

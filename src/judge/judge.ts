@@ -3,6 +3,7 @@ import { ANNOTATIONS, ignoredByAnnotation } from '../policy/annotations.ts';
 import { formatDuration } from '../policy/duration.ts';
 import { describeGraceSource, graceForJob, resolveForNamespace } from '../policy/resolve.ts';
 import type { EffectivePolicy, GraceSeconds, Policy } from '../policy/types.ts';
+import { stuckWithinGrace } from './grace.ts';
 import { chooseMechanism } from './mechanism.ts';
 import { assessOutage, describeTrip, tripFor } from './outage.ts';
 import type { Decision, Judgement, OutageAssessment } from './types.ts';
@@ -85,7 +86,7 @@ function decideGroup(group: OwnerGroup, input: JudgeInput, outage: OutageAssessm
   const graceFrom = `${formatDuration(graceSeconds)} from ${describeGraceSource(graceSource)}`;
   const stuckSeconds = secondsBetween(worst.stuckSince, input.now);
   const warnings = [...jobGrace.warnings];
-  if (stuckSeconds < graceSeconds) {
+  if (stuckWithinGrace(stuckSeconds, graceSeconds)) {
     return makeDecision(worst, input.now, {
       ...base,
       plan: 'skip',

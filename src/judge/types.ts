@@ -1,9 +1,8 @@
-import type { Action, JobView, Plan, StuckContainer } from '../model.ts';
+import type { Action, JobView, Outcome, Plan, StuckContainer } from '../model.ts';
+import type { CronJobOutcome } from '../outcomes.ts';
 import type { GraceSource } from '../policy/types.ts';
 import type { StuckCapacity } from './capacity.ts';
 import type { ForceDeleteTarget } from './force-delete.ts';
-
-/** Moved to the glossary (model.ts); re-exported for the judge's callers. */
 
 export type FailMechanism = 'podFailurePolicy' | 'activeDeadlineSeconds';
 
@@ -92,4 +91,34 @@ export interface OutageAssessment extends Omit<OutageScope, 'scope' | 'host' | '
 export interface Judgement {
   decisions: Decision[];
   outage: OutageAssessment;
+}
+
+// What became of a decision: act fills these in with live words, report words them (report/wording.ts).
+
+/**
+ * What a write sequence did beyond its plan, in live words (report/wording.ts words them for the
+ * audit): a pod force-deleted (as `describeTarget` says it), or what it found.
+ */
+export type ActStep = { kind: 'force-deleted'; pod: string } | { kind: 'found'; text: string };
+
+export interface ActResult {
+  decision: Decision;
+  outcome: Outcome;
+  /** What went wrong, when an action (or part of one) failed. */
+  error: string | undefined;
+  /** What it did beyond its plan, in order; the decision's detail stays the plan's. */
+  steps?: readonly ActStep[];
+}
+
+export interface CronJobResult {
+  namespace: string;
+  cronJob: string;
+  /** The image of the run, and how many Jobs in a row failed on it (after this sweep). */
+  image: string | undefined;
+  failedInARow: number | undefined;
+  /** Jobs of the run (most recent last). */
+  jobs: string[];
+  outcome: CronJobOutcome;
+  detail: string;
+  error: string | undefined;
 }

@@ -6,40 +6,29 @@ import type { KubeGateway } from './gateway.ts';
 type WriteMethod = 'mergePatchJob' | 'jsonPatchJob' | 'patchPodStatus' | 'deletePod' | 'createEvent' | 'mergePatchCronJob';
 
 /**
- * What a dry run keeps of the writes it would have sent: their methods in order and the uids of
- * the pods it would delete. Not their bodies: a dry run of thousands of stuck Jobs would hold
- * every patch and Event until it ends.
+ * What a dry run keeps of the writes it would have sent: their methods in order. Not their
+ * bodies: a dry run of thousands of stuck Jobs would hold every patch and Event until it ends.
  */
 export interface RecordedWrites {
   methods: WriteMethod[];
-  deletedPodUids: Set<string>;
 }
 
-const recordings = new WeakMap<KubeGateway, RecordedWrites>();
-
-export function dryRunGateway(real: KubeGateway): KubeGateway {
-  const recorded: RecordedWrites = { methods: [], deletedPodUids: new Set() };
+/** `recorded`: where the writes are kept (a test reads them there). */
+export function dryRunGateway(real: KubeGateway, recorded: RecordedWrites = { methods: [] }): KubeGateway {
   const record = (method: WriteMethod): Promise<void> => {
     recorded.methods.push(method);
     return Promise.resolve();
   };
-  const gateway: KubeGateway = {
+  return {
     ...bindReads(real),
     mergePatchJob: () => record('mergePatchJob'),
     jsonPatchJob: () => record('jsonPatchJob'),
     // The pod as the patch would leave it is not known; the caller keeps the resourceVersion it had.
     patchPodStatus: async () => (await record('patchPodStatus'), {} as V1Pod),
-    deletePod: (_namespace, _name, uid) => (recorded.deletedPodUids.add(uid), record('deletePod')),
+    deletePod: () => record('deletePod'),
     createEvent: () => record('createEvent'),
     mergePatchCronJob: () => record('mergePatchCronJob'),
   };
-  recordings.set(gateway, recorded);
-  return gateway;
-}
-
-/** What the dry run recorded so far, or undefined for a gateway that sends its writes (not a dry run). */
-export function recordedWrites(gateway: KubeGateway): Readonly<RecordedWrites> | undefined {
-  return recordings.get(gateway);
 }
 
 function bindReads(real: KubeGateway): Omit<KubeGateway, WriteMethod> {

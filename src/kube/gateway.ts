@@ -1,5 +1,6 @@
 import type { EventsV1Event, KubeConfig, V1ConfigMap, V1CronJob, V1Job, V1Namespace, V1Pod } from '@kubernetes/client-node';
 import { createKubeHttp } from './http.ts';
+import { DEFAULT_REQUEST_TIMEOUT_MS } from './timeout.ts';
 import type { ServerDate } from './server-clock.ts';
 import type { ServerVersion } from './server-version.ts';
 
@@ -71,7 +72,7 @@ export interface DeletePodOptions {
   gracePeriodSeconds?: 0;
 }
 
-export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
+export { DEFAULT_REQUEST_TIMEOUT_MS } from './timeout.ts';
 
 const MERGE_PATCH = 'application/merge-patch+json';
 const STRATEGIC_MERGE_PATCH = 'application/strategic-merge-patch+json';
@@ -82,8 +83,8 @@ const JSON_PATCH = 'application/json-patch+json';
  * server cannot hang a sweep), and its answer is parsed with plain JSON.parse: client-node gives
  * the configuration and authentication, not the request path (its typed models cost CPU per call).
  */
-export function createGateway(kubeConfig: KubeConfig, options: { timeoutMs?: number } = {}): KubeGateway {
-  const raw = createKubeHttp(kubeConfig, options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS);
+export function createGateway(kubeConfig: KubeConfig, options: { timeoutMs?: number; monotonicMs?: () => number } = {}): KubeGateway {
+  const raw = createKubeHttp(kubeConfig, options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS, options.monotonicMs);
   const path = (s: string) => encodeURIComponent(s);
   // Writes whose echo of the object nobody reads.
   const ignoreAnswer = true;

@@ -13,7 +13,7 @@ const MAX_SOCKETS = 32;
  * How long one authentication (headers and agent) serves the requests that follow, for credentials
  * client-node does not renew on a deadline of its own: a kubeconfig's token or certificates, or the
  * in-cluster token file (client-node re-reads it once a minute). Exec plugins and other auth
- * providers are asked every request. 2,000 writes asked about 0.1 s of CPU (docs/performance.md).
+ * providers are asked every request (what that costs: docs/performance.md).
  */
 export const AUTH_REUSE_MS = 1000;
 
@@ -40,7 +40,11 @@ export interface WatchOptions {
   signal?: AbortSignal;
 }
 
-export function createKubeHttp(kubeConfig: KubeConfig, timeoutMs: number): KubeHttp {
+/**
+ * `monotonicMs`: the local monotonic clock (how long since an answer, how old an authentication),
+ * passed in so a test can move it.
+ */
+export function createKubeHttp(kubeConfig: KubeConfig, timeoutMs: number, monotonicMs: () => number = () => performance.now()): KubeHttp {
   const agents: { isHttps: boolean; identity: unknown[]; agent: http.Agent }[] = [];
 
   /**
@@ -66,11 +70,11 @@ export function createKubeHttp(kubeConfig: KubeConfig, timeoutMs: number): KubeH
   const reuseAuth = authIsReusable(kubeConfig);
   let auth: { headers: Record<string, string>; agent: http.Agent | undefined; atMs: number } | undefined;
   const authenticate = async (url: URL, method: Method) => {
-    if (reuseAuth && auth && performance.now() - auth.atMs < AUTH_REUSE_MS) return auth;
+    if (reuseAuth && auth && monotonicMs() - auth.atMs < AUTH_REUSE_MS) return auth;
     // client-node's own auth (tokens, exec plugins, client certificates) fills in headers and TLS.
     const context = new RequestContext(url.toString(), HttpMethod[method]);
     await kubeConfig.applySecurityAuthentication(context);
-    const fresh = { headers: context.getHeaders(), agent: shared(context.getAgent() as http.Agent | undefined), atMs: performance.now() };
+    const fresh = { headers: context.getHeaders(), agent: shared(context.getAgent() as http.Agent | undefined), atMs: monotonicMs() };
     if (reuseAuth) auth = fresh;
     return fresh;
   };
@@ -108,7 +112,7 @@ export function createKubeHttp(kubeConfig: KubeConfig, timeoutMs: number): KubeH
           reject(error);
         };
         const req = transport.request(url, { method, headers, agent }, (res) => {
-          const receivedAtMs = performance.now();
+          const receivedAtMs = monotonicMs();
           const status = res.statusCode ?? 0;
           const ok = status >= 200 && status <= 299;
           // An answer nobody reads (a write's echo of the object) is drained, not kept.
@@ -125,7 +129,7 @@ export function createKubeHttp(kubeConfig: KubeConfig, timeoutMs: number): KubeH
           });
         });
         // One timer cleared on the answer: AbortSignal.timeout costs a signal, a timer and a
-        // finalizer per request (about 6% of a 150k-pod dry run's CPU).
+        // finalizer per request (its share of a large dry run's CPU: docs/performance.md).
         const deadline = setTimeout(() => {
           const timedOut = new DOMException(`no answer to ${method} ${url.pathname} within ${timeoutMs} ms`, 'TimeoutError');
           reject(timedOut);
@@ -207,7 +211,7 @@ export function createKubeHttp(kubeConfig: KubeConfig, timeoutMs: number): KubeH
     watch,
     getJson: (path, query, options = {}) => send('GET', path, query, options),
     send: (method, path, options = {}) => send(method, path, options.query ?? {}, options),
-    lastServerDate: () => (newest ? { date: newest.date, ageMs: performance.now() - newest.receivedAtMs } : undefined),
+    lastServerDate: () => (newest ? { date: newest.date, ageMs: monotonicMs() - newest.receivedAtMs } : undefined),
   };
 }
 

@@ -1,48 +1,81 @@
-// The Lease calls of leader election (coordination.k8s.io/v1), over the gateway's HTTP path.
+// The Lease calls of leader election (coordination.k8s.io/v1), over the gateway's HTTP path and
+// its retry policy (kube/retrying.ts withLeaseRetries).
 import type { KubeConfig } from '@kubernetes/client-node';
-import type { Lease, LeaseStore } from '../schedule/leader.ts';
-import { ApiStatusError } from './errors.ts';
-import { DEFAULT_REQUEST_TIMEOUT_MS } from './gateway.ts';
+import { DEFAULT_REQUEST_TIMEOUT_MS } from './timeout.ts';
 import { createKubeHttp } from './http.ts';
+import { judgeWriteError, tryRead } from './write-outcome.ts';
+
+export interface LeaseSpec {
+  holderIdentity?: string | null;
+  leaseDurationSeconds?: number | null;
+  acquireTime?: string | null;
+  renewTime?: string | null;
+  leaseTransitions?: number | null;
+}
+
+export interface Lease {
+  metadata?: { resourceVersion?: string };
+  spec?: LeaseSpec;
+}
+
+/** One Lease. `create` and `replace` answer false on a conflict (another candidate wrote first). */
+export interface LeaseStore {
+  readonly namespace: string;
+  readonly name: string;
+  read(): Promise<Lease | undefined>;
+  create(spec: LeaseSpec): Promise<boolean>;
+  replace(resourceVersion: string, spec: LeaseSpec): Promise<boolean>;
+}
+
+/** The Lease calls of the gateway: the same HTTP path, and (kube/retrying.ts) the same retry policy. */
+export interface LeaseGateway {
+  readLease(namespace: string, name: string): Promise<Lease>;
+  createLease(namespace: string, name: string, spec: LeaseSpec): Promise<void>;
+  replaceLease(namespace: string, name: string, resourceVersion: string, spec: LeaseSpec): Promise<void>;
+}
+
+export function createLeaseGateway(kubeConfig: KubeConfig, options: { timeoutMs?: number } = {}): LeaseGateway {
+  const raw = createKubeHttp(kubeConfig, options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS);
+  const collection = (namespace: string) => `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/leases`;
+  const lease = (namespace: string, name: string, spec: LeaseSpec, resourceVersion?: string) => ({
+    apiVersion: 'coordination.k8s.io/v1',
+    kind: 'Lease',
+    metadata: { name, namespace, ...(resourceVersion === undefined ? {} : { resourceVersion }) },
+    spec,
+  });
+  return {
+    readLease: async (namespace, name) => (await raw.getJson(`${collection(namespace)}/${encodeURIComponent(name)}`, {})) as Lease,
+    createLease: async (namespace, name, spec) => {
+      await raw.send('POST', collection(namespace), { body: lease(namespace, name, spec), ignoreAnswer: true });
+    },
+    replaceLease: async (namespace, name, resourceVersion, spec) => {
+      const body = lease(namespace, name, spec, resourceVersion);
+      await raw.send('PUT', `${collection(namespace)}/${encodeURIComponent(name)}`, { body, ignoreAnswer: true });
+    },
+  };
+}
 
 /**
  * One Lease, by namespace and name: read (undefined when absent), create, and replace with the
  * resourceVersion it was read at (a 409 Conflict means someone else wrote it first: `false`).
  */
-export function createLeaseStore(
-  kubeConfig: KubeConfig,
-  namespace: string,
-  name: string,
-  options: { timeoutMs?: number } = {},
-): LeaseStore {
-  const raw = createKubeHttp(kubeConfig, options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS);
-  const collection = `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/leases`;
-  const item = `${collection}/${encodeURIComponent(name)}`;
+export function createLeaseStore(gateway: LeaseGateway, namespace: string, name: string): LeaseStore {
   const conflictIsFalse = (error: unknown): false => {
-    if (error instanceof ApiStatusError && error.code === 409) return false;
+    const outcome = judgeWriteError('update', error);
+    if (!outcome.landed && outcome.why === 'conflict') return false;
     throw error;
   };
   return {
     namespace,
     name,
-    read: () =>
-      (raw.getJson(item, {}) as Promise<Lease>).catch((error: unknown) => {
-        if (error instanceof ApiStatusError && error.code === 404) return undefined;
-        throw error;
-      }),
-    create: (spec) =>
-      raw
-        .send('POST', collection, {
-          body: { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name, namespace }, spec },
-          ignoreAnswer: true,
-        })
-        .then(() => true as const, conflictIsFalse),
+    read: async () => {
+      const read = await tryRead(() => gateway.readLease(namespace, name));
+      if (read.found) return read.value;
+      if (read.gone) return undefined;
+      throw read.error;
+    },
+    create: (spec) => gateway.createLease(namespace, name, spec).then(() => true as const, conflictIsFalse),
     replace: (resourceVersion, spec) =>
-      raw
-        .send('PUT', item, {
-          body: { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name, namespace, resourceVersion }, spec },
-          ignoreAnswer: true,
-        })
-        .then(() => true as const, conflictIsFalse),
+      gateway.replaceLease(namespace, name, resourceVersion, spec).then(() => true as const, conflictIsFalse),
   };
 }

@@ -3,6 +3,7 @@
 import type { V1CronJob, V1Job } from '@kubernetes/client-node';
 import { describeApiError, isRetryable, type ApiFailure } from './errors.ts';
 import type { KubeGateway } from './gateway.ts';
+import type { LeaseGateway } from './leases.ts';
 import { judgeWriteError } from './write-outcome.ts';
 
 export interface RetryNotice {
@@ -99,11 +100,7 @@ export function withRetries(plain: KubeGateway, options: Partial<RetryPolicy> = 
       retry(
         `mergePatchJob ${namespace}/${name}`,
         () => plain.mergePatchJob(namespace, name, patch),
-        async (error, retried) => {
-          if (!retried || !isConditional(patch) || !conflicted(error)) return FAILED;
-          const current = await gateway.readJob(namespace, name).catch(() => undefined);
-          return current && carriesAnnotations(current, patch) ? undefined : FAILED;
-        },
+        settleConditional(patch, () => gateway.readJob(namespace, name)),
       ),
     // A test operation that fails after a retry is left to the caller, which re-reads the Job.
     jsonPatchJob: (namespace, name, operations) =>
@@ -125,16 +122,24 @@ export function withRetries(plain: KubeGateway, options: Partial<RetryPolicy> = 
       retry(
         `mergePatchCronJob ${namespace}/${name}`,
         () => plain.mergePatchCronJob(namespace, name, patch),
-        async (error, retried) => {
-          if (!retried || !isConditional(patch) || !conflicted(error)) return FAILED;
-          const current = await gateway.readCronJob(namespace, name).catch(() => undefined);
-          return current && carriesAnnotations(current, patch) ? undefined : FAILED;
-        },
+        settleConditional(patch, () => gateway.readCronJob(namespace, name)),
       ),
     lastServerDate: () => plain.lastServerDate(),
     readServerVersion: () => retry('readServerVersion', () => plain.readServerVersion()),
   };
   return gateway;
+}
+
+/**
+ * A conditional patch (a resourceVersion) that conflicts after a retry: the object is read, and
+ * the write counts as landed when it carries every annotation the patch sets.
+ */
+function settleConditional(patch: object, read: () => Promise<V1Job | V1CronJob>) {
+  return async (error: unknown, retried: boolean): Promise<void | typeof FAILED> => {
+    if (!retried || !isConditional(patch) || !conflicted(error)) return FAILED;
+    const current = await read().catch(() => undefined);
+    return current && carriesAnnotations(current, patch) ? undefined : FAILED;
+  };
 }
 
 function conflicted(error: unknown): boolean {
@@ -154,4 +159,20 @@ function carriesAnnotations(object: V1Job | V1CronJob, patch: object): boolean {
   const wanted = Object.entries((patch as AnnotationPatch).metadata?.annotations ?? {});
   const actual = object.metadata?.annotations ?? {};
   return wanted.length > 0 && wanted.every(([key, value]) => (value === null ? !(key in actual) : actual[key] === value));
+}
+
+/**
+ * The Lease calls with the same retries. A create or replace is repeated as it is: after a lost
+ * answer its repeat conflicts, which the elector reads as "someone wrote first" and re-reads the
+ * Lease on its next attempt (schedule/leader.ts).
+ */
+export function withLeaseRetries(plain: LeaseGateway, options: Partial<RetryPolicy> = {}): LeaseGateway {
+  const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...options };
+  return {
+    readLease: (namespace, name) => retrying(policy, `readLease ${namespace}/${name}`, () => plain.readLease(namespace, name)),
+    createLease: (namespace, name, spec) =>
+      retrying(policy, `createLease ${namespace}/${name}`, () => plain.createLease(namespace, name, spec)),
+    replaceLease: (namespace, name, resourceVersion, spec) =>
+      retrying(policy, `replaceLease ${namespace}/${name}`, () => plain.replaceLease(namespace, name, resourceVersion, spec)),
+  };
 }

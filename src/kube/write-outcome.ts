@@ -1,4 +1,5 @@
-// Did this write land? The one place a write's answer is judged, for every write the sweeper makes.
+// Did this write land, is this object gone? The one place a write's answer (and a read's 404) is
+// judged, for every write the sweeper makes.
 import { describeApiError, type ApiFailure } from './errors.ts';
 
 /**
@@ -45,6 +46,19 @@ export async function tryWrite<T>(
     if (outcome.landed || !confirm) return outcome;
     if (outcome.why === 'gone' || (outcome.why === 'conflict' && !options.confirmConflicts)) return outcome;
     return (await confirm().catch(() => false)) ? LANDED : outcome;
+  }
+}
+
+/** A read that may find the object gone (404), as its value, `gone`, or why it failed. */
+export type ReadOutcome<T> = { found: true; value: T } | { found: false; gone: boolean; failure: ApiFailure; error: unknown };
+
+/** Reads an object; 404 means it is gone. The one place a read's answer is judged so. */
+export async function tryRead<T>(read: () => Promise<T>): Promise<ReadOutcome<T>> {
+  try {
+    return { found: true, value: await read() };
+  } catch (error) {
+    const failure = describeApiError(error);
+    return { found: false, gone: failure.status === 404, failure, error };
   }
 }
 

@@ -1,6 +1,7 @@
 // The pods of the pending Jobs due for force-delete (docs/contract.md "How a Job is failed", step 4), read in full: their deletion
 // metadata and every container status. One paged list per Job, by its controller-uid label.
 import type { V1Pod } from '@kubernetes/client-node';
+import { jobPodsSelector } from '../attribute/job-view.ts';
 import { mapBounded } from '../concurrency.ts';
 import { describeApiError } from '../kube/errors.ts';
 import type { KubeGateway } from '../kube/gateway.ts';
@@ -18,7 +19,7 @@ export async function readJobPods(
     const listPage = (continueToken: string | undefined) =>
       gateway.listPods({
         namespace: job.namespace,
-        labelSelector: `batch.kubernetes.io/controller-uid=${job.uid}`,
+        labelSelector: jobPodsSelector(job.uid),
         limit: 500,
         continueToken,
       });

@@ -1,5 +1,7 @@
 // What the sweep can tell about a node's kubelet from the pods it reads in full.
 import type { V1Pod } from '@kubernetes/client-node';
+import { isStalledReason } from '../model.ts';
+import { toDate } from '../time.ts';
 
 /**
  * True when the pod's kubelet writes no `PodReadyToStartContainers` condition: it has taken the
@@ -13,8 +15,6 @@ export function lacksSandboxCondition(pod: V1Pod): boolean {
   return types.has('Initialized') && !types.has('PodReadyToStartContainers');
 }
 
-const SANDBOX_WAIT_REASONS = new Set(['ContainerCreating', 'PodInitializing']);
-
 /**
  * Since when the pod has waited for its sandbox (`PodReadyToStartContainers` False) with a
  * container waiting to be created, or undefined. Kubelets before 1.36 turn the condition True
@@ -26,7 +26,7 @@ export function sandboxNotReadySince(pod: V1Pod): Date | undefined {
   const condition = pod.status?.conditions?.find((c) => c.type === 'PodReadyToStartContainers');
   if (condition?.status !== 'False') return undefined;
   const statuses = [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])];
-  if (!statuses.some((s) => SANDBOX_WAIT_REASONS.has(s.state?.waiting?.reason ?? ''))) return undefined;
-  const since = new Date(String(condition.lastTransitionTime ?? pod.status?.startTime ?? ''));
-  return Number.isNaN(since.getTime()) ? undefined : since;
+  // The reasons of a container not created yet: the stalled reasons.
+  if (!statuses.some((s) => isStalledReason(s.state?.waiting?.reason))) return undefined;
+  return toDate(condition.lastTransitionTime ?? pod.status?.startTime);
 }

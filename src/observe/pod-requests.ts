@@ -1,15 +1,10 @@
 // What a pod reserves on its node: its effective resource requests (as the scheduler counts them)
 // and since when. Pure: a V1Pod in, numbers out.
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import { addInto, type PodCapacity, type ResourceAmounts } from '../model.ts';
+import { toDate } from '../time.ts';
 
-/** Resource name -> amount in base units: cores for cpu, bytes for memory, units otherwise. */
-export type ResourceAmounts = Record<string, number>;
-
-export interface PodCapacity {
-  requests: ResourceAmounts;
-  /** When the node's capacity was reserved: the pod was bound (PodScheduled), else created. */
-  heldSince: Date | undefined;
-}
+export type { PodCapacity } from '../model.ts';
 
 const DECIMAL_SUFFIX: Record<string, number> = { n: 1e-9, u: 1e-6, m: 1e-3, '': 1, k: 1e3, M: 1e6, G: 1e9, T: 1e12, P: 1e15, E: 1e18 };
 const BINARY_SUFFIX: Record<string, number> = { Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, Pi: 2 ** 50, Ei: 2 ** 60 };
@@ -42,10 +37,6 @@ function containerRequests(c: Pick<V1Container, 'resources'>): ResourceAmounts {
     if (v !== undefined) out[name] = v;
   }
   return out;
-}
-
-export function addInto(target: ResourceAmounts, add: ResourceAmounts, factor = 1): void {
-  for (const [name, v] of Object.entries(add)) target[name] = (target[name] ?? 0) + v * factor;
 }
 
 function maxInto(target: ResourceAmounts, other: ResourceAmounts): void {
@@ -87,19 +78,10 @@ export function podRequests(pod: V1Pod): ResourceAmounts {
   return effective;
 }
 
-function toDate(value: Date | string | undefined | null): Date | undefined {
-  if (value === undefined || value === null || value === '') return undefined;
-  const ms = value instanceof Date ? value.getTime() : Date.parse(value);
-  return Number.isNaN(ms) ? undefined : new Date(ms);
-}
-
 /** Capacity is reserved when the scheduler binds the pod; a pod waiting to be scheduled holds none. */
 export function podHeldSince(pod: V1Pod): Date | undefined {
   const scheduled = pod.status?.conditions?.find((c) => c.type === 'PodScheduled' && c.status === 'True');
-  return (
-    toDate(scheduled?.lastTransitionTime as Date | string | undefined) ??
-    toDate(pod.metadata?.creationTimestamp as Date | string | undefined)
-  );
+  return toDate(scheduled?.lastTransitionTime) ?? toDate(pod.metadata?.creationTimestamp);
 }
 
 export function podCapacity(pod: V1Pod): PodCapacity {

@@ -16,7 +16,7 @@ import { isCandidateStatus } from './candidates.ts';
 import { lacksSandboxCondition, sandboxNotReadySince } from './kubelet-conditions.ts';
 
 export const PENDING_PODS = 'status.phase=Pending';
-/** A list request costs about as much as 150 pods' metadata (docs/performance.md). */
+/** Up to this many namespaces, one list each is cheaper than one list for all (docs/performance.md). */
 export const WALK_NAMESPACES_UP_TO = 64;
 
 export interface ObserveOptions {
@@ -132,7 +132,7 @@ export async function observeStuckContainers(gateway: KubeGateway, options: Obse
 /**
  * Keeps one copy of each text stuck containers repeat: every pod's answer is parsed into strings
  * of its own, and the pods of one missing image share their namespace, image, reason, message
- * and owner kind (about 400 bytes a stuck pod kept until the sweep ends, docs/performance.md).
+ * and owner kind (what each copy costs until the sweep ends: docs/performance.md).
  */
 function textSharer(): (container: StuckContainer) => StuckContainer {
   const texts = new Map<string, string>();
@@ -167,8 +167,8 @@ async function readCandidate(gateway: KubeGateway, row: PodRow, judged: (pod: V1
 }
 
 /**
- * The cluster's namespaces when they are few enough to list one by one (bare rows take ~0.4× the
- * time of rows with their metadata, docs/performance.md); undefined when more: one list for all.
+ * The cluster's namespaces when they are few enough to list one by one (bare rows take less time
+ * than rows with their metadata, docs/performance.md); undefined when more: one list for all.
  */
 async function fewNamespaces(gateway: KubeGateway, options: ObserveOptions, result: Observation): Promise<string[] | undefined> {
   const walkUpTo = options.walkNamespacesUpTo ?? WALK_NAMESPACES_UP_TO;

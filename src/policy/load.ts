@@ -32,6 +32,15 @@ export type LoadedPolicy =
   | { ok: false; kind: 'unreachable'; description: string; failure: ApiFailure }
   | { ok: false; kind: 'unreadable-file'; description: string; message: string };
 
+/**
+ * Where a policy problem is, before its `:line:column`: the file's path (`<stdin>` for `-`), or
+ * the ConfigMap's key (`ns/name:policy.yaml`). The one way every command locates a problem.
+ */
+export function problemSource(location: PolicyLocation): string {
+  if (location.kind === 'file') return location.path === '-' ? '<stdin>' : location.path;
+  return `${location.namespace}/${location.name}:${POLICY_KEY}`;
+}
+
 export function describeLocation(location: PolicyLocation): string {
   return location.kind === 'file' ? `file ${location.path}` : `ConfigMap ${location.namespace}/${location.name}`;
 }

@@ -1,8 +1,8 @@
-import type { ActResult } from '../act/act.ts';
-import type { CronJobOutcome, CronJobResult } from '../act/cronjob.ts';
-import { truncate } from '../act/events.ts';
-import type { OutageAssessment } from '../judge/types.ts';
+import { truncate } from '../text.ts';
+import type { ActResult, CronJobResult, OutageAssessment } from '../judge/types.ts';
 import { sumCapacity, type StuckCapacity } from '../judge/capacity.ts';
+import { exitStatusOf, statusOfActions } from '../exit.ts';
+import { isActionError, type CronJobOutcome } from '../outcomes.ts';
 import type { GraceSourceKind } from '../policy/types.ts';
 import { PULL_CLASSES, outcomesFor, type Outcome, type PullClass } from '../model.ts';
 
@@ -159,13 +159,13 @@ export function summarize(input: SummaryInput): SweepSummary {
     byClass[r.decision.pullClass] += 1;
     const ns = (byNamespace[r.decision.namespace] ??= {});
     ns[r.outcome] = (ns[r.outcome] ?? 0) + 1;
-    if (r.outcome === 'error' || r.error !== undefined) actionErrors += 1;
+    if (isActionError(r)) actionErrors += 1;
   }
   actionErrors += input.otherErrors ?? 0;
   const cronJobs: SweepSummary['cronJobs'] = {};
   for (const c of input.cronJobs ?? []) {
     cronJobs[c.outcome] = (cronJobs[c.outcome] ?? 0) + 1;
-    if (c.outcome === 'error' || c.error !== undefined) actionErrors += 1;
+    if (isActionError(c)) actionErrors += 1;
   }
   return {
     sweepId: input.sweepId,
@@ -186,7 +186,7 @@ export function summarize(input: SummaryInput): SweepSummary {
     actionErrors,
     cronJobs,
     outage: input.outage,
-    exitCode: actionErrors > 0 ? 1 : 0,
+    exitCode: exitStatusOf(statusOfActions(actionErrors)),
     freed: sumCapacity(
       input.results.filter((r) => FREEING.has(r.outcome)).flatMap((r) => (r.decision.capacity ? [r.decision.capacity] : [])),
     ),

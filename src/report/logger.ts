@@ -2,7 +2,7 @@ import type { Writable } from 'node:stream';
 import winston from 'winston';
 import TransportStream from 'winston-transport';
 import { describeTrip } from '../judge/outage.ts';
-import { outcomeWord } from '../outcomes.ts';
+import { isActionError, outcomeWord } from '../outcomes.ts';
 import { formatDuration } from '../policy/duration.ts';
 import type { AuditLine, CronJobAuditLine, SweepSummary } from './audit.ts';
 import { describeCapacity } from '../judge/capacity.ts';
@@ -38,7 +38,7 @@ const MESSAGE = Symbol.for('message');
 /**
  * Writes each formatted line and lets go of it. winston's own Stream transport also schedules a
  * 'logged' event per line (setImmediate), which holds every line of a batch that completes
- * without I/O (a dry run) until the batch ends: 1,500 decisions kept about 8 MB alive.
+ * without I/O (a dry run) until the batch ends (what that held: docs/performance.md).
  */
 class LineTransport extends TransportStream {
   readonly #out: Writable;
@@ -53,12 +53,12 @@ class LineTransport extends TransportStream {
 }
 
 export function logDecision(logger: winston.Logger, line: AuditLine): void {
-  const level = line.outcome === 'error' ? 'error' : line.warnings.length > 0 ? 'warn' : 'info';
+  const level = isActionError(line) ? 'error' : line.warnings.length > 0 ? 'warn' : 'info';
   logger.log(level, AUDIT_DECISION, line);
 }
 
 export function logCronJob(logger: winston.Logger, line: CronJobAuditLine): void {
-  logger.log(line.outcome === 'error' || line.error ? 'error' : line.outcome === 'suspended' ? 'warn' : 'info', AUDIT_CRONJOB, line);
+  logger.log(isActionError(line) ? 'error' : line.outcome === 'suspended' ? 'warn' : 'info', AUDIT_CRONJOB, line);
 }
 
 export function logSummary(logger: winston.Logger, summary: SweepSummary): void {

@@ -2,41 +2,12 @@
 // leaderelection): acquire, renew, release. Expiry is judged on the local monotonic clock only: a
 // follower counts how long it has seen the same record unchanged, never reads another host's time.
 import type winston from 'winston';
+import type { LeaseSpec, LeaseStore } from '../kube/leases.ts';
+import type { ElectionTimings } from './leader-defaults.ts';
 
-export interface LeaseSpec {
-  holderIdentity?: string | null;
-  leaseDurationSeconds?: number | null;
-  acquireTime?: string | null;
-  renewTime?: string | null;
-  leaseTransitions?: number | null;
-}
+export type { Lease, LeaseSpec, LeaseStore } from '../kube/leases.ts';
 
-export interface Lease {
-  metadata?: { resourceVersion?: string };
-  spec?: LeaseSpec;
-}
-
-/** One Lease. `create` and `replace` answer false on a conflict (another candidate wrote first). */
-export interface LeaseStore {
-  readonly namespace: string;
-  readonly name: string;
-  read(): Promise<Lease | undefined>;
-  create(spec: LeaseSpec): Promise<boolean>;
-  replace(resourceVersion: string, spec: LeaseSpec): Promise<boolean>;
-}
-
-export interface ElectionTimings {
-  /** How long a follower waits, after it last saw the record change, before taking the lease. */
-  leaseDurationMs: number;
-  /** How long the leader keeps trying to renew before it gives leadership up. */
-  renewDeadlineMs: number;
-  /** Between attempts to acquire or renew. */
-  retryPeriodMs: number;
-}
-
-/** The Kubernetes components' defaults (kube-scheduler, kube-controller-manager). */
-export const STANDARD_TIMINGS: ElectionTimings = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };
-export const DEFAULT_LEASE_NAME = 'imagepull-sweeper';
+export { DEFAULT_LEASE_NAME, DEFAULT_TIMINGS, type ElectionTimings } from './leader-defaults.ts';
 const JITTER = 1.2;
 
 /** client-go's constraints: the renew deadline fits in the lease, and a jittered retry fits in the deadline. */

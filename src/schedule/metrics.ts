@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { ActResult } from '../act/act.ts';
 import { registryHost } from '../classify/reference.ts';
-import type { Decision } from '../judge/types.ts';
+import { isWithinGrace } from '../judge/grace.ts';
 import { outcomesFor } from '../model.ts';
 import type { SweepResult, SweepStatus } from '../sweep.ts';
 import { RunOptionError } from './errors.ts';
@@ -171,10 +171,7 @@ export class SweepMetrics {
   }
 }
 
-/** A Job left alone this sweep only because its grace has not passed yet. */
-export function isWithinGrace(d: Decision): boolean {
-  return d.plan === 'skip' && d.jobView !== undefined && d.graceSeconds !== undefined && d.stuckSeconds < d.graceSeconds;
-}
+export { isWithinGrace } from '../judge/grace.ts';
 
 export function parseListenAddress(text: string): { host: string; port: number } {
   const match = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(text);

@@ -9,6 +9,7 @@ import { forceDeletePods } from '../../src/act/force-delete.ts';
 import { judgePending } from '../../src/judge/pending.ts';
 import type { Decision } from '../../src/judge/types.ts';
 import { dryRunGateway } from '../../src/kube/dry-run-gateway.ts';
+import { wordResult } from '../../src/report/wording.ts';
 import { apiError, scriptedGateway } from '../support/scripted-gateway.ts';
 import { job, NOW, secondsAgo } from './judge-fixtures.ts';
 import { REAL_NODE } from './real-node.ts';
@@ -65,7 +66,10 @@ describe('forceDeletePods', () => {
     const d = pendingDecision(70);
     const { gateway, calls } = scriptedGateway();
     const r = await forceDeletePods(gateway, d, { instance: 'unit', now: NOW });
-    assert.deepEqual(r, { done: ['force-deleted pod hung-abcde (terminating 1m8s, no container ever started)'], error: undefined });
+    assert.deepEqual(r, {
+      done: [{ kind: 'force-deleted', pod: 'pod hung-abcde (terminating 1m8s, no container ever started)' }],
+      error: undefined,
+    });
     assert.deepEqual(calls[0], { method: 'deletePod', args: ['ci-a', 'hung-abcde', 'uid-pod-1', 'rv-judged', { gracePeriodSeconds: 0 }] });
     assert.equal(calls[1]!.method, 'createEvent');
     const event = calls[1]!.args[1] as EventsV1Event;
@@ -92,7 +96,7 @@ describe('forceDeletePods', () => {
   it('a pod already gone (404) is done; one changed since it was read (409: uid or resourceVersion) is left; no Event for either', async () => {
     const gone = scriptedGateway({ deletePod: [apiError(404, 'NotFound', 'pods "hung-abcde" not found')] });
     assert.deepEqual(await forceDeletePods(gone.gateway, pendingDecision(70), { instance: 'unit', now: NOW }), {
-      done: ['pod hung-abcde already gone'],
+      done: [{ kind: 'found', text: 'pod hung-abcde already gone' }],
       error: undefined,
     });
     const other = scriptedGateway({
@@ -100,7 +104,7 @@ describe('forceDeletePods', () => {
     });
     const r = await forceDeletePods(other.gateway, pendingDecision(70), { instance: 'unit', now: NOW });
     assert.deepEqual(r, {
-      done: ['pod hung-abcde changed since it was read (another pod, or a new status), left for the next sweep'],
+      done: [{ kind: 'found', text: 'pod hung-abcde changed since it was read (another pod, or a new status), left for the next sweep' }],
       error: undefined,
     });
     assert.deepEqual(
@@ -132,7 +136,7 @@ describe('act: a pending Job with a pod to force-delete', () => {
       ['deletePod', 'createEvent'],
     );
     assert.match(
-      r!.decision.detail,
+      wordResult(r!, false).decision.detail,
       /; pods still terminating after forceDeleteAfter 1m; force-deleted pod hung-abcde \(terminating 1m8s, no container ever started\)$/,
     );
   });
@@ -146,7 +150,7 @@ describe('act: a pending Job with a pod to force-delete', () => {
       ['deletePod', 'createEvent', 'listPods', 'mergePatchJob', 'createEvent'],
     );
     assert.match(
-      r!.decision.detail,
+      wordResult(r!, false).decision.detail,
       /failing it again by its deadline; force-deleted pod hung-abcde \(terminating 6m38s, no container ever started\); found no pods left$/,
     );
   });
@@ -164,10 +168,11 @@ describe('act: a pending Job with a pod to force-delete', () => {
 
   it('a dry run writes nothing and says would', async () => {
     const { gateway, calls } = scriptedGateway();
-    const [r] = await act(dryRunGateway(gateway), [pendingDecision(70)], options());
-    assert.equal(r!.outcome, 'would-retry');
+    const [live] = await act(dryRunGateway(gateway), [pendingDecision(70)], options());
+    const r = wordResult(live!, true);
+    assert.equal(r.outcome, 'would-retry');
     assert.deepEqual(calls, []);
-    assert.match(r!.decision.detail, /; would force-delete pod hung-abcde \(terminating 1m8s, no container ever started\)$/);
+    assert.match(r.decision.detail, /; would force-delete pod hung-abcde \(terminating 1m8s, no container ever started\)$/);
   });
 
   it('a failed delete makes the line an error-carrying retry (exit 1), and nothing else is skipped', async () => {

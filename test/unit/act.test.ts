@@ -8,7 +8,8 @@ import { act, type ActOptions } from '../../src/act/act.ts';
 import { settleFinished } from '../../src/act/settle.ts';
 import { judge } from '../../src/judge/judge.ts';
 import type { Decision } from '../../src/judge/types.ts';
-import { dryRunGateway, recordedWrites } from '../../src/kube/dry-run-gateway.ts';
+import { dryRunGateway, type RecordedWrites } from '../../src/kube/dry-run-gateway.ts';
+import { wordResult } from '../../src/report/wording.ts';
 import type { JobView } from '../../src/model.ts';
 import { ANNOTATIONS, LABELS } from '../../src/policy/annotations.ts';
 import { parsePolicyYaml } from '../../src/policy/parse.ts';
@@ -318,11 +319,11 @@ describe('settling finished Jobs (Event backfill)', () => {
 describe('a dry run: the gateway records the writes', () => {
   it('walks the same write path, sends nothing, and says would-fail', async () => {
     const { gateway, calls } = scriptedGateway();
-    const dry = dryRunGateway(gateway);
-    const [r] = await act(dry, [decisionFor('p', PFP)], options());
-    assert.deepEqual([r!.outcome, r!.error], ['would-fail', undefined]);
+    const recorded: RecordedWrites = { methods: [] };
+    const [r] = await act(dryRunGateway(gateway, recorded), [decisionFor('p', PFP)], options());
+    assert.deepEqual([r!.outcome, r!.error], ['failed', undefined]);
+    assert.deepEqual([wordResult(r!, true).outcome, wordResult(r!, false).outcome], ['would-fail', 'failed']);
     assert.deepEqual(calls, []);
-    assert.deepEqual(recordedWrites(dry)!.methods, ['mergePatchJob', 'patchPodStatus', 'deletePod', 'createEvent']);
-    assert.equal(recordedWrites(gateway), undefined);
+    assert.deepEqual(recorded.methods, ['mergePatchJob', 'patchPodStatus', 'deletePod', 'createEvent']);
   });
 });

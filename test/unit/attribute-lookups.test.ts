@@ -4,8 +4,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { V1Job } from '@kubernetes/client-node';
 import { attributeToJobs } from '../../src/attribute/attribute.ts';
-import type { KubeGateway } from '../../src/kube/gateway.ts';
 import type { StuckContainer } from '../../src/model.ts';
+import { scriptedGateway } from '../support/scripted-gateway.ts';
 
 const job = (namespace: string, name: string): V1Job => ({
   metadata: { namespace, name, uid: `uid-${namespace}-${name}`, resourceVersion: '1' },
@@ -41,22 +41,29 @@ function scripted(namespaces: Record<string, number>) {
     if (isList) seen.lists -= 1;
     return value();
   };
-  const gateway = {
-    listJobs: (opts: { namespace: string; continueToken?: string }) =>
-      answer(true, () => {
-        const all = jobs.get(opts.namespace) ?? [];
-        const half = Math.ceil(all.length / 2);
-        if (opts.continueToken === undefined) seen.listed.push(opts.namespace);
-        return opts.continueToken === undefined
-          ? { items: all.slice(0, half), continueToken: 'next' }
-          : { items: all.slice(half), continueToken: undefined };
-      }),
-    readJob: (namespace: string, name: string) =>
-      answer(false, () => {
-        seen.read.push(`${namespace}/${name}`);
-        return job(namespace, name);
-      }),
-  } as unknown as KubeGateway;
+  const { gateway } = scriptedGateway(
+    {
+      listJobs: [
+        (opts: { namespace: string; continueToken?: string }) =>
+          answer(true, () => {
+            const all = jobs.get(opts.namespace) ?? [];
+            const half = Math.ceil(all.length / 2);
+            if (opts.continueToken === undefined) seen.listed.push(opts.namespace);
+            return opts.continueToken === undefined
+              ? { items: all.slice(0, half), continueToken: 'next' }
+              : { items: all.slice(half), continueToken: undefined };
+          }),
+      ],
+      readJob: [
+        (namespace: string, name: string) =>
+          answer(false, () => {
+            seen.read.push(`${namespace}/${name}`);
+            return job(namespace, name);
+          }),
+      ],
+    },
+    { repeatLast: true },
+  );
   const stuck = [...jobs].flatMap(([ns, list]) => list.map((j) => stuckOf(ns, j.metadata!.name!)));
   return { gateway, seen, stuck };
 }

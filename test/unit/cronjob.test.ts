@@ -4,6 +4,7 @@ import { toCronJobView } from '../../src/attribute/cronjob-view.ts';
 import { judgeCronJob, readStreak, type CronJobVerdict } from '../../src/judge/cronjob.ts';
 import type { CronJobView } from '../../src/model.ts';
 import { parsePolicyYaml } from '../../src/policy/parse.ts';
+import { summaryOf } from './report-fixtures.ts';
 
 const AT = '2026-11-30T12:00:00Z';
 const IMAGE = 'registry.example/app:gone';
@@ -225,7 +226,7 @@ describe('toCronJobView', () => {
 describe('CronJob audit lines', () => {
   it('render as text with the run, and count in the summary (errors make exit 1)', async () => {
     const { PassThrough } = await import('node:stream');
-    const { cronJobAuditLine, summarize } = await import('../../src/report/audit.ts');
+    const { cronJobAuditLine } = await import('../../src/report/audit.ts');
     const { createLogger, logCronJob, logSummary } = await import('../../src/report/logger.ts');
     const stream = new PassThrough();
     const chunks: string[] = [];
@@ -243,33 +244,13 @@ describe('CronJob audit lines', () => {
     };
     logCronJob(logger, cronJobAuditLine('s', suspended, 3, true));
     const broken = { ...suspended, outcome: 'error' as const, error: 'Forbidden: no' };
-    const outage = {
-      tripped: false,
-      stuckPods: 0,
-      images: 0,
-      transientPods: 0,
-      transientFraction: 0,
-      authPods: 0,
-      authFraction: 0,
-      trips: [],
-    };
-    const base = {
-      sweepId: 's',
-      policy: 'p',
-      namespaces: [],
-      startedAt: new Date(0),
-      finishedAt: new Date(0),
-      podsScanned: 0,
-      stuckContainers: 0,
-      outage,
-      results: [],
-    };
-    logSummary(logger, summarize({ ...base, dryRun: true, cronJobs: [suspended] }));
+    const base = { startedAt: new Date(0), finishedAt: new Date(0), podsScanned: 0, stuckContainers: 0 };
+    logSummary(logger, summaryOf({ ...base, dryRun: true, cronJobs: [suspended] }));
     const text = chunks.join('');
     assert.match(text, /WOULD SUSPEND\s+ci\/cronjob\/nightly\s+3\/3 failed in a row on registry\.example\/app:gone/);
     assert.match(text, /Jobs: n-1, n-2, n-3/);
     assert.match(text, /1 CronJob\(s\) would be suspended\./);
-    const live = summarize({ ...base, dryRun: false, cronJobs: [broken] });
+    const live = summaryOf({ ...base, dryRun: false, cronJobs: [broken] });
     assert.deepEqual(live.cronJobs, { error: 1 });
     assert.equal(live.exitCode, 1);
   });

@@ -52,12 +52,16 @@ describe('authentication of the requests', () => {
 
   it("a kubeconfig's token: one authentication serves the requests of the next second, then it is asked again", async () => {
     const { kc, calls } = counted({ name: 'u', token: 'static' });
-    const http = createKubeHttp(kc, 5_000);
+    const clock = { ms: 0 };
+    const http = createKubeHttp(kc, 5_000, () => clock.ms);
     seen.length = 0;
     for (let i = 0; i < 20; i += 1) await http.getJson('/version', {});
     assert.equal(calls(), 1);
     assert.deepEqual(new Set(seen), new Set(['Bearer call-1']), 'every request carried it');
-    await new Promise((r) => setTimeout(r, AUTH_REUSE_MS + 50));
+    clock.ms = AUTH_REUSE_MS - 1;
+    await http.getJson('/version', {});
+    assert.equal(calls(), 1, 'still within the reuse time');
+    clock.ms = AUTH_REUSE_MS;
     await http.getJson('/version', {});
     assert.equal(calls(), 2);
     assert.equal(seen.at(-1), 'Bearer call-2');

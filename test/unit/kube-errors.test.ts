@@ -75,3 +75,22 @@ describe('refused credentials', () => {
     assert.equal(isRetryable(f), true);
   });
 });
+
+describe('API errors and retries', () => {
+  it('reads status, reason and Retry-After from an ApiException', () => {
+    const f = describeApiError(
+      new ApiException(429, 'too many', JSON.stringify({ reason: 'TooManyRequests', message: 'slow down' }), { 'Retry-After': '3' }),
+    );
+    assert.equal(f.status, 429);
+    assert.equal(f.reason, 'TooManyRequests');
+    assert.equal(f.retryAfterSeconds, 3);
+    assert.equal(isRetryable(f), true);
+  });
+
+  it('retries 5xx and network errors, not 4xx', () => {
+    assert.equal(isRetryable(describeApiError(new ApiException(503, 'x', '', {}))), true);
+    assert.equal(isRetryable(describeApiError(new ApiException(409, 'x', '', {}))), false);
+    assert.equal(isRetryable(describeApiError(new ApiException(404, 'x', '', {}))), false);
+    assert.equal(isRetryable(describeApiError(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }))), true);
+  });
+});

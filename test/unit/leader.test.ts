@@ -13,7 +13,7 @@ import {
   type LeaseSpec,
   type LeaseStore,
   microTime,
-  STANDARD_TIMINGS,
+  DEFAULT_TIMINGS,
   timingProblem,
 } from '../../src/schedule/leader.ts';
 
@@ -24,7 +24,7 @@ describe('judgeLease', () => {
   const other: LeaseSpec = { holderIdentity: 'b', leaseDurationSeconds: 15, acquireTime: 'x', renewTime: 'y', leaseTransitions: 3 };
 
   it('takes an absent Lease with zero transitions', () => {
-    const v = judgeLease(undefined, seenAt(0), 'a', 0, WALL, STANDARD_TIMINGS);
+    const v = judgeLease(undefined, seenAt(0), 'a', 0, WALL, DEFAULT_TIMINGS);
     assert.deepEqual(v, {
       kind: 'take',
       spec: {
@@ -38,36 +38,36 @@ describe('judgeLease', () => {
   });
 
   it("leaves another holder's Lease alone until it has stood unchanged here for a lease duration", () => {
-    assert.deepEqual(judgeLease(other, seenAt(1000, other), 'a', 1000 + 14_999, WALL, STANDARD_TIMINGS), {
+    assert.deepEqual(judgeLease(other, seenAt(1000, other), 'a', 1000 + 14_999, WALL, DEFAULT_TIMINGS), {
       kind: 'held',
       holder: 'b',
       expiresInMs: 1,
     });
-    const taken = judgeLease(other, seenAt(1000, other), 'a', 1000 + 15_000, WALL, STANDARD_TIMINGS);
+    const taken = judgeLease(other, seenAt(1000, other), 'a', 1000 + 15_000, WALL, DEFAULT_TIMINGS);
     assert.equal(taken.kind, 'take');
     assert.equal(taken.kind === 'take' && taken.spec.leaseTransitions, 4);
   });
 
   it("ignores the holder's timestamps: a renewTime far in the past does not expire it early", () => {
     const stale = { ...other, renewTime: '1970-01-01T00:00:00.000000Z' };
-    assert.equal(judgeLease(stale, seenAt(0, stale), 'a', 1, WALL, STANDARD_TIMINGS).kind, 'held');
+    assert.equal(judgeLease(stale, seenAt(0, stale), 'a', 1, WALL, DEFAULT_TIMINGS).kind, 'held');
   });
 
   it('renews its own Lease keeping acquireTime and transitions', () => {
     const mine = { ...other, holderIdentity: 'a' };
-    const v = judgeLease(mine, seenAt(0, mine), 'a', 1, WALL, STANDARD_TIMINGS);
+    const v = judgeLease(mine, seenAt(0, mine), 'a', 1, WALL, DEFAULT_TIMINGS);
     assert.deepEqual(v.kind === 'take' && [v.spec.acquireTime, v.spec.leaseTransitions, v.spec.renewTime], ['x', 3, microTime(WALL)]);
   });
 
   it('takes a released Lease (no holder) at once', () => {
     const released = { ...other, holderIdentity: null, leaseDurationSeconds: 1 };
-    assert.equal(judgeLease(released, seenAt(0, released), 'a', 0, WALL, STANDARD_TIMINGS).kind, 'take');
+    assert.equal(judgeLease(released, seenAt(0, released), 'a', 0, WALL, DEFAULT_TIMINGS).kind, 'take');
   });
 });
 
 describe('timingProblem', () => {
   it('accepts the standard timings and rejects inconsistent ones', () => {
-    assert.equal(timingProblem(STANDARD_TIMINGS), undefined);
+    assert.equal(timingProblem(DEFAULT_TIMINGS), undefined);
     assert.match(timingProblem({ leaseDurationMs: 10_000, renewDeadlineMs: 10_000, retryPeriodMs: 2000 }) ?? '', /lease duration/);
     assert.match(timingProblem({ leaseDurationMs: 15_000, renewDeadlineMs: 2_000, retryPeriodMs: 2000 }) ?? '', /renew deadline/);
   });
@@ -105,7 +105,7 @@ function elector(store: LeaseStore, identity: string, clock: { ms: number }) {
   return new LeaderElector({
     store,
     identity,
-    timings: STANDARD_TIMINGS,
+    timings: DEFAULT_TIMINGS,
     monotonicMs: () => clock.ms,
     wallClock: () => new Date(WALL.getTime() + clock.ms),
     sleep: async () => {},
@@ -162,7 +162,7 @@ describe('LeaderElector', () => {
     const e = new LeaderElector({
       store,
       identity: 'a',
-      timings: STANDARD_TIMINGS,
+      timings: DEFAULT_TIMINGS,
       monotonicMs: () => clock.ms,
       wallClock: () => WALL,
       // Each sleep advances the fake clock; from the 3rd renewal on, the API is unreachable.

@@ -8,12 +8,13 @@ import { parsePolicyYaml } from '../../src/policy/parse.ts';
 import { PassThrough } from 'node:stream';
 import { stuckJobEvent } from '../../src/act/events.ts';
 import { formatClaimMessage as describeStuck } from '../../src/judge/claim-message.ts';
-import { auditLine, summarize } from '../../src/report/audit.ts';
+import { auditLine } from '../../src/report/audit.ts';
 import { createLogger, logDecision, logSummary } from '../../src/report/logger.ts';
 import type { StuckCapacity } from '../../src/judge/capacity.ts';
 import { SweepMetrics, isWithinGrace } from '../../src/schedule/metrics.ts';
 import type { SweepResult } from '../../src/sweep.ts';
 import { NOW, job, ownersFor, secondsAgo, stuckIn } from './judge-fixtures.ts';
+import { NO_OUTAGE, summaryOf } from './report-fixtures.ts';
 
 function decision(name: string, stuckSeconds: number, over: Partial<Parameters<typeof stuckIn>[1]> = {}): Decision {
   const j = job(name, { namespace: over?.namespace ?? 'ci-a' });
@@ -30,30 +31,8 @@ const GPU_POD: StuckCapacity = {
   heldSeconds: 600,
 };
 
-const NO_OUTAGE: OutageAssessment = {
-  stuckPods: 0,
-  images: 0,
-  transientPods: 0,
-  transientFraction: 0,
-  authPods: 0,
-  authFraction: 0,
-  tripped: false,
-  trips: [],
-};
-
 function sweepResult(results: ActResult[], outage: OutageAssessment = NO_OUTAGE, status: SweepResult['status'] = 'done'): SweepResult {
-  const summary = summarize({
-    sweepId: 's',
-    dryRun: false,
-    policy: 'p',
-    namespaces: [],
-    startedAt: NOW,
-    finishedAt: NOW,
-    podsScanned: 1,
-    stuckContainers: 1,
-    outage,
-    results,
-  });
+  const summary = summaryOf({ outage, results });
   return { status, summary, results };
 }
 

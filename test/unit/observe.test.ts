@@ -6,6 +6,7 @@ import { ApiException, type V1Pod } from '@kubernetes/client-node';
 import type { KubeGateway, PodRow } from '../../src/kube/gateway.ts';
 import { isCandidateStatus } from '../../src/observe/candidates.ts';
 import { observeStuckContainers, PENDING_PODS } from '../../src/observe/pods.ts';
+import { scriptedGateway } from '../support/scripted-gateway.ts';
 
 function stuckPod(name: string, phase = 'Pending', namespace = 'ns'): V1Pod {
   return {
@@ -52,26 +53,36 @@ function scripted(
       throw new ApiException(410, 'Gone', JSON.stringify({ reason: 'Expired', message: 'continue token expired' }), {});
     return { items: page ?? [], continueToken: served < pages.length ? `t${served}` : undefined };
   };
-  const gateway = {
-    async listNamespaceNames(opts: { limit: number }) {
-      return { items: namespaces.slice(0, opts.limit), continueToken: namespaces.length > opts.limit ? 'more' : undefined };
+  const { gateway } = scriptedGateway(
+    {
+      listNamespaceNames: [
+        (opts: { limit: number }) => ({
+          items: namespaces.slice(0, opts.limit),
+          continueToken: namespaces.length > opts.limit ? 'more' : undefined,
+        }),
+      ],
+      listPodRows: [rowsPage],
+      listAllPodRows: [rowsPage],
+      readPod: [
+        (namespace: string, name: string) => {
+          reads.push(namespace === 'ns' ? name : `${namespace}/${name}`);
+          const pod = pods[name] ?? stuckPod(name, 'Pending', namespace);
+          if (pod === 'gone') throw new ApiException(404, 'Not Found', JSON.stringify({ reason: 'NotFound', message: 'gone' }), {});
+          return pod;
+        },
+      ],
+      listPods: [
+        (opts: { namespace: string; fieldSelector: string }) => {
+          counted.lists += 1;
+          assert.equal(opts.fieldSelector, PENDING_PODS);
+          const rows = pages.flatMap((p) => (p === 'expired' ? [] : p)).filter((r) => r.namespace === opts.namespace);
+          const listed = rows.map((r) => pods[r.name] ?? stuckPod(r.name, 'Pending', r.namespace));
+          return { items: listed.filter((p): p is V1Pod => p !== 'gone' && p.status?.phase === 'Pending'), continueToken: undefined };
+        },
+      ],
     },
-    listPodRows: rowsPage,
-    listAllPodRows: rowsPage,
-    async readPod(namespace: string, name: string) {
-      reads.push(namespace === 'ns' ? name : `${namespace}/${name}`);
-      const pod = pods[name] ?? stuckPod(name, 'Pending', namespace);
-      if (pod === 'gone') throw new ApiException(404, 'Not Found', JSON.stringify({ reason: 'NotFound', message: 'gone' }), {});
-      return pod;
-    },
-    async listPods(opts: { namespace: string; fieldSelector: string }) {
-      counted.lists += 1;
-      assert.equal(opts.fieldSelector, PENDING_PODS);
-      const rows = pages.flatMap((p) => (p === 'expired' ? [] : p)).filter((r) => r.namespace === opts.namespace);
-      const listed = rows.map((r) => pods[r.name] ?? stuckPod(r.name, 'Pending', r.namespace));
-      return { items: listed.filter((p): p is V1Pod => p !== 'gone' && p.status?.phase === 'Pending'), continueToken: undefined };
-    },
-  } as unknown as KubeGateway;
+    { repeatLast: true },
+  );
   return {
     gateway,
     calls,
