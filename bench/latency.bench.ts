@@ -1,4 +1,4 @@
-// npm run bench:latency -- [--pending 1000] [--jobs 60] [--runs 3] [--idle-seconds 60] [--modes watch,minute,second]
+// npm run bench:latency -- [--pending 1000] [--jobs 60] [--runs 3] [--idle-seconds 60] [--modes watch,minute,second] [--formats]
 //
 // How soon after its grace runs out a Job is written to and Failed, by `run --watch` against
 // `run --schedule` every minute and every second, on the bundled control plane. `--pending` plain
@@ -7,8 +7,10 @@
 // random moments over a minute, each with a 10 s grace. Prints per mode: grace expiry -> first
 // write (the claim, seen by a watch on the Jobs) p50/p99/max, -> Job Failed p50/p99, the pod
 // LIST/GET/WATCH requests of a minute in which nothing changes, and the sweeper's peak RSS and CPU.
-// The median of the runs is printed last. Prints figures, asserts nothing.
+// The median of the runs is printed last. `--formats` first prints what one Pending pod costs in a
+// list and one status change in a watch, in each format a watch could use. Prints figures, asserts nothing.
 import { spawn } from 'node:child_process';
+import * as https from 'node:https';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -140,6 +142,63 @@ async function runMode(
   }
 }
 
+const FORMATS: [string, string, Record<string, string>][] = [
+  ['full objects', 'application/json', {}],
+  ['Table rows, with metadata', 'application/json;as=Table;g=meta.k8s.io;v=v1', { includeObject: 'Metadata' }],
+  ['Table rows, bare', 'application/json;as=Table;g=meta.k8s.io;v=v1', { includeObject: 'None' }],
+  ['metadata only', 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1', {}],
+];
+
+/** Bytes per pod of a list, and per event of a watch, in each format the watch could use (the choice of src/kube/watch.ts). */
+async function formatProbe(kc: import('@kubernetes/client-node').KubeConfig, namespace: string): Promise<void> {
+  const cluster = kc.getCurrentCluster()!;
+  const token = kc.getCurrentUser()!.token!;
+  const ca = Buffer.from(cluster.caData ?? '', 'base64');
+  const get = (path: string, accept: string, onData: (chunk: string) => void, signal?: AbortSignal) =>
+    new Promise<void>((resolve, reject) => {
+      const req = https.request(
+        new URL(cluster.server + path),
+        { headers: { Authorization: `Bearer ${token}`, Accept: accept }, ca, signal },
+        (res) => {
+          res.setEncoding('utf8');
+          res.on('data', onData);
+          res.on('end', resolve);
+          res.on('error', () => resolve());
+        },
+      );
+      req.on('error', (e) => (signal?.aborted ? resolve() : reject(e)));
+      req.end();
+    });
+  const core = kc.makeApiClient(CoreV1Api);
+  await kc.makeApiClient(BatchV1Api).createNamespacedJob({ namespace, body: jobManifest('probe', MISSING_IMAGE) });
+  const [pod] = await waitForJobPods(core, namespace, 'probe');
+  const selector = 'fieldSelector=status.phase%3DPending';
+  for (const [name, accept, query] of FORMATS) {
+    const q = new URLSearchParams(query).toString();
+    let listed = 0;
+    await get(`/api/v1/pods?${selector}&${q}`, accept, (c) => (listed += Buffer.byteLength(c)));
+    const rv = String((await core.listNamespacedPod({ namespace, limit: 1 })).metadata?.resourceVersion ?? '');
+    let watched = '';
+    const stop = new AbortController();
+    const path = `/api/v1/namespaces/${namespace}/pods?watch=true&resourceVersion=${rv}&${selector}&${q}`;
+    const watching = get(path, accept, (c) => (watched += c), stop.signal);
+    await setImagePullStuck(core, namespace, pod!.metadata!.name!, {
+      since: new Date(),
+      stuck: [{ container: 'main', reason: 'ErrImagePull', message: NOT_FOUND_MESSAGE }],
+    });
+    await new Promise((r) => setTimeout(r, 1_000));
+    stop.abort();
+    await watching;
+    const sizes = watched
+      .split('\n')
+      .filter((l) => l.trim() !== '')
+      .map((e) => Buffer.byteLength(e));
+    console.log(
+      `format ${name}: list ${Math.round(listed / PENDING)} bytes per Pending pod; watch: ${sizes.length} event(s) of ${sizes.join(', ')} bytes`,
+    );
+  }
+}
+
 async function main(): Promise<void> {
   ensureBuilt();
   const cluster = await startCluster({});
@@ -158,6 +217,7 @@ async function main(): Promise<void> {
     console.log(
       `${PENDING} Pending pods in ${(Date.now() - started) / 1000} s; ${JOBS} Jobs stuck at random moments over ${SPREAD_MS / 1000} s, grace ${GRACE_S} s`,
     );
+    if (process.argv.includes('--formats')) await formatProbe(cluster.kubeConfig, background[0]!);
     const all = new Map<string, Figures[]>();
     for (let run = 1; run <= RUNS; run += 1) {
       for (const mode of modes) {
