@@ -60,7 +60,7 @@ async function podRequests(raw: Raw): Promise<Map<string, number>> {
   const res = await raw.request('GET', '/metrics');
   const counts = new Map<string, number>();
   for (const line of res.body.split('\n')) {
-    if (!line.startsWith('apiserver_request_total{') || !line.includes('resource="pods"') || line.includes('subresource=')) continue;
+    if (!line.startsWith('apiserver_request_total{') || !line.includes('resource="pods"') || /subresource="[^"]/.test(line)) continue;
     const verb = /verb="(\w+)"/.exec(line)?.[1] ?? '?';
     counts.set(verb, (counts.get(verb) ?? 0) + Number(line.split(' ').pop()));
   }
@@ -182,10 +182,13 @@ async function formatProbe(kc: import('@kubernetes/client-node').KubeConfig, nam
     const stop = new AbortController();
     const path = `/api/v1/namespaces/${namespace}/pods?watch=true&resourceVersion=${rv}&${selector}&${q}`;
     const watching = get(path, accept, (c) => (watched += c), stop.signal);
-    await setImagePullStuck(core, namespace, pod!.metadata!.name!, {
-      since: new Date(),
-      stuck: [{ container: 'main', reason: 'ErrImagePull', message: NOT_FOUND_MESSAGE }],
-    });
+    // Two changes: whether the second event carries what the first did (a Table's column definitions).
+    for (const reason of ['ErrImagePull', 'ImagePullBackOff']) {
+      await setImagePullStuck(core, namespace, pod!.metadata!.name!, {
+        since: new Date(),
+        stuck: [{ container: 'main', reason, message: NOT_FOUND_MESSAGE }],
+      });
+    }
     await new Promise((r) => setTimeout(r, 1_000));
     stop.abort();
     await watching;
