@@ -3,7 +3,7 @@ import type winston from 'winston';
 import { act, type ActResult } from './act/act.ts';
 import { actOnCronJobs, type CronJobResult } from './act/cronjob.ts';
 import { writeInvalidPolicyEvent } from './act/invalid-policy.ts';
-import { settleFinished, type SettledJob } from './act/settle.ts';
+import { settleFinished } from './act/settle.ts';
 import { attributeToJobs } from './attribute/attribute.ts';
 import { statusOfActions, type SweepStatus } from './exit.ts';
 import { capacityByJob, withCapacity } from './judge/capacity.ts';
@@ -97,7 +97,7 @@ export async function sweep(liveDeps: SweepDeps, options: SweepOptions): Promise
   const judgeInput: JudgeInput = { ...observed.judgeInput, policy: loaded.policy, now };
   const { outage, decisions, finished, awaiting } = await decide(deps.gateway, judgeInput, observed.pendingJobs, observed.observation);
   const acted = await carryOut(deps.gateway, { ...judgeInput, outage }, decisions, finished, { options, log, claim });
-  const otherErrors = observed.errors + log.settled(acted.settled, options.dryRun);
+  const otherErrors = observed.errors + acted.settleErrors;
 
   const summary = summarize({
     sweepId: log.sweepId,
@@ -193,7 +193,7 @@ async function carryOut(
   decisions: Decision[],
   finished: JobView[],
   { options, log, claim }: { options: SweepOptions; log: SweepLog; claim: string },
-): Promise<{ results: ActResult[]; cronJobs: CronJobResult[]; settled: SettledJob[] }> {
+): Promise<{ results: ActResult[]; cronJobs: CronJobResult[]; settleErrors: number }> {
   const { now, policy } = judged;
   const { dryRun, instance, signal } = options;
   const live = await act(gateway, decisions, {
@@ -207,6 +207,7 @@ async function carryOut(
   });
   const reporter = { instance, now };
   const settled = await settleFinished(gateway, finished, { concurrency: CONCURRENT_WRITES, reporter, signal });
+  const settleErrors = log.settled(settled, dryRun);
   if (signal?.aborted) log.stopped();
   // CronJob suspension is a write too: none starts once the sweep was told to stop.
   const { suspendAfter } = policy.cronJobs;
@@ -216,7 +217,7 @@ async function carryOut(
         wordCronJobResult(c, dryRun),
       );
   for (const c of cronJobs) logCronJob(log.logger, cronJobAuditLine(log.sweepId, c, suspendAfter, dryRun));
-  return { results: live.map((r) => wordResult(r, dryRun)), cronJobs, settled };
+  return { results: live.map((r) => wordResult(r, dryRun)), cronJobs, settleErrors };
 }
 
 /**

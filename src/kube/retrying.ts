@@ -4,7 +4,7 @@ import type { V1CronJob, V1Job } from '@kubernetes/client-node';
 import { describeApiError, isRetryable, type ApiFailure } from './errors.ts';
 import type { KubeGateway } from './gateway.ts';
 import type { LeaseGateway } from './leases.ts';
-import { judgeWriteError } from './write-outcome.ts';
+import { carriesAnnotations, isConditional, isConflict, judgeWriteError } from './write-outcome.ts';
 
 export interface RetryNotice {
   /** The gateway method and its target, e.g. `readJob ci/build-7`. */
@@ -136,29 +136,10 @@ export function withRetries(plain: KubeGateway, options: Partial<RetryPolicy> = 
  */
 function settleConditional(patch: object, read: () => Promise<V1Job | V1CronJob>) {
   return async (error: unknown, retried: boolean): Promise<void | typeof FAILED> => {
-    if (!retried || !isConditional(patch) || !conflicted(error)) return FAILED;
+    if (!retried || !isConditional(patch) || !isConflict(error)) return FAILED;
     const current = await read().catch(() => undefined);
     return current && carriesAnnotations(current, patch) ? undefined : FAILED;
   };
-}
-
-function conflicted(error: unknown): boolean {
-  const outcome = judgeWriteError('update', error);
-  return !outcome.landed && outcome.why === 'conflict';
-}
-
-interface AnnotationPatch {
-  metadata?: { resourceVersion?: string; annotations?: Record<string, string | null> };
-}
-
-function isConditional(patch: object): boolean {
-  return typeof (patch as AnnotationPatch).metadata?.resourceVersion === 'string';
-}
-
-function carriesAnnotations(object: V1Job | V1CronJob, patch: object): boolean {
-  const wanted = Object.entries((patch as AnnotationPatch).metadata?.annotations ?? {});
-  const actual = object.metadata?.annotations ?? {};
-  return wanted.length > 0 && wanted.every(([key, value]) => (value === null ? !(key in actual) : actual[key] === value));
 }
 
 /**

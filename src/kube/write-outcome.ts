@@ -1,5 +1,7 @@
-// Did this write land, is this object gone? The one place a write's answer (and a read's 404) is
-// judged, for every write the sweeper makes.
+// Did this write land, is this object gone? The one place a write's answer, a read's 404 and a
+// conditional patch read back are judged, for every call the sweeper makes: the retry layer asks
+// here too. (A confirm callback only reads back the one field its write is known by.)
+import type { V1CronJob, V1Job } from '@kubernetes/client-node';
 import { describeApiError, type ApiFailure } from './errors.ts';
 
 /**
@@ -47,6 +49,28 @@ export async function tryWrite<T>(
     if (outcome.why === 'gone' || (outcome.why === 'conflict' && !options.confirmConflicts)) return outcome;
     return (await confirm().catch(() => false)) ? LANDED : outcome;
   }
+}
+
+/** A patch's answer says a precondition failed (409): the object changed. */
+export function isConflict(error: unknown): boolean {
+  const outcome = judgeWriteError('update', error);
+  return !outcome.landed && outcome.why === 'conflict';
+}
+
+interface AnnotationPatch {
+  metadata?: { resourceVersion?: string; annotations?: Record<string, string | null> };
+}
+
+/** A patch conditional on the object's resourceVersion. */
+export function isConditional(patch: object): boolean {
+  return typeof (patch as AnnotationPatch).metadata?.resourceVersion === 'string';
+}
+
+/** The object read back carries every annotation the patch sets (and none it removes): the patch landed. */
+export function carriesAnnotations(object: V1Job | V1CronJob, patch: object): boolean {
+  const wanted = Object.entries((patch as AnnotationPatch).metadata?.annotations ?? {});
+  const actual = object.metadata?.annotations ?? {};
+  return wanted.length > 0 && wanted.every(([key, value]) => (value === null ? !(key in actual) : actual[key] === value));
 }
 
 /** A read that may find the object gone (404), as its value, `gone`, or why it failed. */
