@@ -9,6 +9,7 @@ import { before, describe, it } from 'node:test';
 import { BatchV1Api, CoreV1Api, type V1Job } from '@kubernetes/client-node';
 import { findStuckContainers } from '../../src/classify/index.ts';
 import { ensureBuilt, jsonLines, startCli } from '../support/cli.ts';
+import { freePort } from '../support/cluster.ts';
 import { jobManifest } from '../support/fixtures.ts';
 import { useTestCluster } from '../support/hooks.ts';
 import { waitFor, waitForJobPods } from '../support/kubelet.ts';
@@ -59,7 +60,10 @@ describe('run --watch on the real node', () => {
       job.metadata = { ...job.metadata, annotations: { 'imagepull-sweeper/grace': '10s' } };
       job.spec!.template.spec = nodePodSpec(node, [{ name: 'main', image }]);
       let stuckSince: Date | undefined;
-      const lines = await watching(['--namespace', ns, '--policy-file', file('node.yaml', '{}\n')], async () => {
+      let metrics = '';
+      const port = await freePort();
+      const args = ['--namespace', ns, '--policy-file', file('node.yaml', '{}\n'), '--listen', `127.0.0.1:${port}`];
+      const lines = await watching(args, async () => {
         await env.kc.makeApiClient(BatchV1Api).createNamespacedJob({ namespace: ns, body: job });
         const [pod] = await waitForJobPods(env.kc.makeApiClient(CoreV1Api), ns, 'build');
         const seen = await observeReasons(env.kc, ns, pod!.metadata!.name!, {
@@ -70,6 +74,7 @@ describe('run --watch on the real node', () => {
         // The stuck clock the sweeper uses, from the kubelet's own condition times (never before the first ErrImagePull).
         stuckSince = findStuckContainers(seen.get('ErrImagePull')!)[0]!.stuckSince;
         await waitForJobFailed(env.kc, ns, 'build', 60_000);
+        metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
       });
       const failed = trueCondition(await readJob(env.kc, ns, 'build'), 'Failed') as { reason?: string; lastTransitionTime?: Date };
       assert.equal(failed.reason, 'DeadlineExceeded');
@@ -82,6 +87,10 @@ describe('run --watch on the real node', () => {
         [[10, 'annotation']],
       );
       assert.equal((await sweeperEvents(env.kc, ns)).length, 1);
+      // The timer's sweep, and one reaction measured from grace expiry to the claim.
+      assert.match(metrics, /imagepull_sweeper_watch_sweeps_total\{trigger="timer"\} [1-9]/);
+      assert.match(metrics, /imagepull_sweeper_watch_reaction_seconds_count\{reason="grace"\} 1\b/);
+      assert.match(metrics, /imagepull_sweeper_watch_lists_total\{watch="pods"\} 1\b/);
     },
   );
 });
