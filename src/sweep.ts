@@ -19,7 +19,7 @@ import type { JobView, PodOwner } from './model.ts';
 import { readJobPods } from './observe/job-pods.ts';
 import { readNamespaceLabels } from './observe/namespace-labels.ts';
 import { listPendingJobs } from './observe/pending-jobs.ts';
-import { observeStuckContainers, type Observation } from './observe/pods.ts';
+import { observeStuckContainers, type ObserveOptions, type Observation } from './observe/pods.ts';
 import { LABELS } from './policy/annotations.ts';
 import { loadPolicy, problemSource, type LoadedPolicy, type PolicyLocation } from './policy/load.ts';
 import { formatProblem } from './policy/problems.ts';
@@ -59,6 +59,8 @@ export interface SweepDeps {
    */
   monotonicMs: () => number;
   logger: winston.Logger;
+  /** Where the stuck containers come from: listing the Pending pods, unless `run --watch` passes its cache (src/watch/). */
+  observe?: (gateway: KubeGateway, options: ObserveOptions) => Promise<Observation>;
 }
 
 export type { SweepStatus } from './exit.ts';
@@ -85,7 +87,7 @@ export async function sweep(liveDeps: SweepDeps, options: SweepOptions): Promise
   if (!loaded.ok) return policyFailure(deps, options, log, startedMs, loaded);
   log.policyLoaded(loaded, problemSource(options.policy));
 
-  const observed = await observe(deps.gateway, options, log, loaded.policy);
+  const observed = await observe(deps.gateway, options, log, loaded.policy, deps.observe);
   if ('status' in observed) return observed;
   const nowMs = deps.monotonicMs();
   const now = serverNow(deps.gateway.lastServerDate(), nowMs - startedMs);
@@ -131,10 +133,16 @@ interface Observed {
 }
 
 /** The pod list, then the reads that depend on it only: Jobs, Namespace labels, pending Jobs, the server's version. */
-async function observe(gateway: KubeGateway, options: SweepOptions, log: SweepLog, policy: Policy): Promise<Observed | SweepResult> {
+async function observe(
+  gateway: KubeGateway,
+  options: SweepOptions,
+  log: SweepLog,
+  policy: Policy,
+  source: NonNullable<SweepDeps['observe']> = observeStuckContainers,
+): Promise<Observed | SweepResult> {
   let observation;
   try {
-    observation = await observeStuckContainers(gateway, {
+    observation = await source(gateway, {
       namespaces: options.namespaces,
       pageSize: options.pageSize ?? 500,
       onRestart: log.listRestarted('pod list'),

@@ -16,6 +16,7 @@ import {
   type SweepFlags,
   outputFormat,
   prepareSweep,
+  requestTimeoutMs,
   retryLine,
   shownDuration,
   tryGateway,
@@ -89,8 +90,12 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
     .requiredOption('--schedule <cron>', 'cron expression: 5 fields, or 6 with seconds first')
     .option('--timezone <tz>', 'IANA time zone for the schedule', 'UTC')
     .option('--listen <addr>', 'serve /healthz and /metrics on HOST:PORT (e.g. :9090)')
+    .option(
+      '--watch',
+      'also act on each Job the moment its grace runs out (a watch on the pods and the policy); the schedule stays as a backstop',
+    )
     .addHelpText('after', RUN_EXAMPLES)
-    .action(async (flags: SweepFlags & LeaderElectFlags & { schedule: string; timezone: string; listen?: string }) => {
+    .action(async (flags: SweepFlags & LeaderElectFlags & { schedule: string; timezone: string; listen?: string; watch?: boolean }) => {
       // Loaded here: `sweep` and `policy` never need the scheduler or prom-client.
       const { abortableSleep, parseSchedule, runOnSchedule } = await import('../schedule/scheduler.ts');
       const { SweepMetrics, parseListenAddress, serveMetrics } = await import('../schedule/metrics.ts');
@@ -118,8 +123,9 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
           },
           signal,
         );
-      if (flags.leaderElect) await runAsLeader(flags, deps.logger, (s) => runSchedule(s, s), stop.signal);
-      else await runSchedule(stop.signal);
+      const run = flags.watch ? await watchRunner(flags, { deps, options, sweep, schedule, metrics }) : runSchedule;
+      if (flags.leaderElect) await runAsLeader(flags, deps.logger, (s) => run(s, s), stop.signal);
+      else await run(stop.signal);
       await new Promise((resolve) => (server ? server.close(resolve) : resolve(undefined)));
       setExitCode(EXIT.ok);
     });
@@ -211,6 +217,39 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
     });
 
   return program;
+}
+
+/** `run --watch`: the loop of src/watch/ instead of the schedule's, the same sweep and metrics. */
+async function watchRunner(
+  flags: SweepFlags,
+  run: Awaited<ReturnType<typeof prepareSweep>> & {
+    schedule: import('../schedule/scheduler.ts').Schedule;
+    metrics: import('../schedule/metrics.ts').SweepMetrics;
+  },
+): Promise<(signal: AbortSignal, leading?: AbortSignal) => Promise<void>> {
+  const [{ runWatching }, { WatchMetrics }, { createWatchGateway }, { loadKubeConfig }, { abortableSleep }] = await Promise.all([
+    import('../watch/run.ts'),
+    import('../watch/metrics.ts'),
+    import('../kube/watch.ts'),
+    import('./kube-config.ts'),
+    import('../schedule/scheduler.ts'),
+  ]);
+  const watchGateway = createWatchGateway(loadKubeConfig(flags), { timeoutMs: requestTimeoutMs(flags.requestTimeout) });
+  const watchMetrics = new WatchMetrics(run.metrics.registry);
+  return (signal, leading) =>
+    runWatching(
+      {
+        sweepDeps: run.deps,
+        sweep: run.sweep,
+        watchGateway,
+        schedule: run.schedule,
+        metrics: watchMetrics,
+        onSweep: (result, seconds, at) => run.metrics.record(result, seconds, at),
+        sleep: abortableSleep,
+      },
+      leading ? { ...run.options, signal: leading } : run.options,
+      signal,
+    );
 }
 
 function collect(value: string, previous: string[] | undefined): string[] {

@@ -27,6 +27,17 @@ export interface KubeHttp {
   send(method: Method, path: string, options?: SendOptions): Promise<unknown>;
   /** The Date header of the newest answer of the API server (2xx, or its own Status) that carried one (docs/clock.md). */
   lastServerDate(): ServerDate | undefined;
+  /** GET with `watch=true` in `query`: each event handed to `onEvent`; non-2xx throws an ApiStatusError. */
+  watch(path: string, query: Record<string, string | number | undefined>, options: WatchOptions): Promise<void>;
+}
+
+export interface WatchOptions {
+  accept?: string;
+  onEvent: (event: unknown) => void;
+  /** Gives up on a connection that sends nothing for this long. */
+  idleTimeoutMs: number;
+  /** Ends the watch (resolves). */
+  signal?: AbortSignal;
 }
 
 /**
@@ -79,17 +90,21 @@ export function createKubeHttp(kubeConfig: KubeConfig, timeoutMs: number, monoto
     if (date && (!newest || receivedAtMs >= newest.receivedAtMs)) newest = { date, receivedAtMs };
   };
 
-  async function send(method: Method, path: string, query: Query, options: SendOptions): Promise<unknown> {
+  const target = async (method: Method, path: string, query: Query, accept: string | undefined) => {
     const url = new URL(server.replace(/\/+$/, '') + path);
     for (const [k, v] of Object.entries(query)) if (v !== undefined && v !== '') url.searchParams.set(k, String(v));
     const { headers: authHeaders, agent } = await authenticate(url, method);
+    const headers: Record<string, string | number> = { ...authHeaders, Accept: accept ?? 'application/json' };
+    return { url, headers, agent, transport: url.protocol === 'http:' ? http : https };
+  };
+
+  async function send(method: Method, path: string, query: Query, options: SendOptions): Promise<unknown> {
+    const { url, headers, agent, transport } = await target(method, path, query, options.accept);
     const payload = options.body === undefined ? undefined : JSON.stringify(options.body);
-    const headers: Record<string, string | number> = { ...authHeaders, Accept: options.accept ?? 'application/json' };
     if (payload !== undefined) {
       headers['Content-Type'] = options.contentType ?? 'application/json';
       headers['Content-Length'] = Buffer.byteLength(payload);
     }
-    const transport = url.protocol === 'http:' ? http : https;
     const { status, body, responseHeaders } = await new Promise<{ status: number; body: string; responseHeaders: Record<string, string> }>(
       (resolve, reject) => {
         const failed = (error: unknown) => {
@@ -130,7 +145,70 @@ export function createKubeHttp(kubeConfig: KubeConfig, timeoutMs: number, monoto
     return body === '' || options.ignoreAnswer ? undefined : (JSON.parse(body) as unknown);
   }
 
+  /** A watch: each line of a 2xx answer parsed and handed on as it arrives; resolves when the server ends it or `signal` aborts. */
+  async function watch(path: string, query: Query, options: WatchOptions): Promise<void> {
+    const { url, headers, agent, transport } = await target('GET', path, query, options.accept);
+    await new Promise<void>((resolve, reject) => {
+      let idle: NodeJS.Timeout | undefined;
+      const finish = (error?: unknown) => {
+        clearTimeout(idle);
+        options.signal?.removeEventListener('abort', stop);
+        if (error === undefined) resolve();
+        else reject(error);
+      };
+      const req = transport.request(url, { method: 'GET', headers, agent }, (res) => {
+        const status = res.statusCode ?? 0;
+        res.setEncoding('utf8');
+        if (status < 200 || status > 299) {
+          let body = '';
+          res.on('data', (c: string) => (body += c));
+          res.on('end', () => {
+            if (fromApiServer(status, body)) noteDate(res.headers.date, performance.now());
+            const responseHeaders: Record<string, string> = {};
+            for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) responseHeaders[k] = String(v);
+            finish(new ApiStatusError(status, `HTTP ${status} for watch ${url.pathname}: ${body.slice(0, 500)}`, body, responseHeaders));
+          });
+          return;
+        }
+        noteDate(res.headers.date, performance.now());
+        let partial = '';
+        res.on('data', (chunk: string) => {
+          armIdle();
+          const lines = (partial + chunk).split('\n');
+          partial = lines.pop() ?? '';
+          try {
+            for (const line of lines) if (line.trim() !== '') options.onEvent(JSON.parse(line) as unknown);
+          } catch (error) {
+            req.destroy();
+            finish(error);
+          }
+        });
+        res.on('error', finish);
+        res.on('end', () => finish());
+      });
+      // No byte for this long (not even a bookmark) means a connection that died silently.
+      const armIdle = () => {
+        clearTimeout(idle);
+        idle = setTimeout(() => {
+          const timedOut = new DOMException(`watch ${url.pathname}: nothing received for ${options.idleTimeoutMs} ms`, 'TimeoutError');
+          req.destroy(timedOut);
+          finish(timedOut);
+        }, options.idleTimeoutMs);
+      };
+      const stop = () => {
+        req.destroy();
+        finish();
+      };
+      if (options.signal?.aborted) return stop();
+      options.signal?.addEventListener('abort', stop, { once: true });
+      armIdle();
+      req.on('error', finish);
+      req.end();
+    });
+  }
+
   return {
+    watch,
     getJson: (path, query, options = {}) => send('GET', path, query, options),
     send: (method, path, options = {}) => send(method, path, options.query ?? {}, options),
     lastServerDate: () => (newest ? { date: newest.date, ageMs: monotonicMs() - newest.receivedAtMs } : undefined),

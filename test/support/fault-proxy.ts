@@ -5,7 +5,9 @@
 //   reset     the connection is dropped before forwarding
 //   slow      held for `slowMs` (longer than the client's --request-timeout), then forwarded anyway
 //   lost      forwarded (the write lands), then the connection is dropped instead of the answer
-// and, with `stripDate`, answers without a Date header (a proxy that drops it).
+// and, with `stripDate`, answers without a Date header (a proxy that drops it). Watch requests
+// are streamed through as the API server sends them; `dropWatches` cuts the open ones and
+// `refuseWatches` answers new ones 503 (an API server going away and coming back).
 // It has its own self-signed CA; `writeKubeconfig` gives the sweeper a kubeconfig that trusts it
 // and carries the test's credentials, which the proxy passes through to the API server.
 import { execFileSync } from 'node:child_process';
@@ -63,6 +65,14 @@ export interface FaultProxy {
   report(): string;
   /** Turn injection on or off (the proxy keeps forwarding). */
   setFaultRate(rate: number): void;
+  /** Cuts every watch stream in flight (the connection is reset); returns how many. */
+  dropWatches(): number;
+  /** Watch streams open now. */
+  openWatches(): number;
+  /** While on, new watch requests are answered 503 before reaching the API server. */
+  refuseWatches(on: boolean): void;
+  /** Watch requests seen (their path and query), in order. */
+  watchRequests(): string[];
   /** A copy of `kubeconfigPath` whose current cluster is this proxy, trusting its CA. */
   writeKubeconfig(kubeconfigPath: string): string;
   close(): Promise<void>;
@@ -214,7 +224,43 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
       out.end(body);
     });
 
+  const openWatches = new Set<IncomingMessage>();
+  const watches: string[] = [];
+  let refusingWatches = false;
+  /** A watch answer is piped as it comes: it ends only when the API server (or a drop) ends it. */
+  const streamWatch = (req: IncomingMessage, res: ServerResponse): void => {
+    watches.push(req.url ?? '');
+    if (refusingWatches) return status(res, 503, 'ServiceUnavailable');
+    openWatches.add(req);
+    const headers = { ...req.headers, host: upstream.host };
+    const out = https.request(
+      {
+        protocol: 'https:',
+        hostname: upstream.hostname,
+        port: upstream.port,
+        path: req.url,
+        method: 'GET',
+        headers,
+        agent: false,
+        ca: options.upstreamCa,
+      },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+        answer.on('error', () => req.socket.destroy());
+      },
+    );
+    const close = () => {
+      openWatches.delete(req);
+      out.destroy();
+    };
+    req.socket.once('close', close);
+    out.on('error', () => req.socket.destroy());
+    out.end();
+  };
+
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    if (/[?&]watch=(true|1)(&|$)/.test(req.url ?? '')) return streamWatch(req, res);
     const body = await readBody(req);
     const write = req.method !== 'GET' && req.method !== 'HEAD';
     stats.requests += 1;
@@ -280,6 +326,16 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     setFaultRate(rate) {
       faultRate = rate;
     },
+    dropWatches() {
+      const open = [...openWatches];
+      for (const req of open) req.socket.destroy();
+      return open.length;
+    },
+    openWatches: () => openWatches.size,
+    refuseWatches(on) {
+      refusingWatches = on;
+    },
+    watchRequests: () => [...watches],
     writeKubeconfig(kubeconfigPath) {
       return redirectKubeconfig(kubeconfigPath, url, certs.caPem, join(dir, `kubeconfig-${++kubeconfigs}`));
     },

@@ -1,0 +1,131 @@
+// When the next sweep is due for one Job (or one pod without a Job), from the decision a sweep or
+// a pre-judgement made about it. Pure: the timers decide only WHEN to sweep; the sweep decides
+// WHAT (docs/how-it-works.md "Event-driven mode"). Times are milliseconds on the API server's clock.
+import type { Decision } from '../judge/types.ts';
+import type { Outcome } from '../model.ts';
+import { ANNOTATIONS } from '../policy/annotations.ts';
+import type { Limits } from '../policy/types.ts';
+
+export type DueReason = 'grace' | 'forceDeleteAfter' | 'confirmWithin' | 'deferred' | 'error';
+
+export interface Due {
+  atMs: number;
+  reason: DueReason;
+}
+
+export interface DueContext {
+  /** The API server's time now (ms). */
+  nowMs: number;
+  limits: Pick<Limits, 'confirmWithinSeconds' | 'forceDeleteAfterSeconds'>;
+  /** The earliest the Jobs failed by this sweep can carry as `failed-at` (the sweep's start). */
+  claimedAtMs?: number;
+  dryRun?: boolean;
+}
+
+/** How soon a Job judged still within grace, although its time has come by our clock, is tried again. */
+export const NOT_YET_RETRY_MS = 250;
+/** How soon a Job whose read or write failed is tried again (the gateway has already retried). */
+export const ERROR_RETRY_MS = 5_000;
+
+/**
+ * The next time a sweep should look at this decision's Job. `outcome` is what the sweep did
+ * (undefined for a pre-judgement: nothing was done yet). Undefined: no timed rule is left; only
+ * a change seen by the watch, or the backstop sweep, looks at it again.
+ */
+export function dueOf(decision: Decision, outcome: Outcome | undefined, ctx: DueContext): Due | undefined {
+  const job = decision.jobView;
+  if (outcome === 'failed' && ctx.claimedAtMs !== undefined) return pendingDue(ctx.claimedAtMs, ctx);
+  const failedAt = job?.annotations[ANNOTATIONS.failedAt];
+  if (job && failedAt !== undefined && (!job.finished || job.failing === true) && !job.deleting) {
+    const at = Date.parse(failedAt);
+    return Number.isNaN(at) ? undefined : pendingDue(at, ctx);
+  }
+  const plan = outcome === undefined ? decision.plan : planOfOutcome(outcome, decision);
+  switch (plan) {
+    case 'skip': {
+      if (decision.graceSeconds === undefined || decision.stuckSeconds >= decision.graceSeconds) return undefined;
+      const atMs = decision.stuckSince.getTime() + decision.graceSeconds * 1000;
+      // Our clock runs ahead of the sweep's (its "now" is a truncated Date header): try again shortly.
+      return { atMs: Math.max(atMs, outcome === undefined ? atMs : ctx.nowMs + NOT_YET_RETRY_MS), reason: 'grace' };
+    }
+    case 'fail':
+      return ctx.dryRun && outcome !== undefined ? undefined : { atMs: ctx.nowMs, reason: 'grace' };
+    case 'report':
+      return outcome !== undefined || job?.annotations[ANNOTATIONS.reportedAt] !== undefined
+        ? undefined
+        : { atMs: ctx.nowMs, reason: 'grace' };
+    case 'defer':
+      return { atMs: ctx.nowMs + (outcome === undefined ? 0 : NOT_YET_RETRY_MS), reason: 'deferred' };
+    case 'error':
+      return { atMs: ctx.nowMs + ERROR_RETRY_MS, reason: 'error' };
+    default:
+      return undefined;
+  }
+}
+
+function planOfOutcome(outcome: Outcome, decision: Decision): Decision['plan'] | 'done' {
+  switch (outcome) {
+    case 'skipped':
+      return 'skip';
+    case 'deferred':
+      return 'defer';
+    case 'error':
+      return 'error';
+    case 'would-fail':
+      return 'fail';
+    default:
+      return decision.plan === 'skip' ? 'skip' : 'done';
+  }
+}
+
+/** A Job failed by the sweeper and not finished: force-delete after forceDeleteAfter, fail again after confirmWithin. */
+function pendingDue(failedAtMs: number, ctx: DueContext): Due | undefined {
+  if (ctx.dryRun) return undefined;
+  const candidates: Due[] = [];
+  const forceAfter = ctx.limits.forceDeleteAfterSeconds ?? 0;
+  if (forceAfter > 0) candidates.push({ atMs: failedAtMs + forceAfter * 1000, reason: 'forceDeleteAfter' });
+  candidates.push({ atMs: failedAtMs + ctx.limits.confirmWithinSeconds * 1000, reason: 'confirmWithin' });
+  // A time already passed was acted on by the sweep that reported this decision.
+  const future = candidates.filter((d) => d.atMs > ctx.nowMs);
+  return future.sort((a, b) => a.atMs - b.atMs)[0];
+}
+
+/** The timers: one due time per key (a Job's uid, or a pod's for a pod without a Job). */
+export class DueTimes {
+  private readonly dues = new Map<string, Due>();
+
+  set(key: string, due: Due | undefined): void {
+    if (due) this.dues.set(key, due);
+    else this.dues.delete(key);
+  }
+
+  get(key: string): Due | undefined {
+    return this.dues.get(key);
+  }
+
+  delete(key: string): void {
+    this.dues.delete(key);
+  }
+
+  clear(): void {
+    this.dues.clear();
+  }
+
+  get size(): number {
+    return this.dues.size;
+  }
+
+  /** The earliest due time, if any. */
+  earliest(): Due | undefined {
+    let best: Due | undefined;
+    for (const due of this.dues.values()) if (!best || due.atMs < best.atMs) best = due;
+    return best;
+  }
+
+  /** The keys due at `nowMs` (their time has come), with their due times. */
+  dueBy(nowMs: number): Map<string, Due> {
+    const out = new Map<string, Due>();
+    for (const [key, due] of this.dues) if (due.atMs <= nowMs) out.set(key, due);
+    return out;
+  }
+}

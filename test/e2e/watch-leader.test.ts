@@ -1,0 +1,101 @@
+// `run --watch --leader-elect` on the real control plane, as the shipped ServiceAccount with the
+// Deployment mode's RBAC: only the leader watches; kill -9 it while a Job's timer is pending, and
+// the new leader fails that Job (whose grace ran out while there was no leader) as soon as it
+// takes the Lease.
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { before, describe, it } from 'node:test';
+import { CoordinationV1Api, KubernetesObjectApi, PatchStrategy, type KubeConfig } from '@kubernetes/client-node';
+import { ensureBuilt, jsonLines, startCli } from '../support/cli.ts';
+import { useTestCluster } from '../support/hooks.ts';
+import { waitFor } from '../support/kubelet.ts';
+import { applyManifests, INSTALL_NS, loadManifest, serviceAccountKubeconfig } from '../support/manifests.ts';
+import { createStuckJob, sweeperEvents, waitForJobFailed } from '../support/sweeper.ts';
+
+const LEASE = 'imagepull-sweeper';
+
+let kc: KubeConfig;
+let saKubeconfig: string;
+let saDir: string;
+const env = useTestCluster(async (hooks) => {
+  kc = hooks.kc;
+  ensureBuilt();
+  await applyManifests(kc);
+  // The Deployment mode's addition for the watch.
+  const api = KubernetesObjectApi.makeApiClient(kc);
+  for (const obj of loadManifest('deployment/watch-rbac.yaml'))
+    await api.patch(obj, undefined, undefined, 'imagepull-sweeper-test', true, PatchStrategy.ServerSideApply);
+  const sa = await serviceAccountKubeconfig(kc);
+  hooks.onCleanup(async () => sa.remove());
+  ({ path: saKubeconfig, dir: saDir } = sa);
+});
+
+type Replica = ReturnType<typeof startCli> & { name: string };
+
+describe('run --watch --leader-elect', () => {
+  const replicas: Replica[] = [];
+  before(async () => {
+    const leases = kc.makeApiClient(CoordinationV1Api);
+    await leases.deleteNamespacedLease({ namespace: INSTALL_NS, name: LEASE }).catch(() => undefined);
+    env.onCleanup(async () => {
+      for (const r of replicas) r.child.kill('SIGKILL');
+      await leases.deleteNamespacedLease({ namespace: INSTALL_NS, name: LEASE }).catch(() => undefined);
+    });
+  });
+
+  it(
+    'only the leader watches; after kill -9 the new leader fails the Job whose grace ran out meanwhile, at once',
+    { timeout: 240_000 },
+    async () => {
+      const ns = await env.namespace('watch-leader');
+      const policy = join(saDir, 'watch-leader.yaml');
+      writeFileSync(policy, 'defaults: { grace: { permanent: 8s } }\n');
+      const start = (name: string): Replica => {
+        const args = ['run', '--watch', '--leader-elect', '--leader-elect-namespace', INSTALL_NS, '--schedule', '0 0 1 1 *'];
+        const replica = {
+          name,
+          ...startCli([...args, '--namespace', ns, '--policy-file', policy, '--kubeconfig', saKubeconfig, '--output', 'json'], {
+            POD_NAME: name,
+            POD_NAMESPACE: INSTALL_NS,
+          }),
+        };
+        replicas.push(replica);
+        return replica;
+      };
+      const lines = (r: Replica, message: string) => jsonLines(r.output()).filter((l) => l.message === message);
+      const leads = (r: Replica) => lines(r, 'became the leader: sweeping').length > 0;
+      const synced = (r: Replica) => lines(r, 'watching: the pod cache is synced').length > 0;
+
+      const a = start('watch-a');
+      const b = start('watch-b');
+      await waitFor(() => (leads(a) && synced(a)) || (leads(b) && synced(b)), 60_000, 'a leader watching');
+      const [leader, follower] = leads(a) ? [a, b] : [b, a];
+      await waitFor(() => lines(follower, 'lease held by another sweeper').length > 0, 30_000, 'the follower sees the leader');
+      assert.equal(synced(follower), false, 'the follower does not watch');
+
+      // The timer is set by the leader; the leader dies before it fires.
+      await createStuckJob(kc, ns, 'orphaned', { stuckFor: 0 });
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      leader.child.kill('SIGKILL');
+      await waitFor(() => leads(follower), 60_000, 'the follower takes over');
+      await waitForJobFailed(kc, ns, 'orphaned', 30_000);
+
+      const tookAt = Date.parse(String(lines(follower, 'became the leader: sweeping')[0]!.timestamp));
+      const failed = jsonLines(follower.output()).filter((l) => l.message === 'decision' && l.job === 'orphaned' && l.outcome === 'failed');
+      assert.equal(failed.length, 1, follower.output());
+      const reactionMs = Date.parse(String(failed[0]!.timestamp)) - tookAt;
+      process.stderr.write(`[watch-leader] the new leader failed the Job ${reactionMs} ms after taking the Lease\n`);
+      assert.ok(reactionMs <= 1_000, `${reactionMs} ms after taking the Lease`);
+      assert.ok(Number(failed[0]!.stuckSeconds) >= 8);
+      assert.equal(
+        jsonLines(leader.output()).filter((l) => l.message === 'decision' && l.outcome === 'failed').length,
+        0,
+        'the killed leader failed nothing',
+      );
+      assert.equal((await sweeperEvents(kc, ns)).filter((e) => e.reason === 'ImagePullStuck').length, 1);
+      follower.child.kill('SIGTERM');
+      assert.equal(await follower.exited, 0, follower.output());
+    },
+  );
+});
