@@ -55,6 +55,11 @@ export const chartValuesSchema = z
       .strictObject({
         replicas: z.int().min(0).describe('replicas; one holds the Lease and sweeps (0: none runs)'),
         metricsPort: z.int().min(1).max(65535).describe('port of `/metrics` and `/healthz`'),
+        watch: z
+          .boolean()
+          .describe(
+            '`run --watch`: act the moment a grace runs out, the schedule as a backstop (docs/deployment.md); false: on the schedule only',
+          ),
       })
       .describe('deployment mode'),
     podDisruptionBudget: z

@@ -34,7 +34,7 @@ describe('chart values', () => {
     assert.deepEqual(problems({ global: { imageRegistry: 'r.example' } }), [], 'as a dependency, Helm adds global');
     assert.deepEqual(problems({ mode: 'Deployment' }), ['mode: invalid_value']);
     assert.deepEqual(problems({ replicas: 3 }), [': unrecognized_keys']);
-    assert.deepEqual(problems({ deployment: { replicas: '2', metricsPort: 9090 } }), ['deployment.replicas: invalid_type']);
+    assert.deepEqual(problems({ deployment: { replicas: '2', metricsPort: 9090, watch: true } }), ['deployment.replicas: invalid_type']);
     assert.deepEqual(problems({ image: { repository: 'r', tag: '', digest: 'latest', pullPolicy: 'Always' } }), [
       'image.digest: invalid_format',
     ]);
