@@ -205,3 +205,8 @@ export interface SpentGrace {
   /** RFC 3339, when the sweeper failed that Job. */
   at: string;
 }
+
+/** `Kind/name` per link, nearest first: how the audit line, the Event and the message name an owner chain. */
+export function formatOwners(owners: readonly Pick<OwnerRef, 'kind' | 'name'>[]): string[] {
+  return owners.map((o) => `${o.kind}/${o.name}`);
+}

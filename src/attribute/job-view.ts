@@ -78,8 +78,3 @@ export function jobPodsSelector(jobUid: string): string {
 export function isJobSet(ref: Pick<OwnerRef, 'apiVersion' | 'kind'>): boolean {
   return ref.kind === 'JobSet' && ref.apiVersion.split('/')[0] === JOBSET_GROUP;
 }
-
-/** `Kind/name` per link, nearest first: how the audit line, the Event and the message name an owner chain. */
-export function formatOwners(owners: readonly Pick<OwnerRef, 'kind' | 'name'>[]): string[] {
-  return owners.map((o) => `${o.kind}/${o.name}`);
-}

@@ -1,8 +1,7 @@
 // Building one decision, and the verdict every stuck subject (a Job, or a pod under an `owners`
 // rule) gets once nothing leaves it alone: within grace, report only, held by the outage breaker,
 // or failed by its mechanism. Pure.
-import { formatOwners } from '../attribute/job-view.ts';
-import type { Action, JobView, StuckContainer } from '../model.ts';
+import { formatOwners, type Action, type JobView, type StuckContainer } from '../model.ts';
 import { ANNOTATIONS } from '../policy/annotations.ts';
 import { formatDuration } from '../policy/duration.ts';
 import { describeGraceSource } from '../policy/resolve.ts';

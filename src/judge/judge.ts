@@ -1,5 +1,4 @@
-import type { Action, JobView, PodOwner, StuckContainer } from '../model.ts';
-import { formatOwners } from '../attribute/job-view.ts';
+import { formatOwners, type Action, type JobView, type PodOwner, type StuckContainer } from '../model.ts';
 import { ANNOTATIONS, ignoredByAnnotation } from '../policy/annotations.ts';
 import { graceForJob, resolveForNamespace } from '../policy/resolve.ts';
 import type { EffectivePolicy, Policy } from '../policy/types.ts';

@@ -1,8 +1,7 @@
 // A stuck pod whose controller is not a Job, under an `owners` rule (docs/contract.md, "Owners
 // other than a Job"): judged like a Job, by its own `imagepull-sweeper/` annotations, and failed
 // through its own spec.activeDeadlineSeconds. Without such a rule it is only reported. Pure.
-import { formatOwners } from '../attribute/job-view.ts';
-import type { OwnerRef, StuckContainer } from '../model.ts';
+import { formatOwners, type OwnerRef, type StuckContainer } from '../model.ts';
 import { ANNOTATIONS, ignoredByAnnotation } from '../policy/annotations.ts';
 import { ownerKindOf } from '../policy/owners.ts';
 import { graceForJob, ownersRuleFor, resolveForNamespace, type NamespaceInput } from '../policy/resolve.ts';

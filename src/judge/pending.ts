@@ -1,9 +1,8 @@
 // The confirmation rule (docs/contract.md "How a Job is failed"), pure: a Job the sweeper failed (it carries `failed-at`) that has
 // not finished is looked at on every sweep, failed again once `confirmWithin` has passed, and its
 // never-started pods still terminating `forceDeleteAfter` after `failed-at` are force-deleted.
-import { formatOwners } from '../attribute/job-view.ts';
 import type { V1Pod } from '@kubernetes/client-node';
-import { isStuckReason, type JobView } from '../model.ts';
+import { formatOwners, isStuckReason, type JobView } from '../model.ts';
 import { ANNOTATIONS } from '../policy/annotations.ts';
 import { formatDuration } from '../policy/duration.ts';
 import { parseClaimMessage } from './claim-message.ts';
