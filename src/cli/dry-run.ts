@@ -11,7 +11,7 @@ export const DRY_RUN_MODES: readonly DryRunMode[] = ['client', 'server'];
 export function dryRunOption(): Option {
   return new Option(
     '--dry-run [mode]',
-    'decide everything, change nothing: client (the default) sends no write; server sends each with dryRun=All, judged by RBAC and admission',
+    'decide everything, change nothing: client sends no write; server sends each with dryRun=All, judged by RBAC and admission',
   )
     .choices(DRY_RUN_MODES)
     .preset('client');
