@@ -135,6 +135,7 @@ function pagedGateway(total: number, stuckEvery: number): KubeGateway {
     mergePatchPod: notUsed,
     lastServerDate: notUsed,
     readServerVersion: notUsed,
+    serverDryRun: notUsed,
   };
 }
 

@@ -38,8 +38,10 @@ const LIST_JOBS_THRESHOLD = 10;
 const CONCURRENT_JOB_LISTS = 2;
 
 export interface SweepOptions {
-  /** Writes are recorded, not sent (kube/dry-run-gateway.ts), and audited as `would-`. */
+  /** Nothing is changed, and the outcomes are audited as `would-`. */
   dryRun: boolean;
+  /** `client` (the default): writes recorded, never sent; `server`: each sent with `dryRun=All`, judged, not persisted. */
+  dryRunMode?: DryRunMode;
   /** Empty: every namespace. */
   namespaces: string[];
   policy: PolicyLocation;
@@ -49,6 +51,8 @@ export interface SweepOptions {
   /** SIGTERM/SIGINT: writes in flight finish, no new one starts, the sweep reports what it did. */
   signal?: AbortSignal;
 }
+
+export type DryRunMode = 'client' | 'server';
 
 export interface SweepDeps {
   /** Retries are the gateway's business (kube/retrying.ts); the sweep calls each method once. */
@@ -76,8 +80,8 @@ export interface SweepResult {
 
 /** One sweep: observe → classify → attribute → judge → act → report. */
 export async function sweep(liveDeps: SweepDeps, options: SweepOptions): Promise<SweepResult> {
-  // The one place a dry run is known, beside report's wording: its gateway records the writes.
-  const deps = options.dryRun ? { ...liveDeps, gateway: dryRunGateway(liveDeps.gateway) } : liveDeps;
+  // The one place a dry run is known, beside report's wording: its gateway.
+  const deps = options.dryRun ? { ...liveDeps, gateway: dryRunGatewayOf(liveDeps.gateway, options.dryRunMode) } : liveDeps;
   // The claim id is unique to this sweep; its first 8 characters are the sweepId of the audit.
   const claim = randomUUID();
   const log = new SweepLog(deps.logger, claim.slice(0, 8));
@@ -122,6 +126,11 @@ export async function sweep(liveDeps: SweepDeps, options: SweepOptions): Promise
     cronJobs: acted.cronJobs,
     ...(loaded.builtin ? { policyMissing: 'default' as const } : {}),
   };
+}
+
+/** A client dry run's writes are recorded, never sent; a server dry run's are sent to be judged, not persisted. */
+function dryRunGatewayOf(live: KubeGateway, mode: DryRunMode = 'client'): KubeGateway {
+  return mode === 'server' ? live.serverDryRun() : dryRunGateway(live);
 }
 
 interface Observed {

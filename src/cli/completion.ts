@@ -40,7 +40,10 @@ function bash(root: Command): string {
         : o.argChoices
           ? `COMPREPLY=($(compgen -W "${o.argChoices.join(' ')}" -- "$cur"))`
           : 'COMPREPLY=()';
-      return `    ${flags(o).join('|')}) ${answer}; return ;;`;
+      // An optional value: an option may follow instead.
+      return o.optional
+        ? `    ${flags(o).join('|')}) [[ $cur == -* ]] || { ${answer}; return; } ;;`
+        : `    ${flags(o).join('|')}) ${answer}; return ;;`;
     });
   const paths = nodes.filter((n) => n.path.length > 0).map((n) => `"${n.path.join(' ')}"`);
   return `# ${root.name()} completion for bash: source <(${root.name()} completion bash)
@@ -90,7 +93,8 @@ function fish(root: Command): string {
         const parts = [`complete -c ${name} -n ${quote(here)}`];
         if (o.short) parts.push(`-s ${o.short.slice(1)}`);
         if (o.long) parts.push(`-l ${o.long.slice(2)}`);
-        if (takesValue(o))
+        // fish has no optional values: `--dry-run` completes as a plain flag.
+        if (o.required)
           parts.push(FILE_OPTIONS.has(o.long ?? '') ? '-r -F' : o.argChoices ? `-x -a ${quote(o.argChoices.join(' '))}` : '-x');
         parts.push(`-d ${quote(o.description)}`);
         lines.push(parts.join(' '));

@@ -6,7 +6,8 @@ import type { RetryNotice } from '../kube/retrying.ts';
 import { DEFAULT_REQUEST_TIMEOUT_MS } from '../kube/timeout.ts';
 import { formatDuration, tryParseGoDuration } from '../policy/duration.ts';
 import type { OutputFormat } from '../report/logger.ts';
-import type { SweepDeps, SweepOptions } from '../sweep.ts';
+import type { DryRunMode, SweepDeps, SweepOptions } from '../sweep.ts';
+import { dryRunOptions } from './dry-run.ts';
 import { UsageError } from './errors.ts';
 import { instanceName, policyLocation } from './kube.ts';
 
@@ -30,7 +31,8 @@ export interface PolicyFlags {
 }
 
 export interface SweepFlags extends ConnectionFlags, PolicyFlags {
-  dryRun?: boolean;
+  /** `--dry-run` alone is `client`. */
+  dryRun?: DryRunMode;
   namespace?: string[];
   output?: OutputFormat;
 }
@@ -58,7 +60,7 @@ export async function prepareSweep(
     sweep,
     deps: { gateway, monotonicMs: () => performance.now(), logger },
     options: {
-      dryRun: flags.dryRun === true,
+      ...dryRunOptions(flags.dryRun),
       namespaces: flags.namespace ?? [],
       policy,
       instance: instanceName(),

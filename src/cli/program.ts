@@ -26,6 +26,7 @@ import { UsageError, asUsageError } from './errors.ts';
 import { EXIT, exitStatusOf } from './exit.ts';
 import { explainPolicy } from './explain.ts';
 import { invokedName, policyLocation } from './kube.ts';
+import { dryRunOption } from './dry-run.ts';
 import { type LeaderElectFlags, runAsLeader, withLeaderElectOptions } from './leader-elect.ts';
 
 /** Options shared by `sweep`, `run` and `policy explain`, declared once. */
@@ -69,7 +70,7 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
 
   const withSweepOptions = (cmd: Command): Command =>
     withOutputAndConnectionOptions(
-      withPolicyOptions(cmd.option('--dry-run', 'decide everything, write nothing (no patch, delete, Event or annotation)'))
+      withPolicyOptions(cmd.addOption(dryRunOption()))
         .option('-n, --namespace <ns>', 'sweep only this namespace (repeatable; default: all)', collect)
         .addOption(new Option('-A, --all-namespaces', 'sweep every namespace (the default)').conflicts('namespace')),
     );

@@ -27,7 +27,7 @@ export function dryRunGateway(real: KubeGateway, recorded: RecordedWrites = { me
     recorded.methods.push(method);
     return Promise.resolve();
   };
-  return {
+  const gateway: KubeGateway = {
     ...bindReads(real),
     mergePatchJob: () => record('mergePatchJob'),
     jsonPatchJob: () => record('jsonPatchJob'),
@@ -38,10 +38,13 @@ export function dryRunGateway(real: KubeGateway, recorded: RecordedWrites = { me
     mergePatchCronJob: () => record('mergePatchCronJob'),
     mergePatchJobSet: () => record('mergePatchJobSet'),
     mergePatchPod: () => record('mergePatchPod'),
+    // Nothing is sent from here, dry run or not.
+    serverDryRun: () => gateway,
   };
+  return gateway;
 }
 
-function bindReads(real: KubeGateway): Omit<KubeGateway, WriteMethod> {
+function bindReads(real: KubeGateway): Omit<KubeGateway, WriteMethod | 'serverDryRun'> {
   return {
     listNamespaceNames: (opts) => real.listNamespaceNames(opts),
     listPodRows: (opts) => real.listPodRows(opts),

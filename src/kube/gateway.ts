@@ -1,5 +1,5 @@
 import type { EventsV1Event, KubeConfig, V1ConfigMap, V1CronJob, V1Job, V1Namespace, V1ObjectMeta, V1Pod } from '@kubernetes/client-node';
-import { createKubeHttp } from './http.ts';
+import { createKubeHttp, type KubeHttp } from './http.ts';
 import { DEFAULT_REQUEST_TIMEOUT_MS } from './timeout.ts';
 import type { ServerDate } from './server-clock.ts';
 import type { ServerVersion } from './server-version.ts';
@@ -75,6 +75,11 @@ export interface KubeGateway {
   readServerVersion(): Promise<ServerVersion>;
   /** The API server's clock: the Date header of its newest answer (2xx or its own Status), and that answer's age (docs/clock.md). */
   lastServerDate(): ServerDate | undefined;
+  /**
+   * The same gateway with every write sent as a server-side dry run (`dryRun=All`): RBAC,
+   * admission and webhooks judge it, nothing is persisted. Reads are unchanged.
+   */
+  serverDryRun(): KubeGateway;
 }
 
 /** What the sweeper reads of a JobSet. */
@@ -98,7 +103,19 @@ const JSON_PATCH = 'application/json-patch+json';
  * the configuration and authentication, not the request path (its typed models cost CPU per call).
  */
 export function createGateway(kubeConfig: KubeConfig, options: { timeoutMs?: number; monotonicMs?: () => number } = {}): KubeGateway {
-  const raw = createKubeHttp(kubeConfig, options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS, options.monotonicMs);
+  return gatewayOver(createKubeHttp(kubeConfig, options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS, options.monotonicMs), {});
+}
+
+/** The query parameter of a server-side dry run: every stage of the request runs, storage is skipped. */
+const SERVER_DRY_RUN = { dryRun: 'All' };
+
+/** `writeQuery`: added to every write (never to a read). */
+function gatewayOver(http: KubeHttp, writeQuery: Record<string, string>): KubeGateway {
+  const raw = {
+    getJson: http.getJson,
+    send: (method: Parameters<KubeHttp['send']>[0], where: string, options: Parameters<KubeHttp['send']>[2] = {}) =>
+      http.send(method, where, { ...options, query: { ...options.query, ...writeQuery } }),
+  };
   const path = (s: string) => encodeURIComponent(s);
   // Writes whose echo of the object nobody reads.
   const ignoreAnswer = true;
@@ -187,8 +204,9 @@ export function createGateway(kubeConfig: KubeConfig, options: { timeoutMs?: num
     async mergePatchPod(namespace, name, body) {
       await raw.send('PATCH', `/api/v1/namespaces/${path(namespace)}/pods/${path(name)}`, { body, contentType: MERGE_PATCH, ignoreAnswer });
     },
-    lastServerDate: () => raw.lastServerDate(),
+    lastServerDate: () => http.lastServerDate(),
     readServerVersion: async () => (await raw.getJson('/version', {})) as ServerVersion,
+    serverDryRun: () => gatewayOver(http, SERVER_DRY_RUN),
   };
 }
 

@@ -136,6 +136,7 @@ export function withRetries(plain: KubeGateway, options: Partial<RetryPolicy> = 
       retry(`mergePatchPod ${namespace}/${name}`, () => plain.mergePatchPod(namespace, name, patch)),
     lastServerDate: () => plain.lastServerDate(),
     readServerVersion: () => retry('readServerVersion', () => plain.readServerVersion()),
+    serverDryRun: () => withRetries(plain.serverDryRun(), options),
   };
   return gateway;
 }

@@ -71,20 +71,20 @@ export class SweepLog {
 
   /**
    * The pending Jobs found finished, and what settling them did; counts the failures. A dry run
-   * settles nothing it would report: the finished Jobs are settled by the next real sweep.
+   * wrote nothing it would report (the finished Jobs are settled by the next real sweep), but a
+   * write the API server refused (a server dry run) is an error as in a real sweep.
    */
   settled(
     settled: readonly { job: { namespace: string; name: string }; eventWritten: boolean; error: string | undefined }[],
     dryRun: boolean,
   ): number {
-    if (dryRun) return 0;
     let errors = 0;
     for (const s of settled) {
       const fields = { namespace: s.job.namespace, job: s.job.name };
       if (s.error) {
         errors += 1;
         this.error(`Job failed by an earlier sweep: ${s.error}; tried again next sweep`, fields);
-      } else if (s.eventWritten) this.info('wrote the missing FailJob Event of a Job failed by an earlier sweep', fields);
+      } else if (s.eventWritten && !dryRun) this.info('wrote the missing FailJob Event of a Job failed by an earlier sweep', fields);
     }
     return errors;
   }

@@ -19,15 +19,16 @@ export function recordingWrites(gateway: KubeGateway, monotonicMs: () => number)
     if (!writes.has(key)) writes.set(key, monotonicMs());
   };
   let policyAnswer: { configMap: V1ConfigMap } | { error: unknown } | undefined;
-  const recorded: KubeGateway = {
-    ...gateway,
-    mergePatchJob: (namespace, name, patch) => (noted(namespace, name), gateway.mergePatchJob(namespace, name, patch)),
-    jsonPatchJob: (namespace, name, ops) => (noted(namespace, name), gateway.jsonPatchJob(namespace, name, ops)),
-    patchPodStatus: (namespace, name, patch) => (noted(namespace, name), gateway.patchPodStatus(namespace, name, patch)),
-    deletePod: (namespace, name, ...rest) => (noted(namespace, name), gateway.deletePod(namespace, name, ...rest)),
+  // A server dry run's variant is recorded the same way (its policy read is replayed too).
+  const recording = (g: KubeGateway): KubeGateway => ({
+    ...g,
+    mergePatchJob: (namespace, name, patch) => (noted(namespace, name), g.mergePatchJob(namespace, name, patch)),
+    jsonPatchJob: (namespace, name, ops) => (noted(namespace, name), g.jsonPatchJob(namespace, name, ops)),
+    patchPodStatus: (namespace, name, patch) => (noted(namespace, name), g.patchPodStatus(namespace, name, patch)),
+    deletePod: (namespace, name, ...rest) => (noted(namespace, name), g.deletePod(namespace, name, ...rest)),
     readConfigMap: async (namespace, name) => {
       try {
-        const configMap = await gateway.readConfigMap(namespace, name);
+        const configMap = await g.readConfigMap(namespace, name);
         policyAnswer = { configMap };
         return configMap;
       } catch (error) {
@@ -35,9 +36,10 @@ export function recordingWrites(gateway: KubeGateway, monotonicMs: () => number)
         throw error;
       }
     },
-  };
+    serverDryRun: () => recording(g.serverDryRun()),
+  });
   return {
-    gateway: recorded,
+    gateway: recording(gateway),
     firstWrite: (namespace, name) => (name === undefined ? undefined : writes.get(`${namespace}/${name}`)),
     replayingPolicy: () => ({
       ...gateway,

@@ -6,10 +6,11 @@ import { ApiStatusError } from '../../src/kube/errors.ts';
 import type { KubeGateway } from '../../src/kube/gateway.ts';
 import type { ServerDate } from '../../src/kube/server-clock.ts';
 
-export type GatewayMethod = Exclude<keyof KubeGateway, 'lastServerDate'>;
+export type GatewayMethod = Exclude<keyof KubeGateway, 'lastServerDate' | 'serverDryRun'>;
 
 export interface Call {
-  method: GatewayMethod;
+  /** `serverDryRun`: the sweep asked for the server-dry-run variant, which is this same gateway. */
+  method: GatewayMethod | 'serverDryRun';
   args: unknown[];
 }
 
@@ -20,7 +21,7 @@ export interface ScriptedGateway {
   gateway: KubeGateway;
   calls: Call[];
   /** The methods called, in order. */
-  methods: () => GatewayMethod[];
+  methods: () => Call['method'][];
   /** How many times `method` was called. */
   count: (method: GatewayMethod) => number;
   /** Answers listed but never asked for (a test that expected more calls). */
@@ -50,9 +51,13 @@ export function scriptedGateway(script: Script = {}, options: { serverDate?: Ser
     if (method.startsWith('read')) throw apiError(404, 'NotFound', `${method} ${args.slice(0, 2).join('/')}: not found`);
     return method === 'patchPodStatus' ? {} : undefined;
   };
-  const gateway = new Proxy({} as KubeGateway, {
-    get: (_, method: string) =>
-      method === 'lastServerDate' ? () => options.serverDate : (...args: unknown[]) => answer(method as GatewayMethod, args),
+  const serverDryRun = (): KubeGateway => (calls.push({ method: 'serverDryRun', args: [] }), gateway);
+  const gateway: KubeGateway = new Proxy({} as KubeGateway, {
+    get: (_, method: string) => {
+      if (method === 'lastServerDate') return () => options.serverDate;
+      if (method === 'serverDryRun') return serverDryRun;
+      return (...args: unknown[]) => answer(method as GatewayMethod, args);
+    },
   });
   return {
     gateway,

@@ -87,6 +87,7 @@ describe('completion bash', () => {
     assert.deepEqual(await complete('imagepull-sweeper', 'policy', ''), ['validate', 'explain', 'schema', '--help']);
     assert.deepEqual(await complete('imagepull-sweeper', 'sweep', '-o', ''), ['text', 'json']);
     assert.deepEqual(await complete('imagepull-sweeper', 'sweep', '--dry-run', '--all'), ['--all-namespaces']);
+    assert.deepEqual(await complete('imagepull-sweeper', 'sweep', '--dry-run', ''), ['client', 'server'], 'its optional value');
     assert.deepEqual(await complete('imagepull-sweeper', 'completion', ''), ['bash', 'zsh', 'fish', '--help']);
     assert.ok((await complete('imagepull-sweeper', '')).includes('version'));
   });

@@ -10,7 +10,7 @@ import type { EventsV1Event, V1Job, V1Pod } from '@kubernetes/client-node';
 import { ANNOTATIONS, LABELS } from '../../src/policy/annotations.ts';
 import { createLogger } from '../../src/report/logger.ts';
 import { sweep, type SweepOptions } from '../../src/sweep.ts';
-import { scriptedGateway, type Script } from '../support/scripted-gateway.ts';
+import { apiError, scriptedGateway, type Script } from '../support/scripted-gateway.ts';
 import { NOW, secondsAgo } from './judge-fixtures.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'sweep-unit-'));
@@ -100,6 +100,37 @@ describe('sweep()', () => {
     assert.match(text(), /Dry run [0-9a-f]{8}: 1 decision\(s\) \(1 would fail\)/);
   });
 
+  it('a server dry run sends the same writes through the server-dry-run gateway, and says would-fail', async () => {
+    const { result, methods, writes, text } = await run(oneStuckJob(), { dryRun: true, dryRunMode: 'server' });
+    assert.equal(methods()[0], 'serverDryRun', 'the gateway is picked before the first call');
+    assert.deepEqual(writes(), ['mergePatchJob', 'createEvent'], 'sent, for the API server to judge');
+    assert.deepEqual(
+      result.results.map((r) => r.outcome),
+      ['would-fail'],
+    );
+    assert.equal(result.status, 'done');
+    assert.match(text(), /^WOULD FAIL +ci\/job\/a /m);
+    assert.match(text(), /Dry run [0-9a-f]{8}: 1 decision\(s\) \(1 would fail\)/);
+  });
+
+  it('a write the API server refuses in a server dry run is an error, logged at error, exit 1', async () => {
+    const refused = apiError(403, 'Forbidden', 'jobs.batch "a" is forbidden: User "sa" cannot patch resource "jobs"');
+    const { result, text } = await run(oneStuckJob({ mergePatchJob: [refused] }), { dryRun: true, dryRunMode: 'server' });
+    assert.deepEqual(
+      result.results.map((r) => r.outcome),
+      ['error'],
+    );
+    assert.match(result.results[0]!.error ?? '', /cannot patch resource "jobs"/);
+    assert.equal(result.status, 'actions-failed');
+    assert.equal(result.summary?.exitCode, 1);
+    assert.match(text(), /^ERROR +ci\/job\/a /m);
+  });
+
+  it('a client dry run never asks for the server-dry-run gateway', async () => {
+    const { methods } = await run(oneStuckJob(), { dryRun: true, dryRunMode: 'client' });
+    assert.ok(!methods().includes('serverDryRun'));
+  });
+
   it('stopped (SIGTERM) before acting: every Job deferred, nothing written', async () => {
     const { result, writes, text } = await run(oneStuckJob(), { signal: AbortSignal.abort() });
     assert.deepEqual(
@@ -137,6 +168,17 @@ describe('sweep()', () => {
     const dry = await run(pending, { dryRun: true });
     assert.deepEqual(dry.writes(), []);
     assert.doesNotMatch(dry.text(), /FailJob Event/);
+    // A server dry run sends them to be judged: nothing said written, a refusal is an error.
+    const server = await run(pending, { dryRun: true, dryRunMode: 'server' });
+    assert.deepEqual(server.writes(), ['createEvent', 'mergePatchJob']);
+    assert.doesNotMatch(server.text(), /wrote the missing FailJob Event/);
+    assert.equal(server.result.summary?.exitCode, 0);
+    const refused = await run(
+      { ...pending, mergePatchJob: [apiError(403, 'Forbidden', 'jobs.batch "old" is forbidden')] },
+      { dryRun: true, dryRunMode: 'server' },
+    );
+    assert.match(refused.text(), /label could not be removed: jobs.batch "old" is forbidden/);
+    assert.equal(refused.result.summary?.exitCode, 1);
   });
 
   it('an invalid policy ConfigMap gets its InvalidPolicy Event; a dry run records it and sends nothing', async () => {
