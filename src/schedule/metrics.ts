@@ -15,6 +15,22 @@ const RESULT_LABEL: Record<SweepStatus, string> = {
   'no-server-clock': 'no_server_clock',
 };
 
+/**
+ * A resource's labels as kube-state-metrics spells them (internal/store/utils.go,
+ * toResourceUnitValue; docs/metrics/workload/pod-metrics.md): the name with every character
+ * outside [a-zA-Z0-9_] made `_` (`nvidia.com/gpu` -> `nvidia_com_gpu`), and its unit: `core` for
+ * cpu, `byte` for memory, storage, hugepages and attachable volumes, `integer` for the rest.
+ */
+export function resourceLabels(resource: string): { resource: string; unit: string } {
+  const unit =
+    resource === 'cpu'
+      ? 'core'
+      : /^(memory|storage|ephemeral-storage|hugepages-.+|attachable-volumes-.+)$/.test(resource)
+        ? 'byte'
+        : 'integer';
+  return { resource: resource.replace(/[^a-zA-Z0-9_]/g, '_'), unit };
+}
+
 /** Bounds of the stuck-time histogram, in seconds: one minute to one day. */
 const STUCK_BUCKETS = [60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 43200, 86400];
 
@@ -92,8 +108,8 @@ export class SweepMetrics {
   });
   private readonly graceRequests = new Gauge({
     name: 'imagepull_sweeper_stuck_requests_within_grace',
-    help: 'Resources requested by those pods (cores, bytes, units), by namespace and resource.',
-    labelNames: ['namespace', 'resource'],
+    help: 'Resources requested by those pods, by namespace, resource and unit (core, byte, integer; as kube-state-metrics).',
+    labelNames: ['namespace', 'resource', 'unit'],
     registers: [this.registry],
   });
   private readonly freedPods = new Counter({
@@ -104,14 +120,14 @@ export class SweepMetrics {
   });
   private readonly freedRequests = new Counter({
     name: 'imagepull_sweeper_freed_requests_total',
-    help: 'Resources requested by the stuck pods of the Jobs the sweeper failed (cores, bytes, units), by namespace and resource.',
-    labelNames: ['namespace', 'resource'],
+    help: 'Resources requested by the stuck pods of the Jobs the sweeper failed, by namespace, resource and unit (core, byte, integer).',
+    labelNames: ['namespace', 'resource', 'unit'],
     registers: [this.registry],
   });
   private readonly freedSeconds = new Counter({
     name: 'imagepull_sweeper_freed_resource_seconds_total',
-    help: 'Request × seconds held (since scheduled) by the stuck pods of the Jobs the sweeper failed, by namespace and resource.',
-    labelNames: ['namespace', 'resource'],
+    help: 'Request × seconds held (since scheduled) by the stuck pods of the Jobs the sweeper failed, by namespace, resource and unit.',
+    labelNames: ['namespace', 'resource', 'unit'],
     registers: [this.registry],
   });
 
@@ -148,8 +164,8 @@ export class SweepMetrics {
     const freed = d.capacity;
     if (!freed) return;
     this.freedPods.inc({ namespace }, freed.pods);
-    for (const [resource, v] of Object.entries(freed.requests)) this.freedRequests.inc({ namespace, resource }, v);
-    for (const [resource, v] of Object.entries(freed.resourceSeconds)) this.freedSeconds.inc({ namespace, resource }, v);
+    for (const [r, v] of Object.entries(freed.requests)) this.freedRequests.inc({ namespace, ...resourceLabels(r) }, v);
+    for (const [r, v] of Object.entries(freed.resourceSeconds)) this.freedSeconds.inc({ namespace, ...resourceLabels(r) }, v);
   }
 
   /** The gauges describe the last sweep that judged the cluster. */
@@ -165,8 +181,8 @@ export class SweepMetrics {
     for (const { decision: d } of result.results) {
       if (!isWithinGrace(d)) continue;
       this.withinGrace.inc({ namespace: d.namespace, class: d.pullClass }, d.stuckPods);
-      for (const [resource, v] of Object.entries(d.capacity?.requests ?? {}))
-        this.graceRequests.inc({ namespace: d.namespace, resource }, v);
+      for (const [r, v] of Object.entries(d.capacity?.requests ?? {}))
+        this.graceRequests.inc({ namespace: d.namespace, ...resourceLabels(r) }, v);
     }
   }
 }

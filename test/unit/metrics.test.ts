@@ -11,7 +11,7 @@ import { formatClaimMessage as describeStuck } from '../../src/judge/claim-messa
 import { auditLine } from '../../src/report/audit.ts';
 import { createLogger, logDecision, logSummary } from '../../src/report/logger.ts';
 import type { StuckCapacity } from '../../src/judge/capacity.ts';
-import { SweepMetrics, isWithinGrace } from '../../src/schedule/metrics.ts';
+import { SweepMetrics, isWithinGrace, resourceLabels } from '../../src/schedule/metrics.ts';
 import type { SweepResult } from '../../src/sweep.ts';
 import { NOW, job, ownersFor, secondsAgo, stuckIn } from './judge-fixtures.ts';
 import { NO_OUTAGE, summaryOf } from './report-fixtures.ts';
@@ -86,10 +86,16 @@ describe('SweepMetrics: what an operator alerts on', () => {
     const failed = { ...decision('a', 900), capacity: GPU_POD };
     const reported = { ...decision('b', 900), capacity: GPU_POD };
     m.record(sweepResult([result(failed, 'failed'), result(reported, 'reported')]), 1, NOW);
-    assert.equal(await sample(m, 'imagepull_sweeper_freed_requests_total', { namespace: 'ci-a', resource: 'nvidia.com/gpu' }), 4);
-    assert.equal(await sample(m, 'imagepull_sweeper_freed_requests_total', { namespace: 'ci-a', resource: 'memory' }), 2 ** 30);
     assert.equal(
-      await sample(m, 'imagepull_sweeper_freed_resource_seconds_total', { namespace: 'ci-a', resource: 'nvidia.com/gpu' }),
+      await sample(m, 'imagepull_sweeper_freed_requests_total', { namespace: 'ci-a', resource: 'nvidia_com_gpu', unit: 'integer' }),
+      4,
+    );
+    assert.equal(
+      await sample(m, 'imagepull_sweeper_freed_requests_total', { namespace: 'ci-a', resource: 'memory', unit: 'byte' }),
+      2 ** 30,
+    );
+    assert.equal(
+      await sample(m, 'imagepull_sweeper_freed_resource_seconds_total', { namespace: 'ci-a', resource: 'nvidia_com_gpu', unit: 'integer' }),
       2400,
     );
     assert.equal(await sample(m, 'imagepull_sweeper_freed_pods_total', { namespace: 'ci-a' }), 2);
@@ -102,7 +108,7 @@ describe('SweepMetrics: what an operator alerts on', () => {
   it('a dry run frees nothing', async () => {
     const m = new SweepMetrics({ dryRun: true });
     m.record(sweepResult([result({ ...decision('a', 900), capacity: GPU_POD }, 'would-fail')]), 1, NOW);
-    assert.equal(await sample(m, 'imagepull_sweeper_freed_requests_total', { resource: 'nvidia.com/gpu' }), undefined);
+    assert.equal(await sample(m, 'imagepull_sweeper_freed_requests_total', { resource: 'nvidia_com_gpu' }), undefined);
     assert.equal(await sample(m, 'imagepull_sweeper_decisions_total', { outcome: 'would-fail' }), 1);
   });
 
@@ -113,7 +119,10 @@ describe('SweepMetrics: what an operator alerts on', () => {
     assert.ok(!isWithinGrace(decision('b', 900)));
     m.record(sweepResult([result(waiting, 'skipped')]), 1, NOW);
     assert.equal(await sample(m, 'imagepull_sweeper_stuck_pods_within_grace', { namespace: 'ci-a', class: 'permanent' }), 1);
-    assert.equal(await sample(m, 'imagepull_sweeper_stuck_requests_within_grace', { namespace: 'ci-a', resource: 'nvidia.com/gpu' }), 4);
+    assert.equal(
+      await sample(m, 'imagepull_sweeper_stuck_requests_within_grace', { namespace: 'ci-a', resource: 'nvidia_com_gpu', unit: 'integer' }),
+      4,
+    );
     // An unreachable API server judges nothing: the last known state stays.
     m.record({ status: 'unreachable', summary: undefined, results: [] }, 1, NOW);
     assert.equal(await sample(m, 'imagepull_sweeper_stuck_pods_within_grace', { namespace: 'ci-a', class: 'permanent' }), 1);
@@ -209,5 +218,22 @@ describe('the capacity freed, in the Event, the audit line and the summary', () 
     const text = chunks.join('');
     assert.match(text, /\n\s+freed 4 nvidia\.com\/gpu, 2 cpu, 1Gi memory held 10m in total by 2 pods\n/);
     assert.match(text, /^Freed 4 nvidia\.com\/gpu, 2\.5 cpu, 1Gi memory held 20m in total by 3 pods\.$/m);
+  });
+});
+
+describe('SweepMetrics: resource labels', () => {
+  it('resources are labelled as kube-state-metrics labels them: a sanitized name and its unit', async () => {
+    assert.deepEqual(resourceLabels('nvidia.com/gpu'), { resource: 'nvidia_com_gpu', unit: 'integer' });
+    assert.deepEqual(resourceLabels('cpu'), { resource: 'cpu', unit: 'core' });
+    assert.deepEqual(resourceLabels('memory'), { resource: 'memory', unit: 'byte' });
+    assert.deepEqual(resourceLabels('ephemeral-storage'), { resource: 'ephemeral_storage', unit: 'byte' });
+    assert.deepEqual(resourceLabels('hugepages-2Mi'), { resource: 'hugepages_2Mi', unit: 'byte' });
+    assert.deepEqual(resourceLabels('example.com/widget'), { resource: 'example_com_widget', unit: 'integer' });
+    const m = new SweepMetrics();
+    m.record(sweepResult([result({ ...decision('a', 900), capacity: GPU_POD }, 'failed')]), 1, NOW);
+    const text = await m.registry.metrics();
+    assert.match(text, /^imagepull_sweeper_freed_requests_total\{namespace="ci-a",resource="nvidia_com_gpu",unit="integer"\} 4$/m);
+    assert.match(text, /^imagepull_sweeper_freed_resource_seconds_total\{namespace="ci-a",resource="cpu",unit="core"\} 1200$/m);
+    assert.doesNotMatch(text, /nvidia\.com/);
   });
 });
