@@ -15,6 +15,9 @@ const RESULT_LABEL: Record<SweepStatus, string> = {
   'no-server-clock': 'no_server_clock',
 };
 
+/** client-go's rest_client_request_duration_seconds buckets, in seconds. */
+const API_BUCKETS = [0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60];
+
 /**
  * A resource's labels as kube-state-metrics spells them (internal/store/utils.go,
  * toResourceUnitValue; docs/metrics/workload/pod-metrics.md): the name with every character
@@ -36,6 +39,30 @@ const STUCK_BUCKETS = [60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 43200, 8
 
 export class SweepMetrics {
   readonly registry = new Registry();
+  private readonly buildInfo = new Gauge({
+    name: 'imagepull_sweeper_build_info',
+    help: 'Always 1; the labels say which version of the sweeper runs on which Node.js.',
+    labelNames: ['version', 'node_version'],
+    registers: [this.registry],
+  });
+  private readonly leader = new Gauge({
+    name: 'imagepull_sweeper_leader',
+    help: '1 while this replica may sweep: it holds the Lease (--leader-elect), or always without --leader-elect; else 0.',
+    registers: [this.registry],
+  });
+  private readonly apiRequests = new Counter({
+    name: 'imagepull_sweeper_api_requests_total',
+    help: 'Kubernetes API requests, by verb (GET, POST, PUT, PATCH, DELETE, WATCH) and HTTP status code ("<error>": no answer).',
+    labelNames: ['verb', 'code'],
+    registers: [this.registry],
+  });
+  private readonly apiDuration = new Histogram({
+    name: 'imagepull_sweeper_api_request_duration_seconds',
+    help: 'How long Kubernetes API requests took, by verb (a watch: until its answer began).',
+    labelNames: ['verb'],
+    buckets: API_BUCKETS,
+    registers: [this.registry],
+  });
   private readonly sweeps = new Counter({
     name: 'imagepull_sweeper_sweeps_total',
     help: 'Sweeps run, by result (ok, actions_failed, invalid_policy, unreachable, no_server_clock, crashed).',
@@ -131,8 +158,25 @@ export class SweepMetrics {
     registers: [this.registry],
   });
 
-  /** `dryRun`: the outcome labels start at zero as `would-*` (what `run --dry-run` produces). */
-  constructor(options: { dryRun?: boolean } = {}) {
+  /** For the gateways `run` builds (kube/http.ts): counts and times each API request. */
+  readonly observeResponse = (verb: string, status: number, seconds: number): void => {
+    this.apiRequests.inc({ verb, code: status === 0 ? '<error>' : String(status) });
+    this.apiDuration.observe({ verb }, seconds);
+  };
+
+  /** For `run --leader-elect` (cli/leader-elect.ts): the leader gauge and the Lease requests. */
+  readonly leaseObservers = {
+    onLeading: (leading: boolean): void => this.leader.set(leading ? 1 : 0),
+    onResponse: this.observeResponse,
+  };
+
+  /**
+   * `dryRun`: the outcome labels start at zero as `would-*` (what `run --dry-run` produces).
+   * `version`: the sweeper's (package.json). `leaderElect`: the leader gauge starts at 0, not 1.
+   */
+  constructor(options: { dryRun?: boolean; version?: string; leaderElect?: boolean } = {}) {
+    this.buildInfo.set({ version: options.version ?? 'unknown', node_version: process.version }, 1);
+    this.leader.set(options.leaderElect === true ? 0 : 1);
     for (const result of [...Object.values(RESULT_LABEL), 'crashed']) this.sweeps.inc({ result }, 0);
     for (const outcome of outcomesFor(options.dryRun === true)) this.jobs.inc({ outcome }, 0);
     for (const configmap of ['default', 'named']) this.policyMissing.inc({ configmap }, 0);

@@ -183,6 +183,14 @@ describe('Prometheus scrapes run', () => {
       );
       assert.equal(Number(widgetsWaiting[0]?.value[1]), 1);
 
+      // Any run: its build, its leader gauge (1 without --leader-elect), the API requests it made.
+      const build = await query(prometheus.url, 'imagepull_sweeper_build_info');
+      assert.match(build[0]?.metric.version ?? '', /^\d+\.\d+\.\d+/);
+      assert.match(build[0]?.metric.node_version ?? '', /^v\d+\./);
+      assert.equal(Number((await query(prometheus.url, 'imagepull_sweeper_leader'))[0]?.value[1]), 1);
+      const reads = await query(prometheus.url, 'sum(imagepull_sweeper_api_requests_total{verb="GET",code="200"})');
+      assert.ok(Number(reads[0]?.value[1]) > 0, JSON.stringify(reads));
+
       // The chart's rules run on these series: an invalid policy fires its alert.
       writeFileSync(policy, 'limits: { maxJobsPerSweep: lots }\n');
       const firing = await waitFor(

@@ -5,7 +5,12 @@ import { judge } from '../../src/judge/judge.ts';
 import type { Decision, OutageAssessment } from '../../src/judge/types.ts';
 import type { Outcome } from '../../src/model.ts';
 import { parsePolicyYaml } from '../../src/policy/parse.ts';
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { PassThrough } from 'node:stream';
+import { KubeConfig } from '@kubernetes/client-node';
+import { createKubeHttp } from '../../src/kube/http.ts';
 import { stuckJobEvent } from '../../src/act/events.ts';
 import { formatClaimMessage as describeStuck } from '../../src/judge/claim-message.ts';
 import { auditLine } from '../../src/report/audit.ts';
@@ -221,7 +226,58 @@ describe('the capacity freed, in the Event, the audit line and the summary', () 
   });
 });
 
-describe('SweepMetrics: resource labels', () => {
+describe('SweepMetrics: what any run serves', () => {
+  it('build_info is 1 with the version of package.json and the Node.js version', async () => {
+    const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+    const text = await new SweepMetrics({ version }).registry.metrics();
+    const line = `imagepull_sweeper_build_info{version="${version}",node_version="${process.version}"} 1`;
+    assert.ok(text.split('\n').includes(line), text);
+  });
+
+  it('the leader gauge: 1 without --leader-elect; with it 0 until the Lease is held, and back to 0 when lost', async () => {
+    assert.equal(await sample(new SweepMetrics(), 'imagepull_sweeper_leader'), 1);
+    const m = new SweepMetrics({ leaderElect: true });
+    assert.equal(await sample(m, 'imagepull_sweeper_leader'), 0);
+    m.leaseObservers.onLeading(true);
+    assert.equal(await sample(m, 'imagepull_sweeper_leader'), 1);
+    m.leaseObservers.onLeading(false);
+    assert.equal(await sample(m, 'imagepull_sweeper_leader'), 0);
+  });
+
+  it('counts and times API requests through the HTTP path: verb and status, "<error>" when no answer came', async () => {
+    const server = createServer((req, res) => {
+      if (req.url?.startsWith('/missing')) res.writeHead(404, { 'content-type': 'application/json' }).end('{"kind":"Status","code":404}');
+      else if (req.url?.startsWith('/hang')) return;
+      else res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const kc = new KubeConfig();
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      kc.loadFromOptions({
+        clusters: [{ name: 'c', server: url, skipTLSVerify: true }],
+        users: [{ name: 'u', token: 't' }],
+        contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
+        currentContext: 'x',
+      });
+      const m = new SweepMetrics();
+      const api = createKubeHttp(kc, 200, undefined, m.observeResponse);
+      await api.getJson('/api/v1/pods', {});
+      await api.getJson('/api/v1/pods', {});
+      await api.send('PATCH', '/apis/batch/v1/namespaces/a/jobs/j', { body: {}, contentType: 'application/merge-patch+json' });
+      await assert.rejects(api.getJson('/missing', {}));
+      await assert.rejects(api.getJson('/hang', {}), { name: 'TimeoutError' });
+      assert.equal(await sample(m, 'imagepull_sweeper_api_requests_total', { verb: 'GET', code: '200' }), 2);
+      assert.equal(await sample(m, 'imagepull_sweeper_api_requests_total', { verb: 'PATCH', code: '200' }), 1);
+      assert.equal(await sample(m, 'imagepull_sweeper_api_requests_total', { verb: 'GET', code: '404' }), 1);
+      assert.equal(await sample(m, 'imagepull_sweeper_api_requests_total', { verb: 'GET', code: '<error>' }), 1);
+      assert.equal(await sample(m, 'imagepull_sweeper_api_request_duration_seconds_count', { verb: 'GET' }), 4);
+    } finally {
+      server.closeAllConnections();
+      server.close();
+    }
+  });
+
   it('resources are labelled as kube-state-metrics labels them: a sanitized name and its unit', async () => {
     assert.deepEqual(resourceLabels('nvidia.com/gpu'), { resource: 'nvidia_com_gpu', unit: 'integer' });
     assert.deepEqual(resourceLabels('cpu'), { resource: 'cpu', unit: 'core' });
