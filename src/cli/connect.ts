@@ -2,6 +2,7 @@
 // and \`policy explain\` share.
 import type { Writable } from 'node:stream';
 import type { KubeGateway } from '../kube/gateway.ts';
+import type { ResponseObserver } from '../kube/http.ts';
 import type { RetryNotice } from '../kube/retrying.ts';
 import { DEFAULT_REQUEST_TIMEOUT_MS } from '../kube/timeout.ts';
 import { formatDuration, tryParseGoDuration } from '../policy/duration.ts';
@@ -38,24 +39,30 @@ export interface SweepFlags extends ConnectionFlags, PolicyFlags {
 }
 
 /** Loaded only by the commands that talk to a cluster: client-node is most of the start-up cost. */
-export async function connectedGateway(flags: ConnectionFlags, onRetry: (n: RetryNotice) => void): Promise<KubeGateway> {
+export async function connectedGateway(
+  flags: ConnectionFlags,
+  onRetry: (n: RetryNotice) => void,
+  onResponse?: ResponseObserver,
+): Promise<KubeGateway> {
   const timeoutMs = requestTimeoutMs(flags.requestTimeout);
   const [{ loadKubeConfig }, { createGateway }, { withRetries }] = await Promise.all([
     import('./kube-config.ts'),
     import('../kube/gateway.ts'),
     import('../kube/retrying.ts'),
   ]);
-  return withRetries(createGateway(loadKubeConfig(flags), { timeoutMs }), { onRetry });
+  return withRetries(createGateway(loadKubeConfig(flags), { timeoutMs, onResponse }), { onRetry });
 }
 
+/** `onResponse`: `run`'s API request metrics. */
 export async function prepareSweep(
   flags: SweepFlags,
   io: CliIo,
+  onResponse?: ResponseObserver,
 ): Promise<{ deps: SweepDeps; options: SweepOptions; sweep: typeof import('../sweep.ts').sweep }> {
   const policy = policyLocation(flags, io.readStdin);
   const [{ createLogger }, { sweep }] = await Promise.all([import('../report/logger.ts'), import('../sweep.ts')]);
   const logger = createLogger({ format: outputFormat(flags.output, io), stream: io.stdout });
-  const gateway = await connectedGateway(flags, (n) => logger.warn(retryLine(n), retryFields(n)));
+  const gateway = await connectedGateway(flags, (n) => logger.warn(retryLine(n), retryFields(n)), onResponse);
   return {
     sweep,
     deps: { gateway, monotonicMs: () => performance.now(), logger },

@@ -2,6 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Command } from 'commander';
 import type winston from 'winston';
+import type { ResponseObserver } from '../kube/http.ts';
 import { DEFAULT_LEASE_NAME, DEFAULT_TIMINGS, type ElectionTimings } from '../schedule/leader-defaults.ts';
 import { durationFlagMs, retryFields, retryLine, shownDuration } from './connect.ts';
 import { UsageError } from './errors.ts';
@@ -39,12 +40,16 @@ export function withLeaderElectOptions(cmd: Command): Command {
     .option('--leader-elect-retry-period <duration>', 'between attempts to acquire or renew', shownDuration(DEFAULT_TIMINGS.retryPeriodMs));
 }
 
-/** Runs `lead` whenever this process holds the Lease, until `stop`; releases the Lease on stop. */
+/**
+ * Runs `lead` whenever this process holds the Lease, until `stop`; releases the Lease on stop.
+ * `observers`: `run`'s metrics (the leader gauge, the Lease requests).
+ */
 export async function runAsLeader(
   flags: LeaderElectFlags,
   logger: winston.Logger,
   lead: (signal: AbortSignal) => Promise<void>,
   stop: AbortSignal,
+  observers: { onLeading?: (leading: boolean) => void; onResponse?: ResponseObserver } = {},
 ): Promise<void> {
   const timings: ElectionTimings = {
     leaseDurationMs: durationFlagMs('--leader-elect-lease-duration', flags.leaderElectLeaseDuration, DEFAULT_TIMINGS.leaseDurationMs),
@@ -68,9 +73,12 @@ export async function runAsLeader(
   if (problem) throw new UsageError(`--leader-elect timings: ${problem}`);
   const kubeConfig = loadKubeConfig(flags);
   const name = flags.leaderElectLeaseName ?? DEFAULT_LEASE_NAME;
-  const gateway = withLeaseRetries(createLeaseGateway(kubeConfig, { timeoutMs: timings.renewDeadlineMs }), {
-    onRetry: (n) => logger.warn(retryLine(n), retryFields(n)),
-  });
+  const gateway = withLeaseRetries(
+    createLeaseGateway(kubeConfig, { timeoutMs: timings.renewDeadlineMs, onResponse: observers.onResponse }),
+    {
+      onRetry: (n) => logger.warn(retryLine(n), retryFields(n)),
+    },
+  );
   const store = createLeaseStore(gateway, leaseNamespace(flags.leaderElectNamespace, kubeConfig), name);
   const elector = new LeaderElector({
     store,
@@ -81,6 +89,7 @@ export async function runAsLeader(
     wallClock: () => new Date(),
     sleep: abortableSleep,
     logger,
+    onLeading: observers.onLeading,
   });
   await elector.run(lead, stop);
 }

@@ -102,8 +102,12 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
       const { SweepMetrics, parseListenAddress, serveMetrics } = await import('../schedule/metrics.ts');
       const schedule = parseSchedule(flags.schedule, flags.timezone);
       const address = flags.listen ? parseListenAddress(flags.listen) : undefined;
-      const { deps, options, sweep } = await prepareSweep(flags, io);
-      const metrics = new SweepMetrics({ dryRun: options.dryRun });
+      const metrics = new SweepMetrics({
+        dryRun: flags.dryRun === true,
+        version: packageVersion(),
+        leaderElect: flags.leaderElect === true,
+      });
+      const { deps, options, sweep } = await prepareSweep(flags, io, metrics.observeResponse);
       const server = address ? await serveMetrics(metrics, address) : undefined;
       if (server) deps.logger.info('serving /healthz and /metrics', { listen: flags.listen });
       const stop = new AbortController();
@@ -125,7 +129,7 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
           signal,
         );
       const run = flags.watch ? await watchRunner(flags, { deps, options, sweep, schedule, metrics }) : runSchedule;
-      if (flags.leaderElect) await runAsLeader(flags, deps.logger, (s) => run(s, s), stop.signal);
+      if (flags.leaderElect) await runAsLeader(flags, deps.logger, (s) => run(s, s), stop.signal, metrics.leaseObservers);
       else await run(stop.signal);
       await new Promise((resolve) => (server ? server.close(resolve) : resolve(undefined)));
       setExitCode(EXIT.ok);
@@ -235,7 +239,10 @@ async function watchRunner(
     import('./kube-config.ts'),
     import('../schedule/scheduler.ts'),
   ]);
-  const watchGateway = createWatchGateway(loadKubeConfig(flags), { timeoutMs: requestTimeoutMs(flags.requestTimeout) });
+  const watchGateway = createWatchGateway(loadKubeConfig(flags), {
+    timeoutMs: requestTimeoutMs(flags.requestTimeout),
+    onResponse: run.metrics.observeResponse,
+  });
   const watchMetrics = new WatchMetrics(run.metrics.registry);
   return (signal, leading) =>
     runWatching(

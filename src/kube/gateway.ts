@@ -1,5 +1,5 @@
 import type { EventsV1Event, KubeConfig, V1ConfigMap, V1CronJob, V1Job, V1Namespace, V1ObjectMeta, V1Pod } from '@kubernetes/client-node';
-import { createKubeHttp, type KubeHttp } from './http.ts';
+import { createKubeHttp, type KubeHttp, type ResponseObserver } from './http.ts';
 import { DEFAULT_REQUEST_TIMEOUT_MS } from './timeout.ts';
 import type { ServerDate } from './server-clock.ts';
 import type { ServerVersion } from './server-version.ts';
@@ -102,8 +102,12 @@ const JSON_PATCH = 'application/json-patch+json';
  * server cannot hang a sweep), and its answer is parsed with plain JSON.parse: client-node gives
  * the configuration and authentication, not the request path (its typed models cost CPU per call).
  */
-export function createGateway(kubeConfig: KubeConfig, options: { timeoutMs?: number; monotonicMs?: () => number } = {}): KubeGateway {
-  return gatewayOver(createKubeHttp(kubeConfig, options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS, options.monotonicMs), {});
+export function createGateway(
+  kubeConfig: KubeConfig,
+  options: { timeoutMs?: number; monotonicMs?: () => number; onResponse?: ResponseObserver } = {},
+): KubeGateway {
+  const http = createKubeHttp(kubeConfig, options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS, options.monotonicMs, options.onResponse);
+  return gatewayOver(http, {});
 }
 
 /** The query parameter of a server-side dry run: every stage of the request runs, storage is skipped. */

@@ -41,10 +41,21 @@ export interface WatchOptions {
 }
 
 /**
- * `monotonicMs`: the local monotonic clock (how long since an answer, how old an authentication),
- * passed in so a test can move it.
+ * Told of every request once it ends: its verb (`WATCH` for a watch), the HTTP status (0 when no
+ * answer came: a timeout or a broken connection) and the seconds it took (a watch: until its headers).
  */
-export function createKubeHttp(kubeConfig: KubeConfig, timeoutMs: number, monotonicMs: () => number = () => performance.now()): KubeHttp {
+export type ResponseObserver = (verb: string, status: number, seconds: number) => void;
+
+/**
+ * `monotonicMs`: the local monotonic clock (how long since an answer, how old an authentication),
+ * passed in so a test can move it. `onResponse`: for `run`'s metrics; without it nothing is timed.
+ */
+export function createKubeHttp(
+  kubeConfig: KubeConfig,
+  timeoutMs: number,
+  monotonicMs: () => number = () => performance.now(),
+  onResponse?: ResponseObserver,
+): KubeHttp {
   const agents: { isHttps: boolean; identity: unknown[]; agent: http.Agent }[] = [];
 
   /**
@@ -105,6 +116,8 @@ export function createKubeHttp(kubeConfig: KubeConfig, timeoutMs: number, monoto
       headers['Content-Type'] = options.contentType ?? 'application/json';
       headers['Content-Length'] = Buffer.byteLength(payload);
     }
+    const startedMs = onResponse ? monotonicMs() : 0;
+    const observe = (status: number) => onResponse?.(method, status, (monotonicMs() - startedMs) / 1000);
     const { status, body, responseHeaders } = await new Promise<{ status: number; body: string; responseHeaders: Record<string, string> }>(
       (resolve, reject) => {
         const failed = (error: unknown) => {
@@ -138,7 +151,11 @@ export function createKubeHttp(kubeConfig: KubeConfig, timeoutMs: number, monoto
         req.on('error', failed);
         req.end(payload);
       },
-    );
+    ).catch((error: unknown) => {
+      observe(0);
+      throw error;
+    });
+    observe(status);
     if (status < 200 || status > 299) {
       throw new ApiStatusError(status, `HTTP ${status} for ${method} ${url.pathname}: ${body.slice(0, 500)}`, body, responseHeaders);
     }
@@ -148,6 +165,12 @@ export function createKubeHttp(kubeConfig: KubeConfig, timeoutMs: number, monoto
   /** A watch: each line of a 2xx answer parsed and handed on as it arrives; resolves when the server ends it or `signal` aborts. */
   async function watch(path: string, query: Query, options: WatchOptions): Promise<void> {
     const { url, headers, agent, transport } = await target('GET', path, query, options.accept);
+    const startedMs = onResponse ? monotonicMs() : 0;
+    let answered = false;
+    const observe = (status: number) => {
+      if (!answered) onResponse?.('WATCH', status, (monotonicMs() - startedMs) / 1000);
+      answered = true;
+    };
     await new Promise<void>((resolve, reject) => {
       let idle: NodeJS.Timeout | undefined;
       const finish = (error?: unknown) => {
@@ -158,6 +181,7 @@ export function createKubeHttp(kubeConfig: KubeConfig, timeoutMs: number, monoto
       };
       const req = transport.request(url, { method: 'GET', headers, agent }, (res) => {
         const status = res.statusCode ?? 0;
+        observe(status);
         res.setEncoding('utf8');
         if (status < 200 || status > 299) {
           let body = '';
@@ -196,13 +220,17 @@ export function createKubeHttp(kubeConfig: KubeConfig, timeoutMs: number, monoto
         }, options.idleTimeoutMs);
       };
       const stop = () => {
+        answered = true; // stopped by us: not an API failure
         req.destroy();
         finish();
       };
       if (options.signal?.aborted) return stop();
       options.signal?.addEventListener('abort', stop, { once: true });
       armIdle();
-      req.on('error', finish);
+      req.on('error', (error) => {
+        observe(0);
+        finish(error);
+      });
       req.end();
     });
   }

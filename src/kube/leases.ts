@@ -2,7 +2,7 @@
 // its retry policy (kube/retrying.ts withLeaseRetries).
 import type { KubeConfig } from '@kubernetes/client-node';
 import { DEFAULT_REQUEST_TIMEOUT_MS } from './timeout.ts';
-import { createKubeHttp } from './http.ts';
+import { type ResponseObserver, createKubeHttp } from './http.ts';
 import { judgeWriteError, tryRead } from './write-outcome.ts';
 
 export interface LeaseSpec {
@@ -34,8 +34,11 @@ export interface LeaseGateway {
   replaceLease(namespace: string, name: string, resourceVersion: string, spec: LeaseSpec): Promise<void>;
 }
 
-export function createLeaseGateway(kubeConfig: KubeConfig, options: { timeoutMs?: number } = {}): LeaseGateway {
-  const raw = createKubeHttp(kubeConfig, options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS);
+export function createLeaseGateway(
+  kubeConfig: KubeConfig,
+  options: { timeoutMs?: number; onResponse?: ResponseObserver } = {},
+): LeaseGateway {
+  const raw = createKubeHttp(kubeConfig, options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS, undefined, options.onResponse);
   const collection = (namespace: string) => `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/leases`;
   const lease = (namespace: string, name: string, spec: LeaseSpec, resourceVersion?: string) => ({
     apiVersion: 'coordination.k8s.io/v1',

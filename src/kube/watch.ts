@@ -5,7 +5,7 @@
 // its fetch stack, which the bundle leaves out.
 import type { KubeConfig, V1ConfigMap } from '@kubernetes/client-node';
 import { DEFAULT_REQUEST_TIMEOUT_MS } from './gateway.ts';
-import { createKubeHttp, type KubeHttp } from './http.ts';
+import { createKubeHttp, type KubeHttp, type ResponseObserver } from './http.ts';
 
 const TABLE = 'application/json;as=Table;g=meta.k8s.io;v=v1';
 
@@ -71,8 +71,11 @@ interface RawEvent {
   object?: Table & { code?: number; message?: string; metadata?: { resourceVersion?: string } };
 }
 
-export function createWatchGateway(kubeConfig: KubeConfig, options: { timeoutMs?: number } = {}): WatchGateway {
-  const raw = createKubeHttp(kubeConfig, options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS);
+export function createWatchGateway(
+  kubeConfig: KubeConfig,
+  options: { timeoutMs?: number; onResponse?: ResponseObserver } = {},
+): WatchGateway {
+  const raw = createKubeHttp(kubeConfig, options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS, undefined, options.onResponse);
   const podsPath = (namespace: string | undefined) =>
     namespace === undefined ? '/api/v1/pods' : `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods`;
   // Column positions come with the first Table of a list or watch; the built-in printer's otherwise.

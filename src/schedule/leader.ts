@@ -86,6 +86,8 @@ export interface ElectorDeps {
   sleep: (ms: number, signal: AbortSignal) => Promise<void>;
   logger: winston.Logger;
   random?: () => number;
+  /** Told true on taking the lease, false on losing or releasing it (the leader gauge). */
+  onLeading?: (leading: boolean) => void;
 }
 
 export class LeaderElector {
@@ -130,9 +132,11 @@ export class LeaderElector {
       }
       if (stop.aborted) return;
       logger.info('became the leader: sweeping', { lease, identity: this.deps.identity });
+      this.deps.onLeading?.(true);
       const held = await this.leadWhileRenewing(lead, stop);
       if (held) {
         await this.release();
+        this.deps.onLeading?.(false);
         return;
       }
       logger.error('lost the lease (not renewed within the renew deadline): stopped sweeping', {
@@ -158,7 +162,10 @@ export class LeaderElector {
       const leftMs = renewedAtMs + timings.renewDeadlineMs - this.deps.monotonicMs();
       if (await this.attempt('renew', Math.max(leftMs, 1))) renewedAtMs = this.deps.monotonicMs();
       else if (this.deps.monotonicMs() - renewedAtMs >= timings.renewDeadlineMs) held = false;
-      if (!held) leading.abort();
+      if (!held) {
+        this.deps.onLeading?.(false);
+        leading.abort();
+      }
     }
     await done.catch((error: unknown) => this.deps.logger.error('leading failed', { error: (error as Error).message }));
     stop.removeEventListener('abort', stopLeading);

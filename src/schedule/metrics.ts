@@ -15,11 +15,54 @@ const RESULT_LABEL: Record<SweepStatus, string> = {
   'no-server-clock': 'no_server_clock',
 };
 
+/** client-go's rest_client_request_duration_seconds buckets, in seconds. */
+const API_BUCKETS = [0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60];
+
+/**
+ * A resource's labels as kube-state-metrics spells them (internal/store/utils.go,
+ * toResourceUnitValue; docs/metrics/workload/pod-metrics.md): the name with every character
+ * outside [a-zA-Z0-9_] made `_` (`nvidia.com/gpu` -> `nvidia_com_gpu`), and its unit: `core` for
+ * cpu, `byte` for memory, storage, hugepages and attachable volumes, `integer` for the rest.
+ */
+export function resourceLabels(resource: string): { resource: string; unit: string } {
+  const unit =
+    resource === 'cpu'
+      ? 'core'
+      : /^(memory|storage|ephemeral-storage|hugepages-.+|attachable-volumes-.+)$/.test(resource)
+        ? 'byte'
+        : 'integer';
+  return { resource: resource.replace(/[^a-zA-Z0-9_]/g, '_'), unit };
+}
+
 /** Bounds of the stuck-time histogram, in seconds: one minute to one day. */
 const STUCK_BUCKETS = [60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 43200, 86400];
 
 export class SweepMetrics {
   readonly registry = new Registry();
+  private readonly buildInfo = new Gauge({
+    name: 'imagepull_sweeper_build_info',
+    help: 'Always 1; the labels say which version of the sweeper runs on which Node.js.',
+    labelNames: ['version', 'node_version'],
+    registers: [this.registry],
+  });
+  private readonly leader = new Gauge({
+    name: 'imagepull_sweeper_leader',
+    help: '1 while this replica may sweep: it holds the Lease (--leader-elect), or always without --leader-elect; else 0.',
+    registers: [this.registry],
+  });
+  private readonly apiRequests = new Counter({
+    name: 'imagepull_sweeper_api_requests_total',
+    help: 'Kubernetes API requests, by verb (GET, POST, PUT, PATCH, DELETE, WATCH) and HTTP status code ("<error>": no answer).',
+    labelNames: ['verb', 'code'],
+    registers: [this.registry],
+  });
+  private readonly apiDuration = new Histogram({
+    name: 'imagepull_sweeper_api_request_duration_seconds',
+    help: 'How long Kubernetes API requests took, by verb (a watch: until its answer began).',
+    labelNames: ['verb'],
+    buckets: API_BUCKETS,
+    registers: [this.registry],
+  });
   private readonly sweeps = new Counter({
     name: 'imagepull_sweeper_sweeps_total',
     help: 'Sweeps run, by result (ok, actions_failed, invalid_policy, unreachable, no_server_clock, crashed).',
@@ -92,8 +135,8 @@ export class SweepMetrics {
   });
   private readonly graceRequests = new Gauge({
     name: 'imagepull_sweeper_stuck_requests_within_grace',
-    help: 'Resources requested by those pods (cores, bytes, units), by namespace and resource.',
-    labelNames: ['namespace', 'resource'],
+    help: 'Resources requested by those pods, by namespace, resource and unit (core, byte, integer; as kube-state-metrics).',
+    labelNames: ['namespace', 'resource', 'unit'],
     registers: [this.registry],
   });
   private readonly freedPods = new Counter({
@@ -104,19 +147,36 @@ export class SweepMetrics {
   });
   private readonly freedRequests = new Counter({
     name: 'imagepull_sweeper_freed_requests_total',
-    help: 'Resources requested by the stuck pods of the Jobs the sweeper failed (cores, bytes, units), by namespace and resource.',
-    labelNames: ['namespace', 'resource'],
+    help: 'Resources requested by the stuck pods of the Jobs the sweeper failed, by namespace, resource and unit (core, byte, integer).',
+    labelNames: ['namespace', 'resource', 'unit'],
     registers: [this.registry],
   });
   private readonly freedSeconds = new Counter({
     name: 'imagepull_sweeper_freed_resource_seconds_total',
-    help: 'Request × seconds held (since scheduled) by the stuck pods of the Jobs the sweeper failed, by namespace and resource.',
-    labelNames: ['namespace', 'resource'],
+    help: 'Request × seconds held (since scheduled) by the stuck pods of the Jobs the sweeper failed, by namespace, resource and unit.',
+    labelNames: ['namespace', 'resource', 'unit'],
     registers: [this.registry],
   });
 
-  /** `dryRun`: the outcome labels start at zero as `would-*` (what `run --dry-run` produces). */
-  constructor(options: { dryRun?: boolean } = {}) {
+  /** For the gateways `run` builds (kube/http.ts): counts and times each API request. */
+  readonly observeResponse = (verb: string, status: number, seconds: number): void => {
+    this.apiRequests.inc({ verb, code: status === 0 ? '<error>' : String(status) });
+    this.apiDuration.observe({ verb }, seconds);
+  };
+
+  /** For `run --leader-elect` (cli/leader-elect.ts): the leader gauge and the Lease requests. */
+  readonly leaseObservers = {
+    onLeading: (leading: boolean): void => this.leader.set(leading ? 1 : 0),
+    onResponse: this.observeResponse,
+  };
+
+  /**
+   * `dryRun`: the outcome labels start at zero as `would-*` (what `run --dry-run` produces).
+   * `version`: the sweeper's (package.json). `leaderElect`: the leader gauge starts at 0, not 1.
+   */
+  constructor(options: { dryRun?: boolean; version?: string; leaderElect?: boolean } = {}) {
+    this.buildInfo.set({ version: options.version ?? 'unknown', node_version: process.version }, 1);
+    this.leader.set(options.leaderElect === true ? 0 : 1);
     for (const result of [...Object.values(RESULT_LABEL), 'crashed']) this.sweeps.inc({ result }, 0);
     for (const outcome of outcomesFor(options.dryRun === true)) this.jobs.inc({ outcome }, 0);
     for (const configmap of ['default', 'named']) this.policyMissing.inc({ configmap }, 0);
@@ -148,8 +208,8 @@ export class SweepMetrics {
     const freed = d.capacity;
     if (!freed) return;
     this.freedPods.inc({ namespace }, freed.pods);
-    for (const [resource, v] of Object.entries(freed.requests)) this.freedRequests.inc({ namespace, resource }, v);
-    for (const [resource, v] of Object.entries(freed.resourceSeconds)) this.freedSeconds.inc({ namespace, resource }, v);
+    for (const [r, v] of Object.entries(freed.requests)) this.freedRequests.inc({ namespace, ...resourceLabels(r) }, v);
+    for (const [r, v] of Object.entries(freed.resourceSeconds)) this.freedSeconds.inc({ namespace, ...resourceLabels(r) }, v);
   }
 
   /** The gauges describe the last sweep that judged the cluster. */
@@ -165,8 +225,8 @@ export class SweepMetrics {
     for (const { decision: d } of result.results) {
       if (!isWithinGrace(d)) continue;
       this.withinGrace.inc({ namespace: d.namespace, class: d.pullClass }, d.stuckPods);
-      for (const [resource, v] of Object.entries(d.capacity?.requests ?? {}))
-        this.graceRequests.inc({ namespace: d.namespace, resource }, v);
+      for (const [r, v] of Object.entries(d.capacity?.requests ?? {}))
+        this.graceRequests.inc({ namespace: d.namespace, ...resourceLabels(r) }, v);
     }
   }
 }

@@ -165,22 +165,31 @@ describe('Prometheus scrapes run', () => {
         await query(prometheus.url, `sum by (resource) (imagepull_sweeper_freed_requests_total{namespace="${ns}"})`),
         'resource',
       );
-      assert.deepEqual(freed, { cpu: 0.5, memory: 128 * 2 ** 20, 'example.com/widget': 2 });
+      // Resource names as kube-state-metrics spells them (src/schedule/metrics.ts, resourceLabels).
+      assert.deepEqual(freed, { cpu: 0.5, memory: 128 * 2 ** 20, example_com_widget: 2 });
       const seconds = byLabel(
         await query(prometheus.url, `sum by (resource) (imagepull_sweeper_freed_resource_seconds_total{namespace="${ns}"})`),
         'resource',
       );
       const auditedSeconds = freedLines.reduce((sum, f) => sum + f.resourceSeconds['example.com/widget']!, 0);
-      assert.ok(Math.abs(seconds['example.com/widget']! - auditedSeconds) < 1e-6, `${seconds['example.com/widget']} vs ${auditedSeconds}`);
+      assert.ok(Math.abs(seconds.example_com_widget! - auditedSeconds) < 1e-6, `${seconds.example_com_widget} vs ${auditedSeconds}`);
       assert.ok(auditedSeconds >= 2 * 7200);
       assert.deepEqual(byLabel(await query(prometheus.url, `imagepull_sweeper_stuck_pods_within_grace{namespace="${ns}"}`), 'class'), {
         permanent: 1,
       });
       const widgetsWaiting = await query(
         prometheus.url,
-        `imagepull_sweeper_stuck_requests_within_grace{namespace="${ns}",resource="example.com/widget"}`,
+        `imagepull_sweeper_stuck_requests_within_grace{namespace="${ns}",resource="example_com_widget",unit="integer"}`,
       );
       assert.equal(Number(widgetsWaiting[0]?.value[1]), 1);
+
+      // Any run: its build, its leader gauge (1 without --leader-elect), the API requests it made.
+      const build = await query(prometheus.url, 'imagepull_sweeper_build_info');
+      assert.match(build[0]?.metric.version ?? '', /^\d+\.\d+\.\d+/);
+      assert.match(build[0]?.metric.node_version ?? '', /^v\d+\./);
+      assert.equal(Number((await query(prometheus.url, 'imagepull_sweeper_leader'))[0]?.value[1]), 1);
+      const reads = await query(prometheus.url, 'sum(imagepull_sweeper_api_requests_total{verb="GET",code="200"})');
+      assert.ok(Number(reads[0]?.value[1]) > 0, JSON.stringify(reads));
 
       // The chart's rules run on these series: an invalid policy fires its alert.
       writeFileSync(policy, 'limits: { maxJobsPerSweep: lots }\n');

@@ -9,6 +9,7 @@ import {
   fingerprint,
   judgeLease,
   LeaderElector,
+  type ElectorDeps,
   type Lease,
   type LeaseSpec,
   type LeaseStore,
@@ -102,7 +103,11 @@ function memoryStore(): LeaseStore & { lease: Lease | undefined; failing: boolea
 }
 
 function elector(store: LeaseStore, identity: string, clock: { ms: number }) {
-  return new LeaderElector({
+  return new LeaderElector(electorDeps(store, identity, clock));
+}
+
+function electorDeps(store: LeaseStore, identity: string, clock: { ms: number }): ElectorDeps {
+  return {
     store,
     identity,
     timings: DEFAULT_TIMINGS,
@@ -111,7 +116,7 @@ function elector(store: LeaseStore, identity: string, clock: { ms: number }) {
     sleep: async () => {},
     logger: createLogger({ format: 'json', stream: new PassThrough() }),
     random: () => 0,
-  });
+  };
 }
 
 describe('LeaderElector', () => {
@@ -173,7 +178,9 @@ describe('LeaderElector', () => {
       },
       logger: createLogger({ format: 'json', stream: new PassThrough() }),
       random: () => 0,
+      onLeading: (leading) => leadership.push([leading, clock.ms]),
     });
+    const leadership: [boolean, number][] = [];
     const leadEnds: number[] = [];
     await e.run(
       (signal) =>
@@ -183,18 +190,26 @@ describe('LeaderElector', () => {
     assert.equal(leadEnds.length, 1);
     // Last renewal at 4 s; lost once 10 s passed without one.
     assert.ok(leadEnds[0]! >= 14_000 && leadEnds[0]! <= 16_000, `lead aborted at ${leadEnds[0]} ms`);
+    // The leader gauge: up on taking the Lease, down the moment it is lost (before the lead ends).
+    assert.deepEqual(leadership, [
+      [true, 0],
+      [false, leadEnds[0]],
+    ]);
   });
 
   it('run: on stop, the lead finishes and the Lease is released', async () => {
     const store = memoryStore();
     const clock = { ms: 0 };
     const stop = new AbortController();
-    const e = elector(store, 'a', clock);
+    const leadership: boolean[] = [];
+    const e = new LeaderElector({ ...electorDeps(store, 'a', clock), onLeading: (leading) => leadership.push(leading) });
     await e.run(async (signal) => {
       assert.equal(store.lease?.spec?.holderIdentity, 'a');
+      assert.deepEqual(leadership, [true]);
       stop.abort();
       assert.equal(signal.aborted, true);
     }, stop.signal);
+    assert.deepEqual(leadership, [true, false], 'down once released');
     assert.equal(store.lease?.spec?.holderIdentity, null);
     assert.equal(store.lease?.spec?.leaseDurationSeconds, 1);
   });

@@ -5,13 +5,18 @@ import { judge } from '../../src/judge/judge.ts';
 import type { Decision, OutageAssessment } from '../../src/judge/types.ts';
 import type { Outcome } from '../../src/model.ts';
 import { parsePolicyYaml } from '../../src/policy/parse.ts';
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { PassThrough } from 'node:stream';
+import { KubeConfig } from '@kubernetes/client-node';
+import { createKubeHttp } from '../../src/kube/http.ts';
 import { stuckJobEvent } from '../../src/act/events.ts';
 import { formatClaimMessage as describeStuck } from '../../src/judge/claim-message.ts';
 import { auditLine } from '../../src/report/audit.ts';
 import { createLogger, logDecision, logSummary } from '../../src/report/logger.ts';
 import type { StuckCapacity } from '../../src/judge/capacity.ts';
-import { SweepMetrics, isWithinGrace } from '../../src/schedule/metrics.ts';
+import { SweepMetrics, isWithinGrace, resourceLabels } from '../../src/schedule/metrics.ts';
 import type { SweepResult } from '../../src/sweep.ts';
 import { NOW, job, ownersFor, secondsAgo, stuckIn } from './judge-fixtures.ts';
 import { NO_OUTAGE, summaryOf } from './report-fixtures.ts';
@@ -86,10 +91,16 @@ describe('SweepMetrics: what an operator alerts on', () => {
     const failed = { ...decision('a', 900), capacity: GPU_POD };
     const reported = { ...decision('b', 900), capacity: GPU_POD };
     m.record(sweepResult([result(failed, 'failed'), result(reported, 'reported')]), 1, NOW);
-    assert.equal(await sample(m, 'imagepull_sweeper_freed_requests_total', { namespace: 'ci-a', resource: 'nvidia.com/gpu' }), 4);
-    assert.equal(await sample(m, 'imagepull_sweeper_freed_requests_total', { namespace: 'ci-a', resource: 'memory' }), 2 ** 30);
     assert.equal(
-      await sample(m, 'imagepull_sweeper_freed_resource_seconds_total', { namespace: 'ci-a', resource: 'nvidia.com/gpu' }),
+      await sample(m, 'imagepull_sweeper_freed_requests_total', { namespace: 'ci-a', resource: 'nvidia_com_gpu', unit: 'integer' }),
+      4,
+    );
+    assert.equal(
+      await sample(m, 'imagepull_sweeper_freed_requests_total', { namespace: 'ci-a', resource: 'memory', unit: 'byte' }),
+      2 ** 30,
+    );
+    assert.equal(
+      await sample(m, 'imagepull_sweeper_freed_resource_seconds_total', { namespace: 'ci-a', resource: 'nvidia_com_gpu', unit: 'integer' }),
       2400,
     );
     assert.equal(await sample(m, 'imagepull_sweeper_freed_pods_total', { namespace: 'ci-a' }), 2);
@@ -102,7 +113,7 @@ describe('SweepMetrics: what an operator alerts on', () => {
   it('a dry run frees nothing', async () => {
     const m = new SweepMetrics({ dryRun: true });
     m.record(sweepResult([result({ ...decision('a', 900), capacity: GPU_POD }, 'would-fail')]), 1, NOW);
-    assert.equal(await sample(m, 'imagepull_sweeper_freed_requests_total', { resource: 'nvidia.com/gpu' }), undefined);
+    assert.equal(await sample(m, 'imagepull_sweeper_freed_requests_total', { resource: 'nvidia_com_gpu' }), undefined);
     assert.equal(await sample(m, 'imagepull_sweeper_decisions_total', { outcome: 'would-fail' }), 1);
   });
 
@@ -113,7 +124,10 @@ describe('SweepMetrics: what an operator alerts on', () => {
     assert.ok(!isWithinGrace(decision('b', 900)));
     m.record(sweepResult([result(waiting, 'skipped')]), 1, NOW);
     assert.equal(await sample(m, 'imagepull_sweeper_stuck_pods_within_grace', { namespace: 'ci-a', class: 'permanent' }), 1);
-    assert.equal(await sample(m, 'imagepull_sweeper_stuck_requests_within_grace', { namespace: 'ci-a', resource: 'nvidia.com/gpu' }), 4);
+    assert.equal(
+      await sample(m, 'imagepull_sweeper_stuck_requests_within_grace', { namespace: 'ci-a', resource: 'nvidia_com_gpu', unit: 'integer' }),
+      4,
+    );
     // An unreachable API server judges nothing: the last known state stays.
     m.record({ status: 'unreachable', summary: undefined, results: [] }, 1, NOW);
     assert.equal(await sample(m, 'imagepull_sweeper_stuck_pods_within_grace', { namespace: 'ci-a', class: 'permanent' }), 1);
@@ -209,5 +223,73 @@ describe('the capacity freed, in the Event, the audit line and the summary', () 
     const text = chunks.join('');
     assert.match(text, /\n\s+freed 4 nvidia\.com\/gpu, 2 cpu, 1Gi memory held 10m in total by 2 pods\n/);
     assert.match(text, /^Freed 4 nvidia\.com\/gpu, 2\.5 cpu, 1Gi memory held 20m in total by 3 pods\.$/m);
+  });
+});
+
+describe('SweepMetrics: what any run serves', () => {
+  it('build_info is 1 with the version of package.json and the Node.js version', async () => {
+    const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+    const text = await new SweepMetrics({ version }).registry.metrics();
+    const line = `imagepull_sweeper_build_info{version="${version}",node_version="${process.version}"} 1`;
+    assert.ok(text.split('\n').includes(line), text);
+  });
+
+  it('the leader gauge: 1 without --leader-elect; with it 0 until the Lease is held, and back to 0 when lost', async () => {
+    assert.equal(await sample(new SweepMetrics(), 'imagepull_sweeper_leader'), 1);
+    const m = new SweepMetrics({ leaderElect: true });
+    assert.equal(await sample(m, 'imagepull_sweeper_leader'), 0);
+    m.leaseObservers.onLeading(true);
+    assert.equal(await sample(m, 'imagepull_sweeper_leader'), 1);
+    m.leaseObservers.onLeading(false);
+    assert.equal(await sample(m, 'imagepull_sweeper_leader'), 0);
+  });
+
+  it('counts and times API requests through the HTTP path: verb and status, "<error>" when no answer came', async () => {
+    const server = createServer((req, res) => {
+      if (req.url?.startsWith('/missing')) res.writeHead(404, { 'content-type': 'application/json' }).end('{"kind":"Status","code":404}');
+      else if (req.url?.startsWith('/hang')) return;
+      else res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const kc = new KubeConfig();
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      kc.loadFromOptions({
+        clusters: [{ name: 'c', server: url, skipTLSVerify: true }],
+        users: [{ name: 'u', token: 't' }],
+        contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
+        currentContext: 'x',
+      });
+      const m = new SweepMetrics();
+      const api = createKubeHttp(kc, 200, undefined, m.observeResponse);
+      await api.getJson('/api/v1/pods', {});
+      await api.getJson('/api/v1/pods', {});
+      await api.send('PATCH', '/apis/batch/v1/namespaces/a/jobs/j', { body: {}, contentType: 'application/merge-patch+json' });
+      await assert.rejects(api.getJson('/missing', {}));
+      await assert.rejects(api.getJson('/hang', {}), { name: 'TimeoutError' });
+      assert.equal(await sample(m, 'imagepull_sweeper_api_requests_total', { verb: 'GET', code: '200' }), 2);
+      assert.equal(await sample(m, 'imagepull_sweeper_api_requests_total', { verb: 'PATCH', code: '200' }), 1);
+      assert.equal(await sample(m, 'imagepull_sweeper_api_requests_total', { verb: 'GET', code: '404' }), 1);
+      assert.equal(await sample(m, 'imagepull_sweeper_api_requests_total', { verb: 'GET', code: '<error>' }), 1);
+      assert.equal(await sample(m, 'imagepull_sweeper_api_request_duration_seconds_count', { verb: 'GET' }), 4);
+    } finally {
+      server.closeAllConnections();
+      server.close();
+    }
+  });
+
+  it('resources are labelled as kube-state-metrics labels them: a sanitized name and its unit', async () => {
+    assert.deepEqual(resourceLabels('nvidia.com/gpu'), { resource: 'nvidia_com_gpu', unit: 'integer' });
+    assert.deepEqual(resourceLabels('cpu'), { resource: 'cpu', unit: 'core' });
+    assert.deepEqual(resourceLabels('memory'), { resource: 'memory', unit: 'byte' });
+    assert.deepEqual(resourceLabels('ephemeral-storage'), { resource: 'ephemeral_storage', unit: 'byte' });
+    assert.deepEqual(resourceLabels('hugepages-2Mi'), { resource: 'hugepages_2Mi', unit: 'byte' });
+    assert.deepEqual(resourceLabels('example.com/widget'), { resource: 'example_com_widget', unit: 'integer' });
+    const m = new SweepMetrics();
+    m.record(sweepResult([result({ ...decision('a', 900), capacity: GPU_POD }, 'failed')]), 1, NOW);
+    const text = await m.registry.metrics();
+    assert.match(text, /^imagepull_sweeper_freed_requests_total\{namespace="ci-a",resource="nvidia_com_gpu",unit="integer"\} 4$/m);
+    assert.match(text, /^imagepull_sweeper_freed_resource_seconds_total\{namespace="ci-a",resource="cpu",unit="core"\} 1200$/m);
+    assert.doesNotMatch(text, /nvidia\.com/);
   });
 });
