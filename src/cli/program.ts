@@ -103,7 +103,7 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
       const schedule = parseSchedule(flags.schedule, flags.timezone);
       const address = flags.listen ? parseListenAddress(flags.listen) : undefined;
       const metrics = new SweepMetrics({
-        dryRun: flags.dryRun === true,
+        dryRun: flags.dryRun !== undefined,
         version: packageVersion(),
         leaderElect: flags.leaderElect === true,
       });

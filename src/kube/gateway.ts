@@ -185,8 +185,9 @@ function gatewayOver(http: KubeHttp, writeQuery: Record<string, string>): KubeGa
         contentType: STRATEGIC_MERGE_PATCH,
       })) as V1Pod,
     async deletePod(namespace, name, uid, resourceVersion, options = {}) {
-      // In the body: with a body, the API server ignores a gracePeriodSeconds query parameter.
-      const body = { preconditions: { uid, resourceVersion }, gracePeriodSeconds: options.gracePeriodSeconds };
+      // In the body: with a body, the API server ignores the query's gracePeriodSeconds and dryRun.
+      const dryRun = writeQuery.dryRun ? { dryRun: [writeQuery.dryRun] } : {};
+      const body = { preconditions: { uid, resourceVersion }, gracePeriodSeconds: options.gracePeriodSeconds, ...dryRun };
       await raw.send('DELETE', `/api/v1/namespaces/${path(namespace)}/pods/${path(name)}`, { body, ignoreAnswer });
     },
     async createEvent(namespace, body) {

@@ -92,10 +92,16 @@ describe('the server-dry-run gateway', () => {
   before(async () => {
     server = createServer((req, res) => {
       const url = new URL(req.url ?? '/', 'http://x');
-      seen.push({ method: req.method ?? '', path: url.pathname, dryRun: url.searchParams.get('dryRun') });
-      req.resume();
-      const body = req.method === 'GET' ? '{"kind":"Table","rows":[],"items":[]}' : '{}';
-      res.writeHead(200, { 'Content-Type': 'application/json' }).end(body);
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        // A DELETE with a body: the API server reads its options, dryRun among them, from the body only.
+        const sent = req.method === 'DELETE' ? (JSON.parse(Buffer.concat(chunks).toString() || '{}') as { dryRun?: string[] }) : {};
+        const dryRun = req.method === 'DELETE' ? (sent.dryRun?.join(',') ?? null) : url.searchParams.get('dryRun');
+        seen.push({ method: req.method ?? '', path: url.pathname, dryRun });
+        const body = req.method === 'GET' ? '{"kind":"Table","rows":[],"items":[]}' : '{}';
+        res.writeHead(200, { 'Content-Type': 'application/json' }).end(body);
+      });
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     kc = new KubeConfig();
