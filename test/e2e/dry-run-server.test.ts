@@ -10,7 +10,7 @@ import { CoreV1Api, RbacAuthorizationV1Api, type KubeConfig } from '@kubernetes/
 import { ensureBuilt, jsonLines, registerKubeconfigSecrets, runCli } from '../support/cli.ts';
 import { guardEnforced } from '../support/guard.ts';
 import { useTestCluster } from '../support/hooks.ts';
-import { applyManifests, INSTALL_NS, SERVICE_ACCOUNT, serviceAccountKubeconfig } from '../support/manifests.ts';
+import { installShipped, SERVICE_ACCOUNT, serviceAccountKubeconfig } from '../support/manifests.ts';
 import { createStuckJob, settledSnapshot, sweeperEvents } from '../support/sweeper.ts';
 
 const TIMEOUT = { timeout: 180_000 };
@@ -28,11 +28,7 @@ let guarded: string;
 const env = useTestCluster(async (hooks) => {
   ensureBuilt();
   kc = hooks.kc;
-  await applyManifests(kc);
-  const core = kc.makeApiClient(CoreV1Api);
-  hooks.onCleanup(() => core.deleteNamespacedConfigMap({ namespace: INSTALL_NS, name: 'imagepull-sweeper-policy' }));
-  const sa = await serviceAccountKubeconfig(kc);
-  hooks.onCleanup(async () => sa.remove());
+  const sa = await installShipped(hooks);
   registerKubeconfigSecrets(sa.path);
   guarded = sa.path;
   const probe = await hooks.namespace('dry-run-probe');

@@ -14,7 +14,7 @@ import type { AuditLine } from '../../src/report/audit.ts';
 import { jobManifest } from '../support/fixtures.ts';
 import { useTestCluster } from '../support/hooks.ts';
 import { waitFor, waitForJobPods } from '../support/kubelet.ts';
-import { applyManifests, INSTALL_NS, serviceAccountKubeconfig } from '../support/manifests.ts';
+import { installShipped } from '../support/manifests.ts';
 import { addRegistryHost, hungServer, nodeSkipReason, runtimeLabel, startNode, testRuntimes, type RunningNode } from '../support/node.ts';
 import { nodePodSpec } from '../support/node-cases.ts';
 import { policyFile, readJob, runSweep, sweeperEvents, trueCondition, waitForJobFailed } from '../support/sweeper.ts';
@@ -23,12 +23,7 @@ const skip = nodeSkipReason();
 let saKc: KubeConfig;
 const env = useTestCluster(async (hooks) => {
   if (skip) return;
-  await applyManifests(hooks.kc);
-  const core = hooks.kc.makeApiClient(CoreV1Api);
-  hooks.onCleanup(() => core.deleteNamespacedConfigMap({ namespace: INSTALL_NS, name: 'imagepull-sweeper-policy' }));
-  const sa = await serviceAccountKubeconfig(hooks.kc);
-  hooks.onCleanup(async () => sa.remove());
-  saKc = sa.kc;
+  saKc = (await installShipped(hooks)).kc;
 });
 const TIMEOUT = { timeout: 420_000, skip };
 /** Stalled pulls are failed after 5 s; forceDeleteAfter and confirmWithin keep their defaults (60s, 5m). */

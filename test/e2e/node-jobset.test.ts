@@ -5,21 +5,13 @@
 // (docs/jobset.md) it ends after its first grace.
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
-import {
-  ApiException,
-  CoreV1Api,
-  CustomObjectsApi,
-  PatchStrategy,
-  setHeaderOptions,
-  type KubeConfig,
-  type V1JobSpec,
-} from '@kubernetes/client-node';
+import { ApiException, CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig, type V1JobSpec } from '@kubernetes/client-node';
 import { ANNOTATIONS } from '../../src/policy/annotations.ts';
 import type { AuditLine } from '../../src/report/audit.ts';
 import { useTestCluster } from '../support/hooks.ts';
 import { jobSetController } from '../support/jobset.ts';
 import { waitFor } from '../support/kubelet.ts';
-import { applyManifests, INSTALL_NS, serviceAccountKubeconfig } from '../support/manifests.ts';
+import { installShipped } from '../support/manifests.ts';
 import { nodePodSpec } from '../support/node-cases.ts';
 import { nodeSkipReason, runtimeLabel, testNode, testRuntimes, type TestNodeHandle } from '../support/node.ts';
 import { policyFile, runSweep, sweeperEvents } from '../support/sweeper.ts';
@@ -40,13 +32,7 @@ interface JobSet {
 let saKc: KubeConfig;
 const env = useTestCluster(async (hooks) => {
   if (skip) return;
-  await applyManifests(hooks.kc);
-  const core = hooks.kc.makeApiClient(CoreV1Api);
-  // The other files on the shared cluster expect no policy ConfigMap.
-  hooks.onCleanup(() => core.deleteNamespacedConfigMap({ namespace: INSTALL_NS, name: 'imagepull-sweeper-policy' }));
-  const sa = await serviceAccountKubeconfig(hooks.kc);
-  hooks.onCleanup(async () => sa.remove());
-  saKc = sa.kc;
+  saKc = (await installShipped(hooks)).kc;
   const controller = await jobSetController(hooks.kc, hooks.cluster.kubeconfigPath);
   hooks.onCleanup(() => controller.stop());
 });

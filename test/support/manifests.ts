@@ -16,6 +16,7 @@ import {
 } from '@kubernetes/client-node';
 import { parseAllDocuments, parse as parseYaml } from 'yaml';
 import { REPO } from './cli.ts';
+import type { ClusterHooks } from './hooks.ts';
 
 export const MANIFESTS = join(REPO, 'manifests');
 export const INSTALL_NS = 'imagepull-sweeper';
@@ -100,4 +101,18 @@ export async function serviceAccountKubeconfig(
   const kc = new KubeConfig();
   kc.loadFromFile(path);
   return { path, dir, kc, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/**
+ * For a test file's setup: `manifests/` applied, and the shipped ServiceAccount's kubeconfig,
+ * with the policy ConfigMap (the other files on the shared cluster expect none) and the
+ * kubeconfig removed after the file's tests.
+ */
+export async function installShipped(hooks: ClusterHooks): Promise<Awaited<ReturnType<typeof serviceAccountKubeconfig>>> {
+  await applyManifests(hooks.kc);
+  const core = hooks.kc.makeApiClient(CoreV1Api);
+  hooks.onCleanup(() => core.deleteNamespacedConfigMap({ namespace: INSTALL_NS, name: 'imagepull-sweeper-policy' }));
+  const sa = await serviceAccountKubeconfig(hooks.kc);
+  hooks.onCleanup(async () => sa.remove());
+  return sa;
 }
