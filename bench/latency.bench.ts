@@ -1,4 +1,4 @@
-// npm run bench:latency -- [--pending 1000] [--jobs 60] [--runs 3] [--idle-seconds 60] [--modes watch,minute,second] [--formats]
+// npm run bench:latency -- [--pending 1000] [--jobs 60] [--runs 3] [--idle-seconds 60] [--modes watch,minute,second] [--formats] [--faults 0.3]
 //
 // How soon after its grace runs out a Job is written to and Failed, by `run --watch` against
 // `run --schedule` every minute and every second, on the bundled control plane. `--pending` plain
@@ -8,13 +8,16 @@
 // write (the claim, seen by a watch on the Jobs) p50/p99/max, -> Job Failed p50/p99, the pod
 // LIST/GET/WATCH requests of a minute in which nothing changes, and the sweeper's peak RSS and CPU.
 // The median of the runs is printed last. `--formats` first prints what one Pending pod costs in a
-// list and one status change in a watch, in each format a watch could use. Prints figures, asserts nothing.
+// list and one status change in a watch, in each format a watch could use. `--faults RATE` puts
+// the fault proxy between the sweeper and the API server (bench/latency-faults.ts) and prints what
+// the fault targets count (the proxy's counts are cumulative over the runs). Prints figures,
+// asserts nothing.
 import { spawn } from 'node:child_process';
 import * as https from 'node:https';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { BatchV1Api, CoreV1Api, Watch, type V1Job } from '@kubernetes/client-node';
+import { BatchV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { findStuckContainers } from '../src/classify/index.ts';
 import { mapBounded } from '../src/concurrency.ts';
 import { CLI, ensureBuilt, jsonLines } from '../test/support/cli.ts';
@@ -22,6 +25,7 @@ import { startCluster } from '../test/support/cluster.ts';
 import { createNamespace, jobManifest } from '../test/support/fixtures.ts';
 import { setImagePullStuck, waitFor, waitForJobPods } from '../test/support/kubelet.ts';
 import { MISSING_IMAGE, NOT_FOUND_MESSAGE } from '../test/support/sweeper.ts';
+import { countFaultOutcomes, createHealthyJobs, startFaults, watchJobs, type FaultFigures, type Faults } from './latency-faults.ts';
 import { createPods, rawClient, type Raw } from './scale-setup.ts';
 
 const flag = (name: string, fallback: string) => {
@@ -40,6 +44,8 @@ const MODES: Record<string, string[]> = {
   second: ['--schedule', '* * * * * *'],
 };
 const modes = flag('modes', 'watch,minute,second').split(',');
+const FAULT_RATE = Number(flag('faults', '0'));
+const HEALTHY = 20;
 
 interface Figures {
   write: number[];
@@ -47,6 +53,7 @@ interface Figures {
   idle: string;
   rssMb: number;
   cpuS: number;
+  faults?: FaultFigures & { cuts: number; expiries: number; proxy: string };
 }
 
 const pct = (xs: number[], p: number) => {
@@ -81,6 +88,7 @@ async function runMode(
   raw: Raw,
   policy: string,
   kubeconfig: string,
+  faults: Faults | undefined,
 ): Promise<Figures> {
   const namespaces = await mapBounded([...Array(10).keys()], 4, async (i) => (await createNamespace(kc, `lat-${mode}-${run}-${i}`)).name);
   const batch = kc.makeApiClient(BatchV1Api);
@@ -89,29 +97,25 @@ async function runMode(
   await mapBounded(jobs, 16, (j) => batch.createNamespacedJob({ namespace: j.namespace, body: jobManifest(j.name, MISSING_IMAGE) }));
   const pods = await mapBounded(jobs, 16, async (j) => (await waitForJobPods(core, j.namespace, j.name))[0]!.metadata!.name!);
 
+  const healthy = faults ? await createHealthyJobs(kc, namespaces, HEALTHY) : [];
+
   const claimed = new Map<string, number>();
   const failed = new Map<string, number>();
-  const watches = await Promise.all(
-    namespaces.map((ns) =>
-      new Watch(kc).watch(
-        `/apis/batch/v1/namespaces/${ns}/jobs`,
-        {},
-        (_t, job: V1Job) => {
-          const key = `${ns}/${job.metadata?.name}`;
-          if (job.metadata?.annotations?.['imagepull-sweeper/failed-at'] && !claimed.has(key)) claimed.set(key, Date.now());
-          if (job.status?.conditions?.some((c) => c.type === 'Failed' && c.status === 'True') && !failed.has(key))
-            failed.set(key, Date.now());
-        },
-        () => undefined,
-      ),
-    ),
+  const unwatch = namespaces.map((ns) =>
+    watchJobs(kc, ns, (job) => {
+      const key = `${ns}/${job.metadata?.name}`;
+      if (job.metadata?.annotations?.['imagepull-sweeper/failed-at'] && !claimed.has(key)) claimed.set(key, Date.now());
+      if (job.status?.conditions?.some((c) => c.type === 'Failed' && c.status === 'True') && !failed.has(key)) failed.set(key, Date.now());
+    }),
   );
-  const args = [CLI, 'run', ...MODES[mode]!, '--policy-file', policy, '--kubeconfig', kubeconfig, '--output', 'json'];
+  const args = [CLI, 'run', ...MODES[mode]!, '--policy-file', policy, '--kubeconfig', faults?.kubeconfig ?? kubeconfig, '--output', 'json'];
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+  let stopFaults: (() => { cuts: number; expiries: number }) | undefined;
   try {
     if (mode === 'watch') await waitFor(() => jsonLines(out).some((l) => l.message === 'summary'), 300_000, 'the first sweep', 100);
+    stopFaults = faults?.begin();
     // A minute in which nothing changes.
     const before = await podRequests(raw);
     await new Promise((r) => setTimeout(r, IDLE_S * 1000));
@@ -133,11 +137,17 @@ async function runMode(
     await waitFor(() => failed.size >= JOBS, 180_000, 'every Job Failed', 250).catch(() => undefined);
     const figures = procFigures(child.pid!);
     const after2 = (m: Map<string, number>) => [...due].filter(([k]) => m.has(k)).map(([k, d]) => (m.get(k)! - d) / 1000);
-    return { write: after2(claimed), failed: after2(failed), idle, ...figures };
+    const injected = stopFaults?.();
+    // Healthy Jobs get a few more seconds in which a wrong write could still land.
+    if (faults) await new Promise((r) => setTimeout(r, 5_000));
+    const counted = faults &&
+      injected && { ...(await countFaultOutcomes(kc, namespaces, jobs, healthy, out)), ...injected, proxy: faults.proxy.report() };
+    return { write: after2(claimed), failed: after2(failed), idle, ...figures, ...(counted ? { faults: counted } : {}) };
   } finally {
+    stopFaults?.();
     child.kill('SIGTERM');
     await new Promise((r) => child.on('close', r));
-    for (const w of watches) w.abort();
+    for (const stop of unwatch) stop();
     await mapBounded(namespaces, 4, (ns) => core.deleteNamespace({ name: ns }).catch(() => undefined));
   }
 }
@@ -204,7 +214,9 @@ async function formatProbe(kc: import('@kubernetes/client-node').KubeConfig, nam
 
 async function main(): Promise<void> {
   ensureBuilt();
-  const cluster = await startCluster({});
+  // With faults, the watch cache is off: an etcd compaction then expires a watch (the real 410).
+  const cluster = await startCluster(FAULT_RATE > 0 ? { apiserverArgs: ['--watch-cache=false'] } : {});
+  const faults = FAULT_RATE > 0 ? await startFaults(cluster, FAULT_RATE) : undefined;
   const raw = rawClient(cluster.kubeConfig);
   const dir = mkdtempSync(join(tmpdir(), 'ips-latency-'));
   const policy = join(dir, 'policy.yaml');
@@ -224,13 +236,19 @@ async function main(): Promise<void> {
     const all = new Map<string, Figures[]>();
     for (let run = 1; run <= RUNS; run += 1) {
       for (const mode of modes) {
-        const f = await runMode(mode, run, cluster.kubeConfig, raw, policy, cluster.kubeconfigPath);
+        const f = await runMode(mode, run, cluster.kubeConfig, raw, policy, cluster.kubeconfigPath, faults);
         all.set(mode, [...(all.get(mode) ?? []), f]);
         console.log(
           `run ${run} ${mode.padEnd(6)} grace -> first write p50 ${f1(pct(f.write, 50))} s, p99 ${f1(pct(f.write, 99))} s, max ${f1(Math.max(...f.write))} s ` +
             `(${f.write.length}/${JOBS}); -> Failed p50 ${f1(pct(f.failed, 50))} s, p99 ${f1(pct(f.failed, 99))} s; idle minute pods ${f.idle}; ` +
             `peak RSS ${f.rssMb.toFixed(0)} MB, CPU ${f.cpuS.toFixed(1)} s`,
         );
+        if (f.faults)
+          console.log(
+            `run ${run} ${mode.padEnd(6)} faults at ${FAULT_RATE}: ${f.faults.cuts} watch cuts (${f.faults.expiries} past a compaction; the sweeper resumed ${f.faults.resumed}, listed again after 410 ${f.faults.relisted}); ` +
+              `Jobs past grace left unfailed ${f.faults.unfailed}/${JOBS}; duplicate Events ${f.faults.duplicateEvents}; ` +
+              `duplicate failed decisions ${f.faults.duplicateDecisions}; healthy Jobs touched ${f.faults.healthyTouched}/${HEALTHY}; proxy: ${f.faults.proxy}`,
+          );
       }
     }
     for (const [mode, fs] of all) {
@@ -241,6 +259,7 @@ async function main(): Promise<void> {
       );
     }
   } finally {
+    await faults?.proxy.close();
     raw.close();
     await cluster.stop();
   }

@@ -9,30 +9,16 @@ import { after, before, describe, it } from 'node:test';
 import { BatchV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { describeApiError } from '../../src/kube/errors.ts';
 import { createGateway, type KubeGateway } from '../../src/kube/gateway.ts';
-import { startCluster, type Cluster } from '../support/cluster.ts';
+import { compactEtcd as compact, startCluster, type Cluster } from '../support/cluster.ts';
 import { createNamespace, jobManifest } from '../support/fixtures.ts';
 import { createStuckJob, policyFile, runSweep, sweeperEvents, waitForJobFailed } from '../support/sweeper.ts';
 
 let cluster: Cluster;
+const compactEtcd = () => compact(cluster.state.etcdUrl);
 before(async () => {
   cluster = await startCluster({ apiserverArgs: ['--watch-cache=false'] });
 });
 after(async () => cluster?.stop());
-
-/** POSTs to etcd's gRPC gateway. */
-async function etcd(path: string, body: object): Promise<Record<string, unknown>> {
-  const res = await fetch(`${cluster.state.etcdUrl}${path}`, { method: 'POST', body: JSON.stringify(body) });
-  assert.equal(res.status, 200, `${path}: ${res.status} ${await res.clone().text()}`);
-  return (await res.json()) as Record<string, unknown>;
-}
-
-/** Compacts etcd up to its current revision (physically), so older revisions are gone. */
-async function compactEtcd(): Promise<number> {
-  const range = await etcd('/v3/kv/range', { key: Buffer.from('/registry/namespaces/default').toString('base64') });
-  const revision = Number((range.header as { revision: string }).revision);
-  await etcd('/v3/kv/compaction', { revision, physical: true });
-  return revision;
-}
 
 describe('an expired continue token', () => {
   it('restarts the pod list from the start, and every Job is judged once', { timeout: 300_000 }, async () => {

@@ -11,7 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { parse } from 'yaml';
 import { ensureBuilt, jsonLines, startCli } from '../support/cli.ts';
-import { startCluster, type Cluster } from '../support/cluster.ts';
+import { compactEtcd, startCluster, type Cluster } from '../support/cluster.ts';
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.ts';
 import { createNamespace } from '../support/fixtures.ts';
 import { waitFor } from '../support/kubelet.ts';
@@ -30,17 +30,6 @@ after(async () => {
   await proxy?.close();
   await cluster?.stop();
 });
-
-/** Compacts etcd up to its current revision: every older resourceVersion is gone. */
-async function compactEtcd(): Promise<void> {
-  const post = async (path: string, body: object) => {
-    const res = await fetch(`${cluster.state.etcdUrl}${path}`, { method: 'POST', body: JSON.stringify(body) });
-    assert.equal(res.status, 200, `${path}: ${res.status}`);
-    return (await res.json()) as { header: { revision: string } };
-  };
-  const { header } = await post('/v3/kv/range', { key: Buffer.from('/registry/namespaces/default').toString('base64') });
-  await post('/v3/kv/compaction', { revision: Number(header.revision), physical: true });
-}
 
 describe('run --watch: watches that fail', () => {
   it('resumes a dropped watch, lists again after 410 Gone, and fails every Job once', { timeout: 300_000 }, async () => {
@@ -83,7 +72,7 @@ describe('run --watch: watches that fail', () => {
       proxy.dropWatches();
       await createStuckJob(kc, ns, 'while-expired', { stuckFor: 5 });
       await kc.makeApiClient(CoreV1Api).createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: 'bump' } } });
-      await compactEtcd();
+      await compactEtcd(cluster.state.etcdUrl);
       proxy.refuseWatches(false);
       await waitFor(() => said(/^watch expired \(410 Gone\); listing again$/), 60_000, 'the expired watch listed again');
 

@@ -501,6 +501,22 @@ export async function startCluster(opts: StartClusterOptions = {}): Promise<Clus
 }
 
 /** Removes a cluster's run dir; with keepLogs only the etcd data, keys and kubeconfigs go. */
+/**
+ * Compacts etcd (physically) up to its current revision, so every older resourceVersion is gone:
+ * the API server then answers 410 Gone to a watch or continue token it cannot serve from its cache.
+ */
+export async function compactEtcd(etcdUrl: string): Promise<number> {
+  const post = async (path: string, body: object) => {
+    const res = await fetch(`${etcdUrl}${path}`, { method: 'POST', body: JSON.stringify(body) });
+    if (res.status !== 200) throw new Error(`etcd ${path}: ${res.status} ${await res.text()}`);
+    return (await res.json()) as { header: { revision: string } };
+  };
+  const { header } = await post('/v3/kv/range', { key: Buffer.from('/registry/namespaces/default').toString('base64') });
+  const revision = Number(header.revision);
+  await post('/v3/kv/compaction', { revision, physical: true });
+  return revision;
+}
+
 export function removeRunDir(runDir: string, keepLogs: boolean): void {
   if (!keepLogs) {
     fs.rmSync(runDir, { recursive: true, force: true });
