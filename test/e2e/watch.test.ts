@@ -152,6 +152,9 @@ describe('run --watch: the policy file', () => {
       const path = join(mount, 'policy.yaml');
       symlinkSync('..data/policy.yaml', path);
       await createStuckJob(env.kc, ns, 'swapped', { stuckFor: 120 });
+      // Kept out of the first change by its own 1h grace, so only the re-created file (overrides off) fails it,
+      // and no change to its pod sets a timer that could fail it instead.
+      await createStuckJob(env.kc, ns, 'recreated', { stuckFor: 120, annotations: { 'imagepull-sweeper/grace': '1h' } });
       const changedAt = { swapped: 0, recreated: 0 };
       const lines = await watching(['--namespace', ns, '--policy-file', path], async (proc) => {
         assert.equal(decisions(jsonLines(proc.output()), 'swapped')[0]?.outcome, 'skipped');
@@ -169,9 +172,10 @@ describe('run --watch: the policy file', () => {
           30_000,
           'the deleted policy reported',
         );
-        await createStuckJob(env.kc, ns, 'recreated', { stuckFor: 120 });
+        const waited = decisions(jsonLines(proc.output()), 'recreated');
+        assert.ok(waited.length >= 2 && waited.every((l) => l.outcome === 'skipped'), JSON.stringify(waited));
         // An editor's save: a temporary file renamed into place.
-        writeFileSync(join(mount, '.policy.yaml.tmp'), 'defaults: { grace: { permanent: 30s } }\n');
+        writeFileSync(join(mount, '.policy.yaml.tmp'), 'defaults: { grace: { permanent: 30s }, jobOverrides: { allowed: false } }\n');
         changedAt.recreated = Date.now();
         renameSync(join(mount, '.policy.yaml.tmp'), path);
         await waitForJobFailed(env.kc, ns, 'recreated', 30_000);
