@@ -32,7 +32,7 @@ export class WatchMetrics {
     });
     this.sweeps = new Counter({
       name: 'imagepull_sweeper_watch_sweeps_total',
-      help: 'Sweeps of run --watch by trigger: start (after the first list, or on taking the Lease), timer (a timed rule fell due), policy (the policy ConfigMap changed), schedule (the backstop).',
+      help: 'Sweeps of run --watch by trigger: start (after the first list, or on taking the Lease), timer (a timed rule fell due), policy (the policy ConfigMap or file changed), schedule (the backstop).',
       labelNames: ['trigger'],
       registers: [registry],
     });

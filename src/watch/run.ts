@@ -1,6 +1,6 @@
 // `run --watch` (docs/how-it-works.md "Event-driven mode"): one loop, so two sweeps never overlap.
 // It sweeps once the pod cache has its first list, then whenever a timed rule falls due, the
-// policy ConfigMap changes, or the backstop schedule comes; between sweeps it only pre-judges pods
+// policy (its ConfigMap or its file) changes, or the backstop schedule comes; between sweeps it only pre-judges pods
 // that newly wait on their image, to set their timers. Every sweep is the ordinary sweep(); a
 // triggered one observes from the cache instead of listing.
 import type { ActResult } from '../act/act.ts';
@@ -14,6 +14,7 @@ import { ServerClock } from './clock.ts';
 import { DueTimes, ERROR_RETRY_MS, dueOf, type Due } from './due.ts';
 import type { WatchMetrics, WatchTrigger } from './metrics.ts';
 import { PodCache } from './pod-cache.ts';
+import { watchPolicyFile } from './policy-file-watch.ts';
 import { watchPolicy } from './policy-watch.ts';
 import { prejudge } from './prejudge.ts';
 import { recordingWrites } from './recording-gateway.ts';
@@ -90,6 +91,10 @@ export async function runWatching(deps: WatchRunDeps, options: SweepOptions, sto
   });
   deps.metrics?.listed('pods');
   const background: Promise<void>[] = [cache.run(watching.signal)];
+  const onPolicyChange = () => {
+    policyChanged = true;
+    wakeup.notify();
+  };
   if (options.policy.kind === 'configmap') {
     deps.metrics?.listed('policy');
     const policyOptions = {
@@ -98,12 +103,12 @@ export async function runWatching(deps: WatchRunDeps, options: SweepOptions, sto
       watchTimeoutSeconds: deps.watchTimeoutSeconds,
       sleep: deps.sleep,
       onRestart: onRestart('policy'),
-      onChange: () => {
-        policyChanged = true;
-        wakeup.notify();
-      },
+      onChange: onPolicyChange,
     };
     background.push(watchPolicy(deps.watchGateway, policyOptions, watching.signal));
+  } else if (!(options.policy.path === '-' && options.policy.stdin)) {
+    // A file is polled (policy-file-watch.ts); stdin has no edits.
+    background.push(watchPolicyFile({ path: options.policy.path, sleep: deps.sleep, onChange: onPolicyChange }, watching.signal));
   }
 
   const serverNow = () => clock.serverNowMs(monotonicMs());

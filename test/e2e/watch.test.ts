@@ -1,8 +1,8 @@
 // `run --watch` on the real control plane (and the real node): a Job is failed when its grace
 // runs out, not at a schedule slot (the backstop here is once a year), and a policy edit, a
-// deletion and a re-creation of the policy ConfigMap apply at once.
+// deletion and a re-creation of the policy ConfigMap, or of a --policy-file, apply at once.
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
@@ -133,4 +133,62 @@ describe('run --watch: the policy ConfigMap', () => {
     }
     assert.equal((await sweeperEvents(env.kc, ns)).filter((e) => e.reason === 'ImagePullStuck').length, 2);
   });
+});
+
+describe('run --watch: the policy file', () => {
+  it(
+    'applies a mounted ConfigMap update, a deletion and an editor re-creating the --policy-file within 5 s',
+    { timeout: 180_000 },
+    async () => {
+      const ns = await env.namespace('watch-policy-file');
+      // A ConfigMap volume as the kubelet lays it out: policy.yaml -> ..data/policy.yaml, ..data -> ..<version>/.
+      const mount = join(dir, 'mount');
+      const version = (name: string, yaml: string) => {
+        mkdirSync(join(mount, name), { recursive: true });
+        writeFileSync(join(mount, name, 'policy.yaml'), yaml);
+      };
+      version('..v1', 'defaults: { action: ignore }\n');
+      symlinkSync('..v1', join(mount, '..data'));
+      const path = join(mount, 'policy.yaml');
+      symlinkSync('..data/policy.yaml', path);
+      await createStuckJob(env.kc, ns, 'swapped', { stuckFor: 120 });
+      // Kept out of the first change by its own 1h grace, so only the re-created file (overrides off) fails it,
+      // and no change to its pod sets a timer that could fail it instead.
+      await createStuckJob(env.kc, ns, 'recreated', { stuckFor: 120, annotations: { 'imagepull-sweeper/grace': '1h' } });
+      const changedAt = { swapped: 0, recreated: 0 };
+      const lines = await watching(['--namespace', ns, '--policy-file', path], async (proc) => {
+        assert.equal(decisions(jsonLines(proc.output()), 'swapped')[0]?.outcome, 'skipped');
+        // The kubelet's update: the new version beside the old, a new ..data symlink renamed over the old one.
+        version('..v2', 'defaults: { grace: { permanent: 30s } }\n');
+        symlinkSync('..v2', join(mount, '..data_tmp'));
+        changedAt.swapped = Date.now();
+        renameSync(join(mount, '..data_tmp'), join(mount, '..data'));
+        rmSync(join(mount, '..v1'), { recursive: true });
+        await waitForJobFailed(env.kc, ns, 'swapped', 30_000);
+
+        unlinkSync(path);
+        await waitFor(
+          () => jsonLines(proc.output()).some((l) => /cannot read policy file/.test(String(l.message))),
+          30_000,
+          'the deleted policy reported',
+        );
+        const waited = decisions(jsonLines(proc.output()), 'recreated');
+        assert.ok(waited.length >= 2 && waited.every((l) => l.outcome === 'skipped'), JSON.stringify(waited));
+        // An editor's save: a temporary file renamed into place.
+        writeFileSync(join(mount, '.policy.yaml.tmp'), 'defaults: { grace: { permanent: 30s }, jobOverrides: { allowed: false } }\n');
+        changedAt.recreated = Date.now();
+        renameSync(join(mount, '.policy.yaml.tmp'), path);
+        await waitForJobFailed(env.kc, ns, 'recreated', 30_000);
+      });
+      for (const name of ['swapped', 'recreated'] as const) {
+        const failed = decisions(lines, name).filter((l) => l.outcome === 'failed');
+        assert.equal(failed.length, 1, name);
+        // The decision is logged once the Job is failed; both times are this machine's clock.
+        const delay = (Date.parse(String(failed[0]!.timestamp)) - changedAt[name]) / 1000;
+        process.stderr.write(`[watch] ${name}: failed ${delay} s after the policy file changed\n`);
+        assert.ok(delay > 0 && delay <= 5, `${name}: failed ${delay} s after the change`);
+      }
+      assert.equal((await sweeperEvents(env.kc, ns)).filter((e) => e.reason === 'ImagePullStuck').length, 2);
+    },
+  );
 });
