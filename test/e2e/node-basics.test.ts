@@ -1,20 +1,26 @@
 // The real node itself: Ready, runs a pod from the local registry, pulls with credentials from
-// the auth registry, and listens on nothing but 127.0.0.1.
+// the auth registry, refuses that image to a Job's pod without the secret (ensure secret pulled
+// images, on by default since 1.35) in words the sweep passes on as ambiguous, and listens on
+// nothing but 127.0.0.1.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { before, describe, it } from 'node:test';
-import { CoreV1Api } from '@kubernetes/client-node';
+import { BatchV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { useTestCluster } from '../support/hooks.ts';
-import { waitFor } from '../support/kubelet.ts';
+import { jobManifest } from '../support/fixtures.ts';
+import { waitFor, waitForJobPods } from '../support/kubelet.ts';
 import { nodeSkipReason, runtimeLabel, testNode, testRuntimes, type NodeRuntime, type TestNodeHandle } from '../support/node.ts';
 import { nodePodSpec } from '../support/node-cases.ts';
+import { policyFile, runSweep, sweeperEvents, waitForJobFailed } from '../support/sweeper.ts';
+import { NEVER_PULL_AMBIGUOUS } from '../../src/classify/index.ts';
 
 const skip = nodeSkipReason();
 const env = useTestCluster();
 // Each test (not the suite) is skipped, so the runner counts them as skipped, with the reason.
 const TIMEOUT = { timeout: 120_000, skip };
+const FAST = policyFile('defaults: { grace: { permanent: 1s } }\n');
 /** What the kubelet reports as the node's runtime (CRI Version), per runtime. */
 const RUNTIME_VERSION: Record<NodeRuntime, RegExp> = {
   containerd: /^containerd:\/\/1\.6\./,
@@ -95,6 +101,81 @@ for (const runtime of testRuntimes())
       assert.equal(pod.status?.containerStatuses?.length, 2);
       assert.ok(pod.status?.podIP, 'the CNI bridge gave the pod an address');
     });
+
+    it(
+      'refuses an image pulled with a secret to a Job without it under pull policy Never, and the sweep says it may be either',
+      TIMEOUT,
+      async () => {
+        const core = env.kc.makeApiClient(CoreV1Api);
+        const ns = await env.namespace(`node-secret-pulled-${runtime}`);
+        const image = `${node.authRegistry}/pause:3.10`;
+        const auths = { [node.authRegistry]: { username: node.authUser, password: node.authPassword } };
+        await core.createNamespacedSecret({
+          namespace: ns,
+          body: {
+            metadata: { name: 'pull' },
+            type: 'kubernetes.io/dockerconfigjson',
+            stringData: { '.dockerconfigjson': JSON.stringify({ auths }) },
+          },
+        });
+        const pod = (name: string, pullPolicy: 'Always' | 'Never') =>
+          core.createNamespacedPod({
+            namespace: ns,
+            body: {
+              metadata: { name },
+              spec: nodePodSpec(node, [{ name: 'main', image, imagePullPolicy: pullPolicy }], { imagePullSecrets: [{ name: 'pull' }] }),
+            },
+          });
+        const running = (name: string) =>
+          waitFor(
+            async () => {
+              const p = await core.readNamespacedPod({ namespace: ns, name });
+              return p.status?.phase === 'Running' ? p : undefined;
+            },
+            60_000,
+            `pod ${name} Running`,
+            250,
+          );
+        await pod('pulled', 'Always');
+        await running('pulled');
+
+        const job = jobManifest('without-secret', image);
+        job.spec!.template.spec = nodePodSpec(node, [{ name: 'main', image, imagePullPolicy: 'Never' }]);
+        await env.kc.makeApiClient(BatchV1Api).createNamespacedJob({ namespace: ns, body: job });
+        const [refused] = await waitForJobPods(core, ns, 'without-secret');
+        const state = await waitFor(
+          async () => {
+            const p = await core.readNamespacedPod({ namespace: ns, name: refused!.metadata!.name! });
+            const s = p.status?.containerStatuses?.[0]?.state;
+            return s?.waiting?.reason === 'ErrImageNeverPull' || s?.running ? s : undefined;
+          },
+          60_000,
+          "the Job's pod waits in ErrImageNeverPull or runs",
+          250,
+        );
+        if (runtime === 'crio') {
+          // Seen with CRI-O 1.34.0 and this kubelet: the pod without the secret runs the image (the
+          // kubelet logs no pull and no credential check for it), so there is nothing to sweep.
+          assert.ok(state.running, JSON.stringify(state));
+          return;
+        }
+        const waiting = state.waiting!;
+        // The image is on the node (a pod with the secret runs it without pulling), yet the kubelet
+        // words the refusal as it words an absent image (image_manager.go v1.37.2).
+        await pod('with-secret', 'Never');
+        await running('with-secret');
+        assert.match(waiting.message ?? '', /is not present with pull policy of Never/);
+
+        const run = await runSweep(env.kc, { namespaces: [ns], policy: FAST });
+        const line = run.lines.find((l) => l.job === 'without-secret');
+        assert.equal(line?.class, 'permanent', JSON.stringify(run.lines));
+        assert.equal(line?.outcome, 'failed', JSON.stringify(run.lines));
+        const failed = await waitForJobFailed(env.kc, ns, 'without-secret');
+        assert.ok(failed.metadata?.annotations?.['imagepull-sweeper/message']?.includes(NEVER_PULL_AMBIGUOUS));
+        const [event] = (await sweeperEvents(env.kc, ns)).filter((e) => e.regarding?.name === 'without-secret');
+        assert.ok(event?.note?.includes(NEVER_PULL_AMBIGUOUS), String(event?.note));
+      },
+    );
 
     it('listens on nothing but 127.0.0.1', TIMEOUT, () => {
       const pids = nodePids(node);
