@@ -102,6 +102,9 @@ describe('run --watch: the policy ConfigMap', () => {
     const policy = (yaml: string) => ({ metadata: { name: 'policy' }, data: { 'policy.yaml': yaml } });
     await core.createNamespacedConfigMap({ namespace: ns, body: policy('defaults: { grace: { permanent: 1h } }\n') });
     await createStuckJob(env.kc, ns, 'edited', { stuckFor: 120 });
+    // Kept out of the edit by its own 1h grace, so only the re-created policy (overrides off) fails
+    // it, and no change to its pod sets a timer that could fail it instead.
+    await createStuckJob(env.kc, ns, 'recreated', { stuckFor: 120, annotations: { 'imagepull-sweeper/grace': '1h' } });
     let editedAt = 0;
     let recreatedAt = 0;
     const lines = await watching(['--namespace', ns, '--policy-configmap', `${ns}/policy`], async (proc) => {
@@ -116,8 +119,12 @@ describe('run --watch: the policy ConfigMap', () => {
 
       await core.deleteNamespacedConfigMap({ name: 'policy', namespace: ns });
       await waitFor(() => jsonLines(proc.output()).some((l) => /invalid/.test(String(l.message))), 30_000, 'the deleted policy reported');
-      await createStuckJob(env.kc, ns, 'recreated', { stuckFor: 120 });
-      const recreated = await core.createNamespacedConfigMap({ namespace: ns, body: policy('defaults: { grace: { permanent: 30s } }\n') });
+      const waited = decisions(jsonLines(proc.output()), 'recreated');
+      assert.ok(waited.length >= 2 && waited.every((l) => l.outcome === 'skipped'), JSON.stringify(waited));
+      const recreated = await core.createNamespacedConfigMap({
+        namespace: ns,
+        body: policy('defaults: { grace: { permanent: 30s }, jobOverrides: { allowed: false } }\n'),
+      });
       recreatedAt = seconds(recreated.metadata?.creationTimestamp);
       await waitForJobFailed(env.kc, ns, 'recreated', 30_000);
     });
