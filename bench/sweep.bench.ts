@@ -118,7 +118,18 @@ function pagedGateway(total: number, stuckEvery: number): KubeGateway {
       const i = Number(name.slice(4));
       return pod(i, i % stuckEvery === 0);
     },
-    listPods: notUsed,
+    // The full LIST a namespace's candidates are read by when they are many (observe/pods.ts).
+    async listPods({ namespace, limit, continueToken }) {
+      const n = Number(namespace!.slice(3));
+      const perNamespace = Math.ceil((total - n) / 50);
+      const start = Number(continueToken ?? 0);
+      const end = Math.min(perNamespace, start + (limit ?? perNamespace));
+      const items = Array.from({ length: end - start }, (_, k) => {
+        const i = (start + k) * 50 + n;
+        return pod(i, i % stuckEvery === 0);
+      });
+      return { items, continueToken: end < perNamespace ? String(end) : undefined };
+    },
     listJobs: notUsed,
     readJob: notUsed,
     jsonPatchJob: notUsed,
