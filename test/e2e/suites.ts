@@ -96,7 +96,6 @@ export const E2E: readonly Phase[] = [
   ],
 ];
 
-/** The compatibility subset (`npm run test:e2e:compat`) of each older minor, run in E2E's lanes. */
 const COMPAT_BASE = [
   'kubernetes-versions.test.ts',
   'node-fail.test.ts',
@@ -104,12 +103,17 @@ const COMPAT_BASE = [
   'guard.test.ts',
   'cronjob.test.ts',
   'cli.test.ts',
+  // The watch and the pod mechanism of owners rules, on every minor.
+  'watch.test.ts',
+  'owners-node.test.ts',
 ];
+/** The compatibility subset of each minor (`npm run test:e2e:compat`), run in E2E's lanes. */
 export const COMPAT_FILES: Readonly<Record<string, readonly string[]>> = {
   '1.34': COMPAT_BASE,
   '1.35': COMPAT_BASE,
-  '1.36': COMPAT_BASE,
-  '1.37': COMPAT_BASE,
+  // Image volumes are GA from 1.36.
+  '1.36': [...COMPAT_BASE, 'node-image-volume.test.ts'],
+  '1.37': [...COMPAT_BASE, 'node-image-volume.test.ts'],
 };
 
 /** E2E's phases and lanes, keeping only `files` (in E2E's order); empty lanes and phases dropped. */

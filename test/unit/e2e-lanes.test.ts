@@ -27,10 +27,13 @@ describe('test/e2e/suites.ts', () => {
     assert.equal(lanes.size, 1, [...lanes].join(', '));
   });
 
-  it('the compatibility subsets, per minor', () => {
+  it('the compatibility subsets: the base, the watch and owners on the node; image volumes from 1.36', () => {
     const files = (minor: string) => compatPhases(minor).flatMap((phase) => phase.flatMap((lane) => lane.files));
-    const base = ['kubernetes-versions', 'node-fail', 'node-sweep', 'guard', 'cronjob', 'cli'].map((f) => `${f}.test.ts`);
-    for (const minor of ['1.34', '1.35', '1.36']) assert.deepEqual(files(minor).sort(), [...base].sort(), minor);
+    const base = ['kubernetes-versions', 'node-fail', 'node-sweep', 'guard', 'cronjob', 'cli', 'watch', 'owners-node'].map(
+      (f) => `${f}.test.ts`,
+    );
+    for (const minor of ['1.34', '1.35']) assert.deepEqual(files(minor).sort(), [...base].sort(), minor);
+    assert.deepEqual(files('1.36').sort(), [...base, 'node-image-volume.test.ts'].sort());
     assert.throws(() => compatPhases('1.33'), /no compatibility subset for Kubernetes 1.33/);
   });
 });
