@@ -3,9 +3,9 @@
 //
 // One control plane and one node per runtime serve the whole run. The files run in phases, one
 // after another; in a phase, its lanes run side by side, each one file at a time. Most files wait
-// (on graces, pulls, the kubelet's back-off, the controllers) far more than they compute, so two
-// lanes fit CI's 2 cores. A file whose state other files could see or disturb is named below with
-// the reason, in the lane that keeps it from them.
+// (on graces, pulls, the kubelet's back-off, the controllers) far more than they compute, so
+// three lanes share CI's 2 cores. A file whose state other files could see or disturb is named
+// below with the reason, in the lane that keeps it from them.
 
 export interface Lane {
   readonly name: string;
@@ -28,9 +28,9 @@ const SHARED_INSTALL: Readonly<Record<string, string>> = {
   'owners-node.test.ts': 'applies manifests/; installs the Batchlet CRD',
   'node-jobset.test.ts': 'applies manifests/; installs the JobSet CRD and its webhooks',
   'node-force-delete.test.ts': 'applies manifests/ and deletes their policy ConfigMap after',
+  'helm.test.ts': "deletes the shipped ClusterRole, its binding and the guard; installs the chart's under the same names",
   'leader-election.test.ts': 'applies manifests/; deletes and holds the Lease imagepull-sweeper',
   'watch-leader.test.ts': 'applies manifests/; deletes and holds the Lease imagepull-sweeper',
-  'helm.test.ts': "deletes the shipped ClusterRole, its binding and the guard; installs the chart's under the same names",
 };
 
 /**
@@ -45,50 +45,72 @@ const CLUSTER_WIDE_SWEEP: Readonly<Record<string, string>> = {
 
 /** Beside the cluster-wide sweeps: nothing on the shared cluster that a sweep could act on. */
 const NOTHING_TO_SWEEP: Readonly<Record<string, string>> = {
+  'image.test.ts': 'no cluster',
   'continue-token.test.ts': 'its own control plane',
   'watch-faults.test.ts': 'its own control plane',
   'hostile-data.test.ts': 'its own control plane',
   'tls-trust.test.ts': 'its sweeps never reach the cluster',
-  'image.test.ts': 'no cluster',
   'kubectl-plugin.test.ts': 'no cluster',
   'alerts.test.ts': 'promtool only',
 };
 
-/**
- * Everything else: each test in its own namespaces, its sweeps limited to them. node-pull and
- * node-mirror-outage both rewrite the shared nodes' registry configuration: same lane.
- */
-const INDEPENDENT: readonly string[] = [
-  'node-pull.test.ts',
-  'node-mirror-outage.test.ts',
-  'reliability.test.ts',
-  'node-fail.test.ts',
-  'faults.test.ts',
-  'node-stalled.test.ts',
-  'observe.test.ts',
-  'node-sweep.test.ts',
-  'bad-policies.test.ts',
-  'kubernetes-versions.test.ts',
-  'sweep.test.ts',
-  'node-pull-cancelled.test.ts',
-  'cli.test.ts',
-  'node-basics.test.ts',
-  'requests-per-job.test.ts',
-  'node-clock.test.ts',
-  'capacity.test.ts',
-  'secrets.test.ts',
-  'node-image-volume.test.ts',
-  'prometheus.test.ts',
-  'controlplane.test.ts',
-  'cronjob.test.ts',
-  'watch.test.ts',
-];
+// The other files: each test in its own namespaces, its sweeps limited to them. They fill the
+// install lane after its own files, and two more lanes: one of the files that compute most
+// (many objects, many CLI processes), so they do not starve each other, and one of real pulls.
+// The files with tight timing (watch, leader election) come last in their lanes.
 
 /** The whole suite (`npm run test:e2e`), on the default minor. */
 export const E2E: readonly Phase[] = [
   [
-    { name: 'install', files: Object.keys(SHARED_INSTALL) },
-    { name: 'free', files: INDEPENDENT },
+    {
+      name: 'install',
+      files: [
+        'guard.test.ts',
+        'manifests.test.ts',
+        'dry-run-server.test.ts',
+        'owners.test.ts',
+        'owners-node.test.ts',
+        'node-jobset.test.ts',
+        'node-force-delete.test.ts',
+        'helm.test.ts',
+        'node-fail.test.ts',
+        'leader-election.test.ts',
+        'watch-leader.test.ts',
+      ],
+    },
+    {
+      name: 'compute',
+      files: [
+        'faults.test.ts',
+        'reliability.test.ts',
+        'bad-policies.test.ts',
+        'observe.test.ts',
+        'requests-per-job.test.ts',
+        'sweep.test.ts',
+        'controlplane.test.ts',
+        'prometheus.test.ts',
+        'secrets.test.ts',
+        'cli.test.ts',
+      ],
+    },
+    {
+      name: 'pull',
+      files: [
+        // Both rewrite the shared nodes' registry configuration.
+        'node-pull.test.ts',
+        'node-mirror-outage.test.ts',
+        'node-pull-cancelled.test.ts',
+        'node-stalled.test.ts',
+        'kubernetes-versions.test.ts',
+        'node-sweep.test.ts',
+        'node-clock.test.ts',
+        'capacity.test.ts',
+        'node-image-volume.test.ts',
+        'node-basics.test.ts',
+        'cronjob.test.ts',
+        'watch.test.ts',
+      ],
+    },
   ],
   [
     { name: 'cluster-wide', files: Object.keys(CLUSTER_WIDE_SWEEP) },
@@ -135,7 +157,10 @@ export function compatPhases(minor: string): Phase[] {
   return subset(files);
 }
 
-/** Problems with E2E against the files in test/e2e/: each file in exactly one lane. */
+/**
+ * Problems with E2E against the files in test/e2e/: each file in exactly one lane, the files of
+ * SHARED_INSTALL in one lane, the cluster-wide sweeps beside nothing but NOTHING_TO_SWEEP.
+ */
 export function placementProblems(testFiles: readonly string[]): string[] {
   const placed = E2E.flatMap((phase) => phase.flatMap((lane) => lane.files));
   const problems: string[] = [];
@@ -144,6 +169,16 @@ export function placementProblems(testFiles: readonly string[]): string[] {
     const times = placed.filter((p) => p === f).length;
     if (times > 1) problems.push(`${f} is in ${times} lanes`);
     if (!testFiles.includes(f)) problems.push(`${f} is not a file of test/e2e/`);
+  }
+  const laneOf = (f: string) => E2E.flatMap((phase) => phase).find((lane) => lane.files.includes(f))?.name;
+  const installLanes = new Set(Object.keys(SHARED_INSTALL).map(laneOf));
+  if (installLanes.size > 1) problems.push(`the SHARED_INSTALL files are in lanes ${[...installLanes].join(', ')}`);
+  for (const phase of E2E) {
+    const files = phase.flatMap((lane) => lane.files);
+    if (!files.some((f) => f in CLUSTER_WIDE_SWEEP)) continue;
+    for (const f of files.filter((f) => !(f in CLUSTER_WIDE_SWEEP) && !(f in NOTHING_TO_SWEEP))) {
+      problems.push(`${f} runs beside a cluster-wide sweep`);
+    }
   }
   return problems;
 }

@@ -27,6 +27,13 @@ describe('test/e2e/suites.ts', () => {
     assert.equal(lanes.size, 1, [...lanes].join(', '));
   });
 
+  it('runs the in-cluster CronJob, which sweeps every namespace, beside nothing a sweep could act on', () => {
+    const phase = E2E.find((p) => p.some((lane) => lane.files.includes('node-cronjob.test.ts')))!;
+    const beside = phase.flatMap((lane) => lane.files);
+    assert.ok(beside.includes('node-helm-cronjob.test.ts'));
+    for (const file of ['sweep.test.ts', 'watch.test.ts', 'node-fail.test.ts', 'guard.test.ts']) assert.ok(!beside.includes(file), file);
+  });
+
   it('the compatibility subsets: the base, the watch and owners on the node; image volumes from 1.36', () => {
     const files = (minor: string) => compatPhases(minor).flatMap((phase) => phase.flatMap((lane) => lane.files));
     const base = ['kubernetes-versions', 'node-fail', 'node-sweep', 'guard', 'cronjob', 'cli', 'watch', 'owners-node'].map(
