@@ -48,7 +48,7 @@ export async function runPhases(phases: readonly Phase[], opts: RunLanesOptions)
   const onSignal = (signal: NodeJS.Signals): void => {
     for (const [file, { chunks, child }] of running) {
       child.kill('SIGTERM');
-      opts.out(`\n── ${file}: stopped by ${signal} ──\n${chunks.join('')}`);
+      opts.out(`\n── ${file}: stopped by ${signal} ──\n${Buffer.concat(chunks).toString()}`);
     }
     process.kill(process.pid, signal);
   };
@@ -68,7 +68,7 @@ export async function runPhases(phases: readonly Phase[], opts: RunLanesOptions)
 }
 
 interface Running {
-  chunks: string[];
+  chunks: Buffer[];
   child: ChildProcess;
 }
 
@@ -78,7 +78,7 @@ async function runLane(lane: Lane, opts: RunLanesOptions, running: Map<string, R
     const file = path.join(opts.dir, name);
     const shown = path.relative(process.cwd(), file);
     opts.log(`${lane.name}: ${shown}`);
-    const chunks: string[] = [];
+    const chunks: Buffer[] = [];
     const t0 = Date.now();
     // The reporter colours as it would on our terminal. NODE_TEST_CONTEXT (set when this runs under
     // a test runner itself) would turn its report into the runner's protocol.
@@ -89,17 +89,20 @@ async function runLane(lane: Lane, opts: RunLanesOptions, running: Map<string, R
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     running.set(shown, { chunks, child });
-    child.stdout.on('data', (c: Buffer) => chunks.push(c.toString()));
-    child.stderr.on('data', (c: Buffer) => chunks.push(c.toString()));
+    child.stdout.on('data', (c: Buffer) => chunks.push(c));
+    child.stderr.on('data', (c: Buffer) => chunks.push(c));
+    const drained = Promise.all([child.stdout, child.stderr].map((s) => new Promise((resolve) => s.once('close', resolve))));
     const exitCode = await new Promise<number>((resolve) => {
       child.on('error', (e) => {
-        chunks.push(`could not run ${file}: ${e.message}\n`);
+        chunks.push(Buffer.from(`could not run ${file}: ${e.message}\n`));
         resolve(127);
       });
-      child.on('close', (code, signal) => resolve(code ?? (signal ? 128 : 1)));
+      child.on('exit', (code, signal) => resolve(code ?? (signal ? 128 : 1)));
     });
+    // The rest of its output; not waiting on a process it left behind holding the pipes.
+    await Promise.race([drained, new Promise((resolve) => setTimeout(resolve, 5_000).unref())]);
     running.delete(shown);
-    const report = chunks.join('');
+    const report = Buffer.concat(chunks).toString();
     const run: FileRun = { file: shown, lane: lane.name, exitCode, ms: Date.now() - t0, counts: summaryCounts(report) };
     runs.push(run);
     opts.out(`\n── ${shown} (lane ${lane.name}, ${seconds(run.ms)}, ${verdict(run)}) ──\n${report}`);
