@@ -7,11 +7,11 @@
 // runtime this machine can run (test/support/runtimes.ts).
 // Builds the binaries if needed, installs the node's packages if missing, starts the cluster and
 // the nodes, exports $IMAGEPULL_SWEEPER_TEST_KUBECONFIG and $IMAGEPULL_SWEEPER_TEST_NODES (or
-// $IMAGEPULL_SWEEPER_TEST_NODE_SKIP with the reason the node tests are skipped), runs the command
-// with inherited stdio (or the suite's lanes, test/support/lanes.ts), stops the nodes and the
-// cluster (keeping the logs if it failed) and exits with its exit code. While the command runs it builds, on idle CPU, the test
-// tools in $IMAGEPULL_SWEEPER_PREBUILD_TOOLS, then the control planes of the minors in
-// $IMAGEPULL_SWEEPER_PREBUILD_VERSIONS (test/support/prebuild.ts).
+// $IMAGEPULL_SWEEPER_TEST_NODE_SKIP with the reason the node tests are skipped), runs the suite's
+// lanes (test/support/lanes.ts) or the command with inherited stdio, stops the nodes and the
+// cluster (keeping the logs if it failed) and exits with its exit code. Meanwhile it builds, on
+// idle CPU, the test tools in $IMAGEPULL_SWEEPER_PREBUILD_TOOLS, then the control planes of the
+// minors in $IMAGEPULL_SWEEPER_PREBUILD_VERSIONS (test/support/prebuild.ts).
 import { spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import * as path from 'node:path';
@@ -41,7 +41,12 @@ if (command === '--suite') {
     }
     phases = [...E2E];
   } else {
-    phases = compatPhases(process.env[K8S_VERSION_ENV] ?? '1.37');
+    try {
+      phases = compatPhases(process.env[K8S_VERSION_ENV] ?? '1.37');
+    } catch (e) {
+      process.stderr.write(`${(e as Error).message}\n`);
+      process.exit(2);
+    }
   }
   // Built once here, not by the first file of each lane at the same time.
   ensureBuilt();
