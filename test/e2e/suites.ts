@@ -57,7 +57,10 @@ const NOTHING_TO_SWEEP: Readonly<Record<string, string>> = {
 // The other files: each test in its own namespaces, its sweeps limited to them. They fill the
 // install lane after its own files, and two more lanes: one of the files that compute most
 // (many objects, many CLI processes), so they do not starve each other, and one of real pulls.
-// The files with tight timing (watch, leader election) come last in their lanes.
+// The files with tight timing (watch, leader election) come last in their lanes. The shared
+// Job controller falls behind while faults and crash safety churn hundreds of Jobs: beside
+// them, a Job's pods can take over 30 s to appear (node-force-delete, moved there, timed out
+// waiting; node-jobset, there now, only runs slower). Rearranging: measure it, twice.
 
 /** The whole suite (`npm run test:e2e`), on the default minor. */
 export const E2E: readonly Phase[] = [
