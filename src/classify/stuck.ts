@@ -141,8 +141,11 @@ function pullStartedAt(pod: V1Pod, slot: Slot): Date | undefined {
 
 /** Only the `imagepull-sweeper/` annotations of a pod (its owner's controls and the sweeper's marks), if any. */
 function sweeperAnnotations(pod: V1Pod): Record<string, string> | undefined {
-  const entries = Object.entries(pod.metadata?.annotations ?? {}).filter(([k]) => k.startsWith(SWEEPER_PREFIX));
-  return entries.length > 0 ? Object.fromEntries(entries) : undefined;
+  const annotations = pod.metadata?.annotations;
+  if (!annotations) return undefined;
+  let out: Record<string, string> | undefined;
+  for (const k of Object.keys(annotations)) if (k.startsWith(SWEEPER_PREFIX)) (out ??= {})[k] = annotations[k]!;
+  return out;
 }
 
 /**
@@ -166,7 +169,9 @@ export function findStuckContainers(pod: V1Pod): StuckContainer[] {
     const message = waiting?.message ?? '';
     const { image, volume } = failingReference(pod, slot.spec, slot.status.image || slot.spec.image || '', message);
     const pullClass: PullClass = isStuckReason(reason) ? classifyPullFailure(reason, message, image) : 'stalled';
-    out.push({
+    // One literal without spreads (V8 keeps the fields after a spread in a separate, growing
+    // array: more heap per stuck container); the rare fields are set after it.
+    const stuck: StuckContainer = {
       namespace: pod.metadata?.namespace ?? '',
       pod: pod.metadata?.name ?? '',
       podUid: pod.metadata?.uid ?? '',
@@ -174,14 +179,15 @@ export function findStuckContainers(pod: V1Pod): StuckContainer[] {
       container: slot.status.name,
       containerKind: slot.kind,
       image,
-      ...(volume !== undefined ? { volume } : {}),
       reason,
       message,
       pullClass,
       stuckSince,
       controller: controller ? { ...controller } : undefined,
-      ...(own ? { podAnnotations: { ...own } } : {}),
-    });
+    };
+    if (volume !== undefined) stuck.volume = volume;
+    if (own) stuck.podAnnotations = { ...own };
+    out.push(stuck);
   }
   return out;
 }
