@@ -159,6 +159,8 @@ export function findStuckContainers(pod: V1Pod): StuckContainer[] {
   if (!isActivePod(pod) || !hasStuckStatus(pod)) return [];
   const controller = controllerOf(pod);
   const own = sweeperAnnotations(pod);
+  // Only a pod with image volumes can fail on another reference than a container's own image.
+  const imageVolumes = pod.spec?.volumes?.some((v) => v.image?.reference) ?? false;
   const out: StuckContainer[] = [];
   for (const slot of slotsOf(pod)) {
     const waiting = slot.status.state?.waiting;
@@ -167,7 +169,9 @@ export function findStuckContainers(pod: V1Pod): StuckContainer[] {
     const stuckSince = pullStartedAt(pod, slot);
     if (!stuckSince) continue;
     const message = waiting?.message ?? '';
-    const { image, volume } = failingReference(pod, slot.spec, slot.status.image || slot.spec.image || '', message);
+    let image = slot.status.image || slot.spec.image || '';
+    let volume: string | undefined;
+    if (imageVolumes) ({ image, volume } = failingReference(pod, slot.spec, image, message));
     const pullClass: PullClass = isStuckReason(reason) ? classifyPullFailure(reason, message, image) : 'stalled';
     // One literal without spreads (V8 keeps the fields after a spread in a separate, growing
     // array: more heap per stuck container); the rare fields are set after it.
