@@ -81,6 +81,8 @@ function mountedImageVolumes(pod: V1Pod, container: V1Container): Candidate[] {
  */
 export function failingReference(pod: V1Pod, container: V1Container, ownImage: string, message: string): FailingReference {
   const own: FailingReference = { image: ownImage, volume: undefined };
+  // Most pods mount no image volume: nothing to build for them.
+  if (!pod.spec?.volumes?.some((v) => v.image?.reference)) return own;
   const volumes = mountedImageVolumes(pod, container).filter((v) => v.image !== ownImage);
   if (volumes.length === 0) return own;
   for (const quote of KUBELET_QUOTES) {

@@ -141,8 +141,11 @@ function pullStartedAt(pod: V1Pod, slot: Slot): Date | undefined {
 
 /** Only the `imagepull-sweeper/` annotations of a pod (its owner's controls and the sweeper's marks), if any. */
 function sweeperAnnotations(pod: V1Pod): Record<string, string> | undefined {
-  const entries = Object.entries(pod.metadata?.annotations ?? {}).filter(([k]) => k.startsWith(SWEEPER_PREFIX));
-  return entries.length > 0 ? Object.fromEntries(entries) : undefined;
+  const annotations = pod.metadata?.annotations;
+  if (!annotations) return undefined;
+  let out: Record<string, string> | undefined;
+  for (const k of Object.keys(annotations)) if (k.startsWith(SWEEPER_PREFIX)) (out ??= {})[k] = annotations[k]!;
+  return out;
 }
 
 /**
@@ -156,6 +159,8 @@ export function findStuckContainers(pod: V1Pod): StuckContainer[] {
   if (!isActivePod(pod) || !hasStuckStatus(pod)) return [];
   const controller = controllerOf(pod);
   const own = sweeperAnnotations(pod);
+  // Only a pod with image volumes can fail on another reference than a container's own image.
+  const imageVolumes = pod.spec?.volumes?.some((v) => v.image?.reference) ?? false;
   const out: StuckContainer[] = [];
   for (const slot of slotsOf(pod)) {
     const waiting = slot.status.state?.waiting;
@@ -164,9 +169,13 @@ export function findStuckContainers(pod: V1Pod): StuckContainer[] {
     const stuckSince = pullStartedAt(pod, slot);
     if (!stuckSince) continue;
     const message = waiting?.message ?? '';
-    const { image, volume } = failingReference(pod, slot.spec, slot.status.image || slot.spec.image || '', message);
+    let image = slot.status.image || slot.spec.image || '';
+    let volume: string | undefined;
+    if (imageVolumes) ({ image, volume } = failingReference(pod, slot.spec, image, message));
     const pullClass: PullClass = isStuckReason(reason) ? classifyPullFailure(reason, message, image) : 'stalled';
-    out.push({
+    // One literal without spreads (V8 keeps the fields after a spread in a separate, growing
+    // array: more heap per stuck container); the rare fields are set after it.
+    const stuck: StuckContainer = {
       namespace: pod.metadata?.namespace ?? '',
       pod: pod.metadata?.name ?? '',
       podUid: pod.metadata?.uid ?? '',
@@ -174,14 +183,15 @@ export function findStuckContainers(pod: V1Pod): StuckContainer[] {
       container: slot.status.name,
       containerKind: slot.kind,
       image,
-      ...(volume !== undefined ? { volume } : {}),
       reason,
       message,
       pullClass,
       stuckSince,
       controller: controller ? { ...controller } : undefined,
-      ...(own ? { podAnnotations: { ...own } } : {}),
-    });
+    };
+    if (volume !== undefined) stuck.volume = volume;
+    if (own) stuck.podAnnotations = { ...own };
+    out.push(stuck);
   }
   return out;
 }

@@ -49,7 +49,8 @@ export interface DecisionFields {
 }
 
 export function makeDecision(c: StuckContainer, now: Date, f: DecisionFields): Decision {
-  return {
+  // One literal without spreads, the rare fields set after it (as classify/stuck.ts does).
+  const d: Decision = {
     namespace: c.namespace,
     job: f.job?.name ?? f.jobName,
     cronJob: f.job?.cronJob,
@@ -60,7 +61,6 @@ export function makeDecision(c: StuckContainer, now: Date, f: DecisionFields): D
     container: c.container,
     containerKind: c.containerKind,
     image: c.image,
-    ...(c.volume !== undefined ? { volume: c.volume } : {}),
     reason: c.reason,
     message: c.message,
     pullClass: c.pullClass,
@@ -77,8 +77,10 @@ export function makeDecision(c: StuckContainer, now: Date, f: DecisionFields): D
     warnings: f.warnings ?? [],
     jobView: f.job,
     stuckPods: f.stuckPods ?? 1,
-    ...(f.spentBy ? { spentBy: f.spentBy } : {}),
   };
+  if (c.volume !== undefined) d.volume = c.volume;
+  if (f.spentBy) d.spentBy = f.spentBy;
+  return d;
 }
 
 /** What is judged against its grace: a Job, or a pod under an `owners` rule. */
