@@ -195,7 +195,19 @@ for (const runtime of testRuntimes().slice(0, 1))
         30_000,
         'the guard enforced on JobSets',
       );
-      await patch({ metadata: { annotations: { [ANNOTATIONS.jobSetSpent]: '[]' } } });
+      // The JobSet controller may write the JobSet between the read and the patch: read again on 409.
+      await waitFor(
+        () =>
+          patch({ metadata: { annotations: { [ANNOTATIONS.jobSetSpent]: '[]' } } }).then(
+            () => true,
+            (error: unknown) => {
+              if (error instanceof ApiException && error.code === 409) return false;
+              throw error;
+            },
+          ),
+        10_000,
+        'the spent annotation set',
+      );
       const denied = async (what: string, body: object) =>
         assert.rejects(patch(body), (error: unknown) => {
           assert.ok(refusal(error), `${what}: ${error instanceof ApiException ? `${error.code} ${String(error.body)}` : String(error)}`);
