@@ -74,6 +74,11 @@ function mountedImageVolumes(pod: V1Pod, container: V1Container): Candidate[] {
   return out;
 }
 
+/** Whether the pod has an image volume; most pods have none, and nothing else is built for them. */
+export function hasImageVolumes(pod: V1Pod): boolean {
+  return pod.spec?.volumes?.some((v) => v.image?.reference) ?? false;
+}
+
 /**
  * The reference a stuck container's failure is about. The kubelet's own quote of the reference
  * decides when it is one of the candidates; otherwise the candidate the message names most surely.
@@ -81,8 +86,6 @@ function mountedImageVolumes(pod: V1Pod, container: V1Container): Candidate[] {
  */
 export function failingReference(pod: V1Pod, container: V1Container, ownImage: string, message: string): FailingReference {
   const own: FailingReference = { image: ownImage, volume: undefined };
-  // Most pods mount no image volume: nothing to build for them.
-  if (!pod.spec?.volumes?.some((v) => v.image?.reference)) return own;
   const volumes = mountedImageVolumes(pod, container).filter((v) => v.image !== ownImage);
   if (volumes.length === 0) return own;
   for (const quote of KUBELET_QUOTES) {

@@ -3,7 +3,7 @@
 import type { V1Container, V1ContainerStatus, V1OwnerReference, V1Pod, V1PodCondition } from '@kubernetes/client-node';
 import { isStalledReason, isStuckReason, type ContainerKind, type OwnerRef, type PullClass, type StuckContainer } from '../model.ts';
 import { toDate } from '../time.ts';
-import { failingReference } from './image-volume.ts';
+import { failingReference, hasImageVolumes } from './image-volume.ts';
 import { classifyPullFailure } from './pull-class.ts';
 
 export { toDate, type Timestamp } from '../time.ts';
@@ -160,7 +160,7 @@ export function findStuckContainers(pod: V1Pod): StuckContainer[] {
   const controller = controllerOf(pod);
   const own = sweeperAnnotations(pod);
   // Only a pod with image volumes can fail on another reference than a container's own image.
-  const imageVolumes = pod.spec?.volumes?.some((v) => v.image?.reference) ?? false;
+  const imageVolumes = hasImageVolumes(pod);
   const out: StuckContainer[] = [];
   for (const slot of slotsOf(pod)) {
     const waiting = slot.status.state?.waiting;
