@@ -4,7 +4,6 @@
 // namespace/registry, the requests freed and their resource-seconds, the pods within grace), and
 // once the policy turns invalid the ImagePullSweeperInvalidPolicy alert fires.
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,12 +12,12 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { AuditLine } from '../../src/report/audit.ts';
 import { REPO, ensureBuilt, jsonLines, startCli } from '../support/cli.ts';
 import { freePort } from '../support/cluster.ts';
+import { PROMETHEUS, startPrometheus, type Sample } from '../support/prometheus.ts';
 import { useTestCluster } from '../support/hooks.ts';
 import { waitFor } from '../support/kubelet.ts';
 import { nodeSkipReason } from '../support/node.ts';
 import { createStuckJob } from '../support/sweeper.ts';
 
-const PROMETHEUS = '/usr/bin/prometheus';
 // Without a node, setup.sh did not run: a missing Prometheus is then skipped with the reason.
 const skip = existsSync(PROMETHEUS) ? undefined : nodeSkipReason();
 const TIMEOUT = { timeout: 240_000, skip };
@@ -30,47 +29,6 @@ const env = useTestCluster((hooks) => {
   kc = hooks.kc;
   kubeconfig = hooks.cluster.kubeconfigPath;
 });
-
-interface Sample {
-  metric: Record<string, string>;
-  value: [number, string];
-}
-
-async function startPrometheus(target: string): Promise<{ url: string; child: ChildProcess; output: () => string }> {
-  assert.ok(existsSync(PROMETHEUS), `${PROMETHEUS} is missing: run test/node/setup.sh`);
-  const port = await freePort();
-  const config = join(dir, 'prometheus.yml');
-  writeFileSync(
-    config,
-    [
-      'global: { scrape_interval: 1s, evaluation_interval: 1s }',
-      `rule_files: [${JSON.stringify(join(REPO, 'charts/imagepull-sweeper/files/alerts.yaml'))}]`,
-      'scrape_configs:',
-      `  - { job_name: sweeper, static_configs: [{ targets: [${JSON.stringify(target)}] }] }`,
-      '',
-    ].join('\n'),
-  );
-  const child = spawn(
-    PROMETHEUS,
-    [`--config.file=${config}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`],
-    {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
-  let out = '';
-  child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
-  child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
-  const url = `http://127.0.0.1:${port}`;
-  await waitFor(async () => (await fetch(`${url}/-/ready`).catch(() => undefined))?.ok, 60_000, `Prometheus ready:\n${out}`, 200);
-  return { url, child, output: () => out };
-}
-
-async function query(url: string, promql: string): Promise<Sample[]> {
-  const res = await fetch(`${url}/api/v1/query?query=${encodeURIComponent(promql)}`);
-  const body = (await res.json()) as { status: string; data: { result: Sample[] }; error?: string };
-  assert.equal(body.status, 'success', `${promql}: ${body.error}`);
-  return body.data.result;
-}
 
 /** label value -> sample value */
 const byLabel = (samples: Sample[], label: string): Record<string, number> =>
@@ -115,7 +73,10 @@ describe('Prometheus scrapes run', () => {
       '--output',
       'json',
     ]);
-    const prometheus = await startPrometheus(`127.0.0.1:${port}`);
+    const prometheus = await startPrometheus({
+      jobs: { sweeper: `127.0.0.1:${port}` },
+      ruleFiles: [join(REPO, 'charts/imagepull-sweeper/files/alerts.yaml')],
+    });
     try {
       const audited = () => {
         const records = jsonLines(run.output());
@@ -129,11 +90,8 @@ describe('Prometheus scrapes run', () => {
         async () => {
           const before = audited();
           const prom = {
-            sweeps: byLabel(await query(prometheus.url, 'sum(imagepull_sweeper_sweeps_total{job="sweeper"})'), ''),
-            outcomes: byLabel(
-              await query(prometheus.url, 'sum by (outcome) (imagepull_sweeper_decisions_total{job="sweeper"}) > 0'),
-              'outcome',
-            ),
+            sweeps: byLabel(await prometheus.query('sum(imagepull_sweeper_sweeps_total{job="sweeper"})'), ''),
+            outcomes: byLabel(await prometheus.query('sum by (outcome) (imagepull_sweeper_decisions_total{job="sweeper"}) > 0'), 'outcome'),
           };
           const after = audited();
           const agree =
@@ -151,8 +109,7 @@ describe('Prometheus scrapes run', () => {
       assert.equal(prom.outcomes.failed, 2);
       assert.ok(prom.outcomes.skipped! >= 1, 'the fresh Job is skipped, within grace');
 
-      const failedHere = await query(
-        prometheus.url,
+      const failedHere = await prometheus.query(
         `sum by (registry, class) (imagepull_sweeper_decision_details_total{namespace="${ns}",outcome="failed"})`,
       );
       assert.deepEqual(
@@ -162,44 +119,38 @@ describe('Prometheus scrapes run', () => {
 
       const freedLines = before.decisions.filter((d) => d.outcome === 'failed').map((d) => d.freed!);
       const freed = byLabel(
-        await query(prometheus.url, `sum by (resource) (imagepull_sweeper_freed_requests_total{namespace="${ns}"})`),
+        await prometheus.query(`sum by (resource) (imagepull_sweeper_freed_requests_total{namespace="${ns}"})`),
         'resource',
       );
       // Resource names as kube-state-metrics spells them (src/schedule/metrics.ts, resourceLabels).
       assert.deepEqual(freed, { cpu: 0.5, memory: 128 * 2 ** 20, example_com_widget: 2 });
       const seconds = byLabel(
-        await query(prometheus.url, `sum by (resource) (imagepull_sweeper_freed_resource_seconds_total{namespace="${ns}"})`),
+        await prometheus.query(`sum by (resource) (imagepull_sweeper_freed_resource_seconds_total{namespace="${ns}"})`),
         'resource',
       );
       const auditedSeconds = freedLines.reduce((sum, f) => sum + f.resourceSeconds['example.com/widget']!, 0);
       assert.ok(Math.abs(seconds.example_com_widget! - auditedSeconds) < 1e-6, `${seconds.example_com_widget} vs ${auditedSeconds}`);
       assert.ok(auditedSeconds >= 2 * 7200);
-      assert.deepEqual(byLabel(await query(prometheus.url, `imagepull_sweeper_stuck_pods_within_grace{namespace="${ns}"}`), 'class'), {
+      assert.deepEqual(byLabel(await prometheus.query(`imagepull_sweeper_stuck_pods_within_grace{namespace="${ns}"}`), 'class'), {
         permanent: 1,
       });
-      const widgetsWaiting = await query(
-        prometheus.url,
+      const widgetsWaiting = await prometheus.query(
         `imagepull_sweeper_stuck_requests_within_grace{namespace="${ns}",resource="example_com_widget",unit="integer"}`,
       );
       assert.equal(Number(widgetsWaiting[0]?.value[1]), 1);
 
       // Any run: its build, its leader gauge (1 without --leader-elect), the API requests it made.
-      const build = await query(prometheus.url, 'imagepull_sweeper_build_info');
+      const build = await prometheus.query('imagepull_sweeper_build_info');
       assert.match(build[0]?.metric.version ?? '', /^\d+\.\d+\.\d+/);
       assert.match(build[0]?.metric.node_version ?? '', /^v\d+\./);
-      assert.equal(Number((await query(prometheus.url, 'imagepull_sweeper_leader'))[0]?.value[1]), 1);
-      const reads = await query(prometheus.url, 'sum(imagepull_sweeper_api_requests_total{verb="GET",code="200"})');
+      assert.equal(Number((await prometheus.query('imagepull_sweeper_leader'))[0]?.value[1]), 1);
+      const reads = await prometheus.query('sum(imagepull_sweeper_api_requests_total{verb="GET",code="200"})');
       assert.ok(Number(reads[0]?.value[1]) > 0, JSON.stringify(reads));
 
       // The chart's rules run on these series: an invalid policy fires its alert.
       writeFileSync(policy, 'limits: { maxJobsPerSweep: lots }\n');
       const firing = await waitFor(
-        async () => {
-          const res = (await (await fetch(`${prometheus.url}/api/v1/alerts`)).json()) as {
-            data: { alerts: { labels: Record<string, string>; state: string }[] };
-          };
-          return res.data.alerts.find((a) => a.labels.alertname === 'ImagePullSweeperInvalidPolicy' && a.state === 'firing');
-        },
+        async () => (await prometheus.alerts()).find((a) => a.labels.alertname === 'ImagePullSweeperInvalidPolicy' && a.state === 'firing'),
         60_000,
         'ImagePullSweeperInvalidPolicy firing',
         250,
@@ -219,9 +170,8 @@ describe('Prometheus scrapes run', () => {
       );
     } finally {
       run.child.kill('SIGTERM');
-      prometheus.child.kill('SIGTERM');
+      await prometheus.stop();
     }
     assert.equal(await run.exited, 0, run.output());
-    await new Promise((resolve) => (prometheus.child.exitCode === null ? prometheus.child.once('close', resolve) : resolve(undefined)));
   });
 });
