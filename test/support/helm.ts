@@ -1,6 +1,5 @@
 // Helm for the chart's tests: built from its pinned Go module (test/tools/helm/, cached by
 // test/tools/build.sh) the first time a test needs it.
-import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,25 +8,15 @@ import type { KubernetesObject } from '@kubernetes/client-node';
 import { parse as parseYaml, parseAllDocuments, stringify } from 'yaml';
 import { exec, type Exec, REPO } from './cli.ts';
 import { renderKustomization } from './kustomize.ts';
+import { toolBinary } from './tools.ts';
 
 export const CHART = path.join(REPO, 'charts', 'imagepull-sweeper');
-const TOOLS_BUILD = path.join(REPO, 'test', 'tools', 'build.sh');
 
 let built: Promise<string> | undefined;
 
 /** The helm binary (built on first use: minutes cold, instant warm). */
 export function helmBinary(): Promise<string> {
-  return (built ??= new Promise((resolve, reject) => {
-    const child = spawn('bash', [TOOLS_BUILD, 'helm'], { stdio: ['ignore', 'pipe', 'inherit'] });
-    let out = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      const bin = path.join(out.trim().split('\n').pop() ?? '', 'helm');
-      if (code === 0 && fs.existsSync(bin)) resolve(bin);
-      else reject(new Error(`${TOOLS_BUILD} helm failed (exit ${code})`));
-    });
-  }));
+  return (built ??= toolBinary('helm', 'helm'));
 }
 
 /** Runs helm with its state (repositories, cache) in a scratch HOME. */

@@ -22,12 +22,12 @@ import {
 } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
 import { REPO } from './cli.ts';
+import { toolBinary } from './tools.ts';
 import { freePort } from './cluster.ts';
 import { makeCertificates } from './fault-proxy.ts';
 import { waitFor } from './kubelet.ts';
 
 const TOOL_DIR = path.join(REPO, 'test', 'tools', 'jobset');
-const TOOLS_BUILD = path.join(REPO, 'test', 'tools', 'build.sh');
 const MODULE = 'sigs.k8s.io/jobset';
 const CRD_FILE = 'config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml';
 const WEBHOOKS_FILE = 'config/components/webhook/manifests.yaml';
@@ -63,17 +63,7 @@ function moduleDir(version: string): string {
 }
 
 function controllerBinary(): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('bash', [TOOLS_BUILD, 'jobset'], { stdio: ['ignore', 'pipe', 'inherit'] });
-    let out = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      const bin = path.join(out.trim().split('\n').pop() ?? '', 'jobset-controller');
-      if (code === 0 && fs.existsSync(bin)) resolve(bin);
-      else reject(new Error(`${TOOLS_BUILD} jobset failed (exit ${code})`));
-    });
-  });
+  return toolBinary('jobset', 'jobset-controller');
 }
 
 function objectsOf(file: string): KubernetesObject[] {

@@ -8,11 +8,11 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { REPO } from './cli.ts';
+import { toolBinary } from './tools.ts';
 import { freePort } from './cluster.ts';
 import { waitFor } from './kubelet.ts';
 
 const TOOL_DIR = path.join(REPO, 'test', 'tools', 'ksm');
-const TOOLS_BUILD = path.join(REPO, 'test', 'tools', 'build.sh');
 
 export interface KubeStateMetrics {
   /** host:port of its /metrics, for a scrape config. */
@@ -39,17 +39,7 @@ export function kubeStateMetricsVersion(): string {
 
 /** The binary, built on first use (minutes cold, instant warm). */
 function binary(): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('bash', [TOOLS_BUILD, 'ksm'], { stdio: ['ignore', 'pipe', 'inherit'] });
-    let out = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      const bin = path.join(out.trim().split('\n').pop() ?? '', 'kube-state-metrics');
-      if (code === 0 && fs.existsSync(bin)) resolve(bin);
-      else reject(new Error(`${TOOLS_BUILD} ksm failed (exit ${code})`));
-    });
-  });
+  return toolBinary('ksm', 'kube-state-metrics');
 }
 
 export async function startKubeStateMetrics(kubeconfigPath: string, opts: KubeStateMetricsOptions): Promise<KubeStateMetrics> {
