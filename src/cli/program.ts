@@ -1,8 +1,6 @@
-import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Argument, Command, CommanderError, Option } from 'commander';
 import { explainFailure } from '../kube/errors.ts';
+import { DEFAULT_KUBE_API_BURST, DEFAULT_KUBE_API_QPS } from '../kube/rate-limit.ts';
 import { DEFAULT_REQUEST_TIMEOUT_MS } from '../kube/timeout.ts';
 import { parsePolicyDocument } from '../policy/configmap.ts';
 import { policyJsonSchema } from '../policy/json-schema.ts';
@@ -28,6 +26,7 @@ import { explainPolicy } from './explain.ts';
 import { invokedName, policyLocation } from './kube.ts';
 import { dryRunOption } from './dry-run.ts';
 import { type LeaderElectFlags, runAsLeader, withLeaderElectOptions } from './leader-elect.ts';
+import { packageVersion } from '../version.ts';
 
 /** Options shared by `sweep`, `run` and `policy explain`, declared once. */
 function withPolicyOptions(cmd: Command): Command {
@@ -45,7 +44,9 @@ function withOutputAndConnectionOptions(cmd: Command): Command {
       '--request-timeout <duration>',
       'give up on one API request after this long (Go duration)',
       shownDuration(DEFAULT_REQUEST_TIMEOUT_MS),
-    );
+    )
+    .option('--kube-api-qps <qps>', 'requests per second to the API server, at most (0: no limit)', String(DEFAULT_KUBE_API_QPS))
+    .option('--kube-api-burst <n>', 'requests at once above --kube-api-qps', String(DEFAULT_KUBE_API_BURST));
 }
 
 const SWEEP_EXAMPLES = `
@@ -283,16 +284,4 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     io.stderr.write(`imagepull-sweeper: unexpected error: ${(error as Error).stack ?? String(error)}\n`);
     return EXIT.actionsFailed;
   }
-}
-
-/** The version in the nearest package.json above this module (src/ or dist/src/). */
-function packageVersion(): string {
-  for (let dir = dirname(fileURLToPath(import.meta.url)); dir !== dirname(dir); dir = dirname(dir)) {
-    const path = join(dir, 'package.json');
-    if (existsSync(path)) {
-      const pkg = JSON.parse(readFileSync(path, 'utf8')) as { name?: string; version?: string };
-      if (pkg.name === 'imagepull-sweeper' && pkg.version) return pkg.version;
-    }
-  }
-  return 'unknown';
 }
