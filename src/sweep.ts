@@ -9,7 +9,8 @@ import { statusOfActions, type SweepStatus } from './exit.ts';
 import { capacityByJob, withCapacity } from './judge/capacity.ts';
 import { judge, rejudgeJob, type JudgeInput } from './judge/judge.ts';
 import { dueForForceDelete, judgePending, type PendingJudgement } from './judge/pending.ts';
-import type { Decision, Judgement } from './judge/types.ts';
+import type { Decision, Judgement, OutageAssessment } from './judge/types.ts';
+import type { LimitsSpent } from './judge/limits.ts';
 import { dryRunGateway } from './kube/dry-run-gateway.ts';
 import { describeApiError, explainFailure, type ApiFailure } from './kube/errors.ts';
 import type { KubeGateway } from './kube/gateway.ts';
@@ -50,6 +51,18 @@ export interface SweepOptions {
   pageSize?: number;
   /** SIGTERM/SIGINT: writes in flight finish, no new one starts, the sweep reports what it did. */
   signal?: AbortSignal;
+  /** `run --watch`: what a sweep of some of the stuck Jobs takes from the loop. */
+  batch?: SweepBatch;
+}
+
+/** What `run --watch` hands a sweep beside its observation (src/watch/loop.ts). */
+export interface SweepBatch {
+  /** The breaker over every stuck pod the watch holds, not only this sweep's. */
+  outage?: OutageAssessment;
+  /** Failures already spent in this backstop period. */
+  spent?: LimitsSpent;
+  /** Whether a decision's audit line is written (an unchanged `skipped` one is not, again). */
+  logs?: (result: ActResult) => boolean;
 }
 
 export type DryRunMode = 'client' | 'server';
@@ -98,7 +111,14 @@ export async function sweep(liveDeps: SweepDeps, options: SweepOptions): Promise
   if (!now) return noServerClock(log);
   log.sandboxWaits(observed.observation.sandboxWaits, now);
 
-  const judgeInput: JudgeInput = { ...observed.judgeInput, policy: loaded.policy, now };
+  const { outage: wholeOutage, spent } = options.batch ?? {};
+  const judgeInput: JudgeInput = {
+    ...observed.judgeInput,
+    policy: loaded.policy,
+    now,
+    ...(wholeOutage ? { outage: wholeOutage } : {}),
+    ...(spent ? { spent } : {}),
+  };
   const { outage, decisions, finished, awaiting } = await decide(deps.gateway, judgeInput, observed.pendingJobs, observed.observation);
   const acted = await carryOut(deps.gateway, { ...judgeInput, outage }, decisions, finished, { options, log, claim });
   const otherErrors = observed.errors + acted.settleErrors;
@@ -212,7 +232,9 @@ async function carryOut(
     claim,
     signal,
     rejudge: (decision, fresh, freshPod) => ({ ...rejudgeJob(judged, decision, fresh, freshPod), capacity: decision.capacity }),
-    onResult: (result) => logDecision(log.logger, auditLine(log.sweepId, wordResult(result, dryRun), dryRun)),
+    onResult: (result) => {
+      if (options.batch?.logs?.(result) !== false) logDecision(log.logger, auditLine(log.sweepId, wordResult(result, dryRun), dryRun));
+    },
   });
   const reporter = { instance, now };
   const settled = await settleFinished(gateway, finished, { concurrency: CONCURRENT_WRITES, reporter, signal });

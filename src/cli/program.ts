@@ -12,6 +12,7 @@ import {
   type ConnectionFlags,
   type PolicyFlags,
   type SweepFlags,
+  clientSettings,
   outputFormat,
   prepareSweep,
   requestTimeoutMs,
@@ -108,8 +109,15 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
         version: packageVersion(),
         leaderElect: flags.leaderElect === true,
       });
-      const { deps, options, sweep } = await prepareSweep(flags, io, metrics.observeResponse);
-      const server = address ? await serveMetrics(metrics, address) : undefined;
+      // Every request of the process shares the rate limit; with --leader-elect, losing the Lease
+      // abandons those in flight (the fence) and the process exits non-zero.
+      const fence = new AbortController();
+      const settings = clientSettings(flags, flags.leaderElect ? fence.signal : undefined);
+      const serverClock = flags.watch ? new (await import('../watch/clock.ts')).ServerClock() : undefined;
+      if (serverClock) settings.onServerDate = (date, at) => serverClock.noteAt(date, at);
+      const { deps, options, sweep } = await prepareSweep(flags, io, metrics.observeResponse, settings);
+      const checks: (() => Health)[] = [];
+      const server = address ? await serveMetrics(metrics, address, () => firstProblem(checks)) : undefined;
       if (server) deps.logger.info('serving /healthz and /metrics', { listen: flags.listen });
       const stop = new AbortController();
       io.onStopSignal(() => {
@@ -129,11 +137,41 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
           },
           signal,
         );
-      const run = flags.watch ? await watchRunner(flags, { deps, options, sweep, schedule, metrics }) : runSchedule;
-      if (flags.leaderElect) await runAsLeader(flags, deps.logger, (s) => run(s, s), stop.signal, metrics.leaseObservers);
-      else await run(stop.signal);
+      let end: 'released' | 'lost' = 'released';
+      if (flags.watch) {
+        const loop = await watchLoop(flags, { deps, options, sweep, schedule, metrics, settings, clock: serverClock! });
+        checks.push(() => loop.health());
+        // Followers keep the cache and the pre-judgements warm: the loop runs from the start, and writes only while leading.
+        const looping = new AbortController();
+        const running = loop.run(looping.signal);
+        const stopLoop = () => looping.abort();
+        stop.signal.addEventListener('abort', stopLoop, { once: true });
+        try {
+          if (flags.leaderElect) {
+            end = await runAsLeader(flags, deps.logger, (leading) => leadWhile(loop, leading, running), stop.signal, {
+              ...metrics.leaseObservers,
+              settings,
+              onLost: () => fence.abort(new Error('the Lease was lost: the request is abandoned')),
+              onHealth: (h) => checks.push(h),
+            });
+          } else {
+            loop.lead(stop.signal);
+          }
+        } finally {
+          if (end === 'lost') looping.abort();
+          else if (flags.leaderElect) stopLoop();
+          await running;
+        }
+      } else if (flags.leaderElect) {
+        end = await runAsLeader(flags, deps.logger, (s) => runSchedule(s, s), stop.signal, {
+          ...metrics.leaseObservers,
+          settings,
+          onLost: () => fence.abort(new Error('the Lease was lost: the request is abandoned')),
+          onHealth: (h) => checks.push(h),
+        });
+      } else await runSchedule(stop.signal);
       await new Promise((resolve) => (server ? server.close(resolve) : resolve(undefined)));
-      setExitCode(EXIT.ok);
+      setExitCode(end === 'lost' ? EXIT.actionsFailed : EXIT.ok);
     });
 
   const policy = program.command('policy').description('check, explain and describe the policy');
@@ -225,41 +263,73 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
   return program;
 }
 
+type Health = { ok: true } | { ok: false; why: string };
+
+function firstProblem(checks: (() => Health)[]): Health {
+  for (const check of checks) {
+    const health = check();
+    if (!health.ok) return health;
+  }
+  return { ok: true };
+}
+
+/** Leads until `leading` aborts; a loop that ended (crashed) while leading is an error. */
+async function leadWhile(loop: import('../watch/loop.ts').WatchLoop, leading: AbortSignal, running: Promise<void>): Promise<void> {
+  loop.lead(leading);
+  const aborted = new Promise<void>((resolve) => leading.addEventListener('abort', () => resolve(), { once: true }));
+  await Promise.race([
+    aborted,
+    running.then(() => {
+      if (!leading.aborted) throw new Error('the watch loop ended while leading');
+    }),
+  ]);
+}
+
 /** `run --watch`: the loop of src/watch/ instead of the schedule's, the same sweep and metrics. */
-async function watchRunner(
+async function watchLoop(
   flags: SweepFlags,
   run: Awaited<ReturnType<typeof prepareSweep>> & {
     schedule: import('../schedule/scheduler.ts').Schedule;
     metrics: import('../schedule/metrics.ts').SweepMetrics;
+    settings: import('../kube/http.ts').ClientSettings;
+    clock: import('../watch/clock.ts').ServerClock;
   },
-): Promise<(signal: AbortSignal, leading?: AbortSignal) => Promise<void>> {
-  const [{ runWatching }, { WatchMetrics }, { createWatchGateway }, { loadKubeConfig }, { abortableSleep }] = await Promise.all([
-    import('../watch/run.ts'),
-    import('../watch/metrics.ts'),
-    import('../kube/watch.ts'),
-    import('./kube-config.ts'),
-    import('../schedule/scheduler.ts'),
-  ]);
+): Promise<import('../watch/loop.ts').WatchLoop> {
+  const [{ WatchLoop }, { TimerQueue }, { WatchMetrics }, { createWatchGateway }, { loadKubeConfig }, { abortableSleep }] =
+    await Promise.all([
+      import('../watch/loop.ts'),
+      import('../watch/due.ts'),
+      import('../watch/metrics.ts'),
+      import('../kube/watch.ts'),
+      import('./kube-config.ts'),
+      import('../schedule/scheduler.ts'),
+    ]);
   const watchGateway = createWatchGateway(loadKubeConfig(flags), {
     timeoutMs: requestTimeoutMs(flags.requestTimeout),
     onResponse: run.metrics.observeResponse,
+    settings: run.settings,
   });
   const watchMetrics = new WatchMetrics(run.metrics.registry);
-  return (signal, leading) =>
-    runWatching(
-      {
-        sweepDeps: run.deps,
-        sweep: run.sweep,
-        watchGateway,
-        schedule: run.schedule,
-        metrics: watchMetrics,
-        onSweep: (result, seconds, at) => run.metrics.record(result, seconds, at),
-        sleep: abortableSleep,
-      },
-      leading ? { ...run.options, signal: leading } : run.options,
-      signal,
-    );
+  return new WatchLoop(
+    {
+      sweepDeps: run.deps,
+      sweep: run.sweep,
+      watchGateway,
+      schedule: run.schedule,
+      clock: run.clock,
+      wallClock: () => new Date(),
+      timers: new TimerQueue(),
+      sleep: abortableSleep,
+      probe: (signal) => watchGateway.probeDate(signal, PROBE_TIMEOUT_MS),
+      metrics: watchMetrics,
+      onSweep: (result, seconds, at) => run.metrics.record(result, seconds, at),
+    },
+    run.options,
+  );
 }
+
+/** A clock probe that takes longer than this tells nothing useful: given up, not retried. */
+const PROBE_TIMEOUT_MS = 2_000;
 
 function collect(value: string, previous: string[] | undefined): string[] {
   return [...(previous ?? []), value];

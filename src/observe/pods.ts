@@ -134,7 +134,7 @@ export async function observeStuckContainers(gateway: KubeGateway, options: Obse
  * of its own, and the pods of one missing image share their namespace, image, reason, message
  * and owner kind (what each copy costs until the sweep ends: docs/performance.md).
  */
-function textSharer(): (container: StuckContainer) => StuckContainer {
+export function textSharer(): (container: StuckContainer) => StuckContainer {
   const texts = new Map<string, string>();
   const one = <T extends string>(text: T): T => {
     const known = texts.get(text);
