@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { Command } from 'commander';
 import type winston from 'winston';
 import type { ClientSettings, ResponseObserver } from '../kube/http.ts';
-import { DEFAULT_LEASE_NAME, DEFAULT_TIMINGS, type ElectionTimings } from '../schedule/leader-defaults.ts';
+import { DEFAULT_LEASE_NAME, DEFAULT_TIMINGS, type ElectionTimings } from '../leader/defaults.ts';
 import { durationFlagMs, retryFields, retryLine, shownDuration } from './connect.ts';
 import { UsageError } from './errors.ts';
 import { instanceName, ownNamespace } from './kube.ts';
@@ -75,11 +75,11 @@ export async function runAsLeader(
     { withLeaseRetries },
     { abortableSleep },
   ] = await Promise.all([
-    import('../schedule/leader.ts'),
+    import('../leader/elector.ts'),
     import('./kube-config.ts'),
     import('../kube/leases.ts'),
     import('../kube/retrying.ts'),
-    import('../schedule/scheduler.ts'),
+    import('../run/scheduler.ts'),
   ]);
   const problem = timingProblem(timings);
   if (problem) throw new UsageError(`--leader-elect timings: ${problem}`);

@@ -100,8 +100,8 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
     .addHelpText('after', RUN_EXAMPLES)
     .action(async (flags: SweepFlags & LeaderElectFlags & { schedule: string; timezone: string; listen?: string; watch?: boolean }) => {
       // Loaded here: `sweep` and `policy` never need the scheduler or prom-client.
-      const { abortableSleep, parseSchedule, runOnSchedule } = await import('../schedule/scheduler.ts');
-      const { SweepMetrics, parseListenAddress, serveMetrics } = await import('../schedule/metrics.ts');
+      const { abortableSleep, parseSchedule, runOnSchedule } = await import('../run/scheduler.ts');
+      const { SweepMetrics, parseListenAddress, serveMetrics } = await import('../run/metrics.ts');
       const schedule = parseSchedule(flags.schedule, flags.timezone);
       const address = flags.listen ? parseListenAddress(flags.listen) : undefined;
       const metrics = new SweepMetrics({
@@ -289,8 +289,8 @@ async function leadWhile(loop: import('../watch/loop.ts').WatchLoop, leading: Ab
 async function watchLoop(
   flags: SweepFlags,
   run: Awaited<ReturnType<typeof prepareSweep>> & {
-    schedule: import('../schedule/scheduler.ts').Schedule;
-    metrics: import('../schedule/metrics.ts').SweepMetrics;
+    schedule: import('../run/scheduler.ts').Schedule;
+    metrics: import('../run/metrics.ts').SweepMetrics;
     settings: import('../kube/http.ts').ClientSettings;
     clock: import('../watch/clock.ts').ServerClock;
   },
@@ -302,7 +302,7 @@ async function watchLoop(
       import('../watch/metrics.ts'),
       import('../kube/watch.ts'),
       import('./kube-config.ts'),
-      import('../schedule/scheduler.ts'),
+      import('../run/scheduler.ts'),
     ]);
   const watchGateway = createWatchGateway(loadKubeConfig(flags), {
     timeoutMs: requestTimeoutMs(flags.requestTimeout),

@@ -169,7 +169,7 @@ type Annotated = V1Job | V1CronJob | JobSetObject;
 /**
  * The Lease calls with the same retries. A create or replace is repeated as it is: after a lost
  * answer its repeat conflicts, which the elector reads as "someone wrote first" and re-reads the
- * Lease on its next attempt (schedule/leader.ts).
+ * Lease on its next attempt (leader/elector.ts).
  */
 export function withLeaseRetries(plain: LeaseGateway, options: Partial<RetryPolicy> = {}): LeaseGateway {
   const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...options };

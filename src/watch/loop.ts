@@ -13,7 +13,7 @@ import { podCollection, configMapCollection, type WatchGateway } from '../kube/w
 import { PENDING_PODS } from '../observe/pods.ts';
 import { loadPolicy } from '../policy/load.ts';
 import type { Policy } from '../policy/types.ts';
-import type { Schedule } from '../schedule/scheduler.ts';
+import type { Schedule } from '../run/scheduler.ts';
 import type { SweepDeps, SweepOptions, SweepResult } from '../sweep.ts';
 import type { ServerClock } from './clock.ts';
 import { backOffMs, dueOf, type Due, type TimerQueue } from './due.ts';

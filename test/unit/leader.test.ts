@@ -16,7 +16,7 @@ import {
   microTime,
   DEFAULT_TIMINGS,
   timingProblem,
-} from '../../src/schedule/leader.ts';
+} from '../../src/leader/elector.ts';
 
 const WALL = new Date('2026-01-02T03:04:05.678Z');
 

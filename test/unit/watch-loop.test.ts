@@ -10,7 +10,7 @@ import { findStuckContainers } from '../../src/classify/index.ts';
 import type { KubeGateway } from '../../src/kube/gateway.ts';
 import { WatchExpiredError, type Collection, type WatchEvent, type WatchGateway, type WatchStream } from '../../src/kube/watch.ts';
 import { createLogger } from '../../src/report/logger.ts';
-import type { Schedule } from '../../src/schedule/scheduler.ts';
+import type { Schedule } from '../../src/run/scheduler.ts';
 import { sweep, type SweepOptions } from '../../src/sweep.ts';
 import { ServerClock } from '../../src/watch/clock.ts';
 import { TimerQueue } from '../../src/watch/due.ts';

@@ -3,11 +3,11 @@
 // follower counts how long it has seen the same record unchanged, never reads another host's time.
 import type winston from 'winston';
 import type { LeaseSpec, LeaseStore } from '../kube/leases.ts';
-import type { ElectionTimings } from './leader-defaults.ts';
+import type { ElectionTimings } from './defaults.ts';
 
 export type { Lease, LeaseSpec, LeaseStore } from '../kube/leases.ts';
 
-export { DEFAULT_LEASE_NAME, DEFAULT_TIMINGS, type ElectionTimings } from './leader-defaults.ts';
+export { DEFAULT_LEASE_NAME, DEFAULT_TIMINGS, type ElectionTimings } from './defaults.ts';
 const JITTER = 1.2;
 
 /** client-go's constraints: the renew deadline fits in the lease, and a jittered retry fits in the deadline. */
