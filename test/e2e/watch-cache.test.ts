@@ -5,7 +5,16 @@
 // plane, so that no other file's pods fill or grow the cache's history.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { CoreV1Api, PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
+import { readFileSync } from 'node:fs';
+import {
+  CoreV1Api,
+  KubernetesObjectApi,
+  PatchStrategy,
+  setHeaderOptions,
+  type KubernetesObject,
+  type V1Pod,
+} from '@kubernetes/client-node';
+import { parse } from 'yaml';
 import { createWatchGateway, podCollection, type WatchGateway } from '../../src/kube/watch.ts';
 import { PENDING_PODS } from '../../src/observe/pods.ts';
 import { abortableSleep } from '../../src/run/scheduler.ts';
@@ -52,6 +61,21 @@ function recorder() {
     },
   };
 }
+
+describe('the FlowSchema of docs/deployment.md', () => {
+  it('is one the API server accepts, at the leader-election priority level', { timeout: 60_000 }, async () => {
+    const doc = readFileSync(new URL('../../docs/deployment.md', import.meta.url), 'utf8');
+    const yaml = /```yaml\n(apiVersion: flowcontrol[\s\S]*?)```/.exec(doc)?.[1];
+    assert.ok(yaml, 'the FlowSchema is in docs/deployment.md');
+    const flowSchema = parse(yaml) as { metadata: { name: string } };
+    const api = KubernetesObjectApi.makeApiClient(cluster.kubeConfig);
+    await api.create(flowSchema as KubernetesObject);
+    const read = (await api.read({ apiVersion: 'flowcontrol.apiserver.k8s.io/v1', kind: 'FlowSchema', metadata: flowSchema.metadata })) as {
+      spec?: { priorityLevelConfiguration?: { name?: string } };
+    };
+    assert.equal(read.spec?.priorityLevelConfiguration?.name, 'leader-election');
+  });
+});
 
 describe('run --watch against the watch cache', () => {
   it("resumes a quiet watch from the cacher's bookmark, not from the list", { timeout: 120_000 }, async () => {
