@@ -138,6 +138,8 @@ export class WatchLoop {
         onList: () => deps.metrics?.listed('pods'),
         onSynced: () => {
           this.synced.add(scope);
+          if (this.synced.size === this.scopes.length)
+            this.logger.info('watching: the pod cache is synced', { stuckJobs: this.cache.stuckKeys, leading: this.leading !== undefined });
           this.wakeup.notify();
         },
         onConnected: (up: boolean) => {

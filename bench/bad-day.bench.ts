@@ -1,0 +1,427 @@
+// npm run bench:bad-day -- --scenario outage|takeover|refused|policy [--stuck 20000] [--minutes 10]
+//
+// `run --watch` on the days that matter, on the bundled control plane (docs/performance.md, "The
+// watch on a bad day"). Prints figures, asserts nothing; one run per invocation (take the median
+// of three, each under its own hold of the machine lock). Pod statuses are the real kubelet's
+// recorded words (test/support/kubelet.ts).
+// - outage: `--stuck` pods of Jobs stuck in one registry's transient back-off (20 min stuck, so
+//   within the 1h grace), each pod's status rewritten every 5 minutes as the kubelet does, and
+//   every 30 s a Job stuck on "not found" at another registry with a 5 s grace. `run --watch
+//   --schedule '*/2 * * * *'` and then `run --schedule '*/2 * * * *'`, `--minutes` each, with the
+//   shipped NODE_OPTIONS: the sweeper's CPU, API requests, peak RSS, audit lines, and the
+//   decisive Jobs' first write after grace.
+// - takeover: 20,000 Pending pods (unscheduled) of which 1,000 are Jobs past grace; a follower
+//   `run --watch --leader-elect` with its cache synced while another identity holds the Lease;
+//   the Lease released: from the follower's acquireTime to its first write.
+// - refused: 5 stuck Jobs whose every update a ValidatingAdmissionPolicy denies, `--minutes`:
+//   claim attempts per Job and Events per Job.
+// - policy: `run --watch` through the fault proxy, watches cut every 10 s; 5 edits of the policy
+//   ConfigMap, each making a stuck Job due: edit -> first write.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { BatchV1Api, CoreV1Api, CoordinationV1Api, type V1Job, type V1Pod } from '@kubernetes/client-node';
+import { mapBounded } from '../src/concurrency.ts';
+import { CLI, ensureBuilt, jsonLines } from '../test/support/cli.ts';
+import { freePort, startCluster, type Cluster } from '../test/support/cluster.ts';
+import { createNamespace, jobManifest } from '../test/support/fixtures.ts';
+import { realPullMessage, setImagePullStuck, waitFor, waitForJobPods } from '../test/support/kubelet.ts';
+import { createPods, rawClient, type Raw } from './scale-setup.ts';
+import { startFaults, watchJobs } from './latency-faults.ts';
+
+const flag = (name: string, fallback: string) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? process.argv[i + 1]! : fallback;
+};
+const SCENARIO = flag('scenario', 'outage');
+const STUCK = Number(flag('stuck', '20000'));
+const MINUTES = Number(flag('minutes', '10'));
+
+/** The shipped Deployment's NODE_OPTIONS (manifests/deployment/deployment.yaml). */
+const NODE_OPTIONS = ((): string => {
+  const text = readFileSync(new URL('../manifests/deployment/deployment.yaml', import.meta.url), 'utf8');
+  return /name: NODE_OPTIONS\s+value: "([^"]+)"/.exec(text)?.[1] ?? '';
+})();
+
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length === 0 ? NaN : s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]!;
+};
+const f2 = (x: number) => (Number.isNaN(x) ? 'n/a' : x.toFixed(2));
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+interface Sweeper {
+  child: ChildProcess;
+  output: () => string;
+  metricsPort: number;
+  stop: () => Promise<void>;
+}
+
+async function startSweeper(args: string[], env: Record<string, string> = {}): Promise<Sweeper> {
+  const metricsPort = await freePort();
+  const child = spawn(process.execPath, [CLI, 'run', ...args, '--listen', `127.0.0.1:${metricsPort}`, '--output', 'json'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, NODE_OPTIONS, ...env },
+  });
+  let out = '';
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
+  return {
+    child,
+    output: () => out,
+    metricsPort,
+    stop: async () => {
+      if (child.exitCode !== null) return;
+      child.kill('SIGTERM');
+      await new Promise((r) => child.on('close', r));
+    },
+  };
+}
+
+/** The sweeper's CPU seconds, peak RSS (MB) and API requests (its own /metrics). */
+async function sweeperFigures(s: Sweeper): Promise<{ cpuS: number; rssMb: number; requests: number }> {
+  const status = readFileSync(`/proc/${s.child.pid}/status`, 'utf8');
+  const rssMb = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
+  const stat = readFileSync(`/proc/${s.child.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  const cpuS = (Number(stat[11]) + Number(stat[12])) / 100;
+  const body = await (await fetch(`http://127.0.0.1:${s.metricsPort}/metrics`)).text();
+  let requests = 0;
+  for (const line of body.split('\n'))
+    if (line.startsWith('imagepull_sweeper_api_requests_total{')) requests += Number(line.split(' ').pop());
+  return { cpuS, rssMb, requests };
+}
+
+/** Jobs that create no pod of their own (parallelism 0), and one pod per Job owned by it, as the Job controller would make it. */
+async function createOwnedPods(
+  raw: Raw,
+  namespaces: string[],
+  count: number,
+  prefix: string,
+  image: (i: number) => string,
+): Promise<{ namespace: string; name: string; image: string }[]> {
+  const items = Array.from({ length: count }, (_, i) => ({
+    namespace: namespaces[i % namespaces.length]!,
+    name: `${prefix}-${i}`,
+    image: image(i),
+  }));
+  await mapBounded(items, 32, async (it) => {
+    const job = jobManifest(it.name, it.image, { parallelism: 0 });
+    const created = await raw.request('POST', `/apis/batch/v1/namespaces/${it.namespace}/jobs`, job);
+    if (created.status !== 201) throw new Error(`create Job ${it.name}: HTTP ${created.status} ${created.body.slice(0, 200)}`);
+    const uid = (JSON.parse(created.body) as V1Job).metadata!.uid!;
+    const pod: V1Pod = {
+      metadata: {
+        name: `${it.name}-pod`,
+        labels: { 'job-name': it.name },
+        ownerReferences: [{ apiVersion: 'batch/v1', kind: 'Job', name: it.name, uid, controller: true, blockOwnerDeletion: true }],
+      },
+      spec: { restartPolicy: 'Never', containers: [{ name: 'main', image: it.image }] },
+    };
+    for (let attempt = 0; ; attempt += 1) {
+      const res = await raw.request('POST', `/api/v1/namespaces/${it.namespace}/pods`, pod);
+      if (res.status === 201) break;
+      if (attempt > 5) throw new Error(`create pod ${it.name}: HTTP ${res.status}`);
+    }
+  });
+  return items;
+}
+
+/** What the kubelet writes of a pull in back-off (the real recorded words), `sinceMs` ago. */
+function stuck(
+  core: CoreV1Api,
+  p: { namespace: string; name: string; image: string },
+  since: Date,
+  kind: 'service-unavailable' | 'tag-missing',
+  reason: 'ErrImagePull' | 'ImagePullBackOff',
+) {
+  return setImagePullStuck(core, p.namespace, `${p.name}-pod`, {
+    since,
+    stuck: [{ container: 'main', reason, message: realPullMessage(kind, p.image, reason) }],
+  });
+}
+
+async function outage(cluster: Cluster): Promise<void> {
+  const kc = cluster.kubeConfig;
+  const raw = rawClient(kc);
+  const core = kc.makeApiClient(CoreV1Api);
+  const dir = mkdtempSync(join(tmpdir(), 'bad-day-'));
+  const namespaces = await mapBounded([...Array(20).keys()], 4, async (i) => (await createNamespace(kc, `outage-${i}`)).name);
+  const decisiveNs = (await createNamespace(kc, 'decisive')).name;
+  const policy = join(dir, 'policy.yaml');
+  writeFileSync(policy, `rules:\n  - name: decisive\n    namespaces: ["${decisiveNs}"]\n    grace: { permanent: 5s }\n`);
+  const t0 = Date.now();
+  const pods = await createOwnedPods(raw, namespaces, STUCK, 'out', (i) => `outage.registry.example/team/app-${i % 50}:1`);
+  const since = new Date(Date.now() - 20 * 60_000);
+  let flip = 0;
+  await mapBounded(pods, 32, (p) => stuck(core, p, since, 'service-unavailable', 'ImagePullBackOff'));
+  process.stderr.write(`[bad-day] ${STUCK} stuck pods in ${((Date.now() - t0) / 1000).toFixed(0)} s\n`);
+  // The kubelet's churn: each pod's status rewritten once every 5 minutes, spread evenly.
+  let churning = true;
+  const churn = (async () => {
+    const perTick = Math.max(1, Math.round(STUCK / 3000));
+    for (let i = 0; churning; i = (i + perTick) % STUCK) {
+      const reason = flip++ % 2 === 0 ? 'ErrImagePull' : 'ImagePullBackOff';
+      await Promise.all(pods.slice(i, i + perTick).map((p) => stuck(core, p, since, 'service-unavailable', reason).catch(() => undefined)));
+      await sleep(100);
+    }
+  })();
+  const batch = kc.makeApiClient(BatchV1Api);
+  const modes: [string, string[]][] = [
+    ['watch', ['--watch', '--schedule', '*/2 * * * *']],
+    ['periodic', ['--schedule', '*/2 * * * *']],
+  ];
+  try {
+    for (const [mode, args] of modes) {
+      const claimed = new Map<string, number>();
+      const unwatch = watchJobs(kc, decisiveNs, (job) => {
+        if (job.metadata?.annotations?.['imagepull-sweeper/failed-at'] && !claimed.has(job.metadata.name!))
+          claimed.set(job.metadata.name!, Date.now());
+      });
+      const s = await startSweeper([...args, '--policy-file', policy, '--kubeconfig', cluster.kubeconfigPath]);
+      const due = new Map<string, number>();
+      const started = Date.now();
+      let n = 0;
+      while (Date.now() - started < MINUTES * 60_000) {
+        const name = `${mode}-decisive-${n++}`;
+        const image = `other.registry.example/team/app:missing-${n}`;
+        await batch.createNamespacedJob({ namespace: decisiveNs, body: jobManifest(name, image) });
+        void (async () => {
+          const [pod] = await waitForJobPods(core, decisiveNs, name);
+          const written = await setImagePullStuck(core, decisiveNs, pod!.metadata!.name!, {
+            since: new Date(),
+            stuck: [{ container: 'main', reason: 'ErrImagePull', message: realPullMessage('tag-missing', image, 'ErrImagePull') }],
+          });
+          const cond = written.status?.conditions?.find((c) => c.type === 'PodReadyToStartContainers');
+          due.set(name, new Date(cond!.lastTransitionTime!).getTime() + 5_000);
+        })();
+        await sleep(30_000);
+      }
+      const figures = await sweeperFigures(s);
+      const lines = jsonLines(s.output()).length;
+      await s.stop();
+      unwatch();
+      const writes = [...due].filter(([k]) => claimed.has(k)).map(([k, d]) => (claimed.get(k)! - d) / 1000);
+      console.log(
+        `${mode} (${STUCK} stuck, ${MINUTES} min): CPU ${figures.cpuS.toFixed(1)} s, requests ${figures.requests}, peak RSS ${figures.rssMb.toFixed(0)} MB, audit lines ${lines}; decisive Jobs ${writes.length}/${due.size} written, first write after grace p50 ${f2(pct(writes, 50))} s, p99 ${f2(pct(writes, 99))} s, max ${f2(Math.max(...writes))} s`,
+      );
+    }
+  } finally {
+    churning = false;
+    await churn;
+    raw.close();
+  }
+}
+
+async function takeover(cluster: Cluster): Promise<void> {
+  const kc = cluster.kubeConfig;
+  const raw = rawClient(kc);
+  const core = kc.makeApiClient(CoreV1Api);
+  const leases = kc.makeApiClient(CoordinationV1Api);
+  const namespaces = await mapBounded([...Array(10).keys()], 4, async (i) => (await createNamespace(kc, `takeover-${i}`)).name);
+  const leaseNs = (await createNamespace(kc, 'takeover-lease')).name;
+  await createPods(raw, namespaces, 19_000, 'pending');
+  const candidates = await createOwnedPods(raw, namespaces, 1_000, 'due', () => 'registry.invalid/team/app:does-not-exist');
+  await mapBounded(candidates, 32, (p) => stuck(core, p, new Date(Date.now() - 3600_000), 'tag-missing', 'ImagePullBackOff'));
+  // Another identity holds the Lease and renews it.
+  const spec = () => ({ holderIdentity: 'bench-holder', leaseDurationSeconds: 15, renewTime: new Date() });
+  await leases.createNamespacedLease({ namespace: leaseNs, body: { metadata: { name: 'imagepull-sweeper' }, spec: spec() } });
+  let holding = true;
+  const renewing = (async () => {
+    while (holding) {
+      const l = await leases.readNamespacedLease({ namespace: leaseNs, name: 'imagepull-sweeper' });
+      if (l.spec?.holderIdentity !== 'bench-holder') return;
+      await leases.replaceNamespacedLease({
+        namespace: leaseNs,
+        name: 'imagepull-sweeper',
+        body: { ...l, spec: { ...l.spec, ...spec() } },
+      });
+      await sleep(2_000);
+    }
+  })();
+  const claimed: number[] = [];
+  const unwatch = namespaces.map((ns) =>
+    watchJobs(kc, ns, (job) => {
+      if (job.metadata?.annotations?.['imagepull-sweeper/failed-at']) claimed.push(Date.now());
+    }),
+  );
+  const s = await startSweeper([
+    '--watch',
+    '--leader-elect',
+    '--leader-elect-namespace',
+    leaseNs,
+    '--schedule',
+    '0 0 1 1 *',
+    '--kubeconfig',
+    cluster.kubeconfigPath,
+  ]);
+  try {
+    await waitFor(
+      () => jsonLines(s.output()).some((l) => l.message === 'watching: the pod cache is synced'),
+      600_000,
+      'the follower synced',
+      200,
+    );
+    await sleep(10_000); // the pre-judgements
+    holding = false;
+    await renewing;
+    const l = await leases.readNamespacedLease({ namespace: leaseNs, name: 'imagepull-sweeper' });
+    await leases.replaceNamespacedLease({
+      namespace: leaseNs,
+      name: 'imagepull-sweeper',
+      body: { ...l, spec: { ...l.spec, holderIdentity: undefined, leaseDurationSeconds: 1 } },
+    });
+    let tookAt = 0;
+    await waitFor(
+      async () => {
+        const now = await leases.readNamespacedLease({ namespace: leaseNs, name: 'imagepull-sweeper' });
+        if (now.spec?.holderIdentity && now.spec.holderIdentity !== 'bench-holder') tookAt = Date.now();
+        return tookAt > 0;
+      },
+      60_000,
+      'the follower took the Lease',
+      20,
+    );
+    await waitFor(() => claimed.length > 0, 60_000, 'the first write', 20);
+    const became = jsonLines(s.output()).find((x) => x.message === 'became the leader: sweeping');
+    const becameAt = Date.parse(String(became?.timestamp ?? ''));
+    console.log(
+      `takeover (19,000 Pending + 1,000 due): first write ${((Math.min(...claimed) - tookAt) / 1000).toFixed(2)} s after the Lease was seen taken (${Number.isNaN(becameAt) ? 'n/a' : ((Math.min(...claimed) - becameAt) / 1000).toFixed(2)} s after its "became the leader" line); ${claimed.length} Jobs claimed within the period`,
+    );
+  } finally {
+    holding = false;
+    for (const u of unwatch) u();
+    await s.stop();
+    raw.close();
+  }
+}
+
+async function refused(cluster: Cluster): Promise<void> {
+  const kc = cluster.kubeConfig;
+  const core = kc.makeApiClient(CoreV1Api);
+  const ns = (await createNamespace(kc, 'refused', { 'bench-refused': 'true' })).name;
+  const raw = rawClient(kc);
+  const vap = {
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    kind: 'ValidatingAdmissionPolicy',
+    metadata: { name: 'bench-refuse-job-updates' },
+    spec: {
+      failurePolicy: 'Fail',
+      matchConstraints: { resourceRules: [{ apiGroups: ['batch'], apiVersions: ['v1'], operations: ['UPDATE'], resources: ['jobs'] }] },
+      validations: [{ expression: 'false', message: 'this cluster does not let Jobs be changed' }],
+    },
+  };
+  const binding = {
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    kind: 'ValidatingAdmissionPolicyBinding',
+    metadata: { name: 'bench-refuse-job-updates' },
+    spec: {
+      policyName: 'bench-refuse-job-updates',
+      validationActions: ['Deny'],
+      matchResources: { namespaceSelector: { matchLabels: { 'bench-refused': 'true' } } },
+    },
+  };
+  await raw.request('POST', '/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies', vap);
+  await raw.request('POST', '/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings', binding);
+  await sleep(5_000); // the policy takes effect
+  const pods = await createOwnedPods(raw, [ns], 5, 'refused', () => 'registry.invalid/team/app:does-not-exist');
+  await mapBounded(pods, 8, (p) => stuck(core, p, new Date(Date.now() - 3600_000), 'tag-missing', 'ImagePullBackOff'));
+  const dir = mkdtempSync(join(tmpdir(), 'bad-day-'));
+  const policy = join(dir, 'policy.yaml');
+  writeFileSync(policy, '{}\n');
+  const s = await startSweeper([
+    '--watch',
+    '--schedule',
+    '*/2 * * * *',
+    '--namespace',
+    ns,
+    '--policy-file',
+    policy,
+    '--kubeconfig',
+    cluster.kubeconfigPath,
+  ]);
+  await sleep(MINUTES * 60_000);
+  await s.stop();
+  const errors = jsonLines(s.output()).filter((l) => l.outcome === 'error');
+  const perJob = pods.map((p) => errors.filter((l) => l.job === p.name).length);
+  const events = JSON.parse((await raw.request('GET', `/apis/events.k8s.io/v1/namespaces/${ns}/events`)).body) as { items: unknown[] };
+  console.log(
+    `refused (${MINUTES} min): claim attempts per Job ${perJob.join(', ')} (max ${Math.max(...perJob)}); Events ${events.items.length}`,
+  );
+  raw.close();
+}
+
+async function policyEdits(cluster: Cluster): Promise<void> {
+  const kc = cluster.kubeConfig;
+  const core = kc.makeApiClient(CoreV1Api);
+  const raw = rawClient(kc);
+  const ns = (await createNamespace(kc, 'policy-edit')).name;
+  const cm = (grace: string) => ({
+    metadata: { name: 'bench-policy' },
+    data: { 'policy.yaml': `defaults: { grace: { permanent: ${grace} } }\n` },
+  });
+  await core.createNamespacedConfigMap({ namespace: ns, body: cm('10h') });
+  const faults = await startFaults(cluster, 0);
+  const s = await startSweeper([
+    '--watch',
+    '--schedule',
+    '0 0 1 1 *',
+    '--namespace',
+    ns,
+    '--policy-configmap',
+    `${ns}/bench-policy`,
+    '--kubeconfig',
+    faults.kubeconfig,
+  ]);
+  const claimed = new Map<string, number>();
+  const unwatch = watchJobs(kc, ns, (job) => {
+    if (job.metadata?.annotations?.['imagepull-sweeper/failed-at'] && !claimed.has(job.metadata.name!))
+      claimed.set(job.metadata.name!, Date.now());
+  });
+  const stopFaults = faults.begin();
+  const delays: number[] = [];
+  try {
+    await waitFor(() => jsonLines(s.output()).some((l) => l.message === 'summary'), 120_000, 'the first sweep', 100);
+    for (let i = 0; i < 5; i += 1) {
+      // A Job stuck 10 minutes: the edit to a 5m grace makes it due at once.
+      const [p] = await createOwnedPods(raw, [ns], 1, `edit-${i}`, () => 'registry.invalid/team/app:does-not-exist');
+      await stuck(core, p!, new Date(Date.now() - 600_000), 'tag-missing', 'ImagePullBackOff');
+      await sleep(3_000 + Math.random() * 10_000);
+      const editedAt = Date.now();
+      await core.replaceNamespacedConfigMap({ namespace: ns, name: 'bench-policy', body: cm('5m') });
+      await waitFor(() => claimed.has(`edit-${i}-0`), 60_000, 'the edit applied', 20);
+      delays.push((claimed.get(`edit-${i}-0`)! - editedAt) / 1000);
+      await core.replaceNamespacedConfigMap({ namespace: ns, name: 'bench-policy', body: cm('10h') });
+      await sleep(2_000);
+    }
+  } finally {
+    const injected = stopFaults();
+    unwatch();
+    await s.stop();
+    await faults.proxy.close();
+    raw.close();
+    console.log(
+      `policy edits with watches cut every 10 s (${injected.cuts} cuts): edit -> first write ${delays.map(f2).join(', ')} s (max ${f2(Math.max(...delays))} s)`,
+    );
+  }
+}
+
+async function main(): Promise<void> {
+  ensureBuilt();
+  // The policy scenario cuts watches past etcd compactions: the watch cache off, as bench/latency-faults.ts.
+  const cluster = await startCluster(
+    SCENARIO === 'policy'
+      ? { apiserverArgs: ['--watch-cache=false'] }
+      : { controllerManagerArgs: ['--kube-api-qps=200', '--kube-api-burst=400'] },
+  );
+  try {
+    if (SCENARIO === 'outage') await outage(cluster);
+    else if (SCENARIO === 'takeover') await takeover(cluster);
+    else if (SCENARIO === 'refused') await refused(cluster);
+    else if (SCENARIO === 'policy') await policyEdits(cluster);
+    else throw new Error(`--scenario ${SCENARIO}: outage, takeover, refused or policy`);
+  } finally {
+    await cluster.stop();
+  }
+}
+
+await main();
