@@ -1,4 +1,4 @@
-// npm run bench:bad-day -- --scenario outage|takeover|refused|policy [--stuck 20000] [--minutes 10]
+// npm run bench:bad-day -- --scenario outage|takeover|refused|policy|failover [--stuck 20000] [--minutes 10] [--faults 0.3]
 //
 // `run --watch` on the days that matter, on the bundled control plane (docs/performance.md, "The
 // watch on a bad day"). Prints figures, asserts nothing; one run per invocation (take the median
@@ -15,6 +15,10 @@
 //   the Lease released: from the follower's acquireTime to its first write.
 // - refused: 5 stuck Jobs whose every update a ValidatingAdmissionPolicy denies, `--minutes`:
 //   claim attempts per Job and Events per Job.
+// - failover: 3 replicas of `run --watch --leader-elect` through the fault proxy (`--faults` of
+//   every request, watches cut every 10 s), the leader SIGKILLed after each 20 s of tenure and
+//   restarted; 200 stuck Jobs in waves, 5 s grace, 30 controls: first write after grace for Jobs
+//   whose leader lived and across a kill; unfailed, duplicate Events, early, controls touched.
 // - policy: `run --watch` through the fault proxy, watches cut every 10 s; 5 edits of the policy
 //   ConfigMap, each making a stuck Job due: edit -> first write.
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -28,7 +32,7 @@ import { freePort, startCluster, type Cluster } from '../test/support/cluster.ts
 import { createNamespace, jobManifest } from '../test/support/fixtures.ts';
 import { realPullMessage, setImagePullStuck, waitFor, waitForJobPods } from '../test/support/kubelet.ts';
 import { createPods, rawClient, type Raw } from './scale-setup.ts';
-import { startFaults, watchJobs } from './latency-faults.ts';
+import { countFaultOutcomes, createHealthyJobs, startFaults, watchJobs } from './latency-faults.ts';
 
 const flag = (name: string, fallback: string) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -37,6 +41,7 @@ const flag = (name: string, fallback: string) => {
 const SCENARIO = flag('scenario', 'outage');
 const STUCK = Number(flag('stuck', '20000'));
 const MINUTES = Number(flag('minutes', '10'));
+const FAULT_RATE = Number(flag('faults', '0.3'));
 
 /** The shipped Deployment's NODE_OPTIONS (manifests/deployment/deployment.yaml). */
 const NODE_OPTIONS = ((): string => {
@@ -405,6 +410,129 @@ async function policyEdits(cluster: Cluster): Promise<void> {
   }
 }
 
+/**
+ * Three replicas of `run --watch --leader-elect` through the fault proxy (a share of every request
+ * faulted, every watch cut every 10 s); the leader SIGKILLed after each 20 s of tenure and started
+ * again, as a Deployment would. 200 stuck Jobs in waves (20 every 6 s) with a 5 s grace, 30 controls.
+ */
+async function failover(cluster: Cluster): Promise<void> {
+  const kc = cluster.kubeConfig;
+  const batch = kc.makeApiClient(BatchV1Api);
+  const core = kc.makeApiClient(CoreV1Api);
+  const leases = kc.makeApiClient(CoordinationV1Api);
+  const namespaces = await mapBounded([...Array(10).keys()], 4, async (i) => (await createNamespace(kc, `failover-${i}`)).name);
+  const leaseNs = (await createNamespace(kc, 'failover-lease')).name;
+  const dir = mkdtempSync(join(tmpdir(), 'bad-day-'));
+  const policy = join(dir, 'policy.yaml');
+  writeFileSync(policy, 'defaults: { grace: { permanent: 5s } }\nlimits: { maxJobsPerSweep: 1000, maxJobsPerNamespace: 1000 }\n');
+  const faults = await startFaults(cluster, FAULT_RATE);
+  const jobs = Array.from({ length: 200 }, (_, i) => ({ namespace: namespaces[i % 10]!, name: `stuck-${i}` }));
+  await mapBounded(jobs, 16, (j) =>
+    batch.createNamespacedJob({ namespace: j.namespace, body: jobManifest(j.name, 'registry.invalid/team/app:does-not-exist') }),
+  );
+  const podOf = new Map<string, string>();
+  await mapBounded(jobs, 16, async (j) =>
+    podOf.set(`${j.namespace}/${j.name}`, (await waitForJobPods(core, j.namespace, j.name))[0]!.metadata!.name!),
+  );
+  const healthy = await createHealthyJobs(kc, namespaces, 30);
+  const claimed = new Map<string, number>();
+  const unwatch = namespaces.map((ns) =>
+    watchJobs(kc, ns, (job) => {
+      const k = `${ns}/${job.metadata?.name}`;
+      if (job.metadata?.annotations?.['imagepull-sweeper/failed-at'] && !claimed.has(k)) claimed.set(k, Date.now());
+    }),
+  );
+  const args = [
+    '--watch',
+    '--leader-elect',
+    '--leader-elect-namespace',
+    leaseNs,
+    '--schedule',
+    '0 0 1 1 *',
+    '--policy-file',
+    policy,
+    '--kubeconfig',
+    faults.kubeconfig,
+  ];
+  const replicas: Sweeper[] = [];
+  const names: string[] = [];
+  for (let i = 0; i < 3; i += 1) {
+    names.push(`replica-${i}`);
+    replicas.push(await startSweeper(args, { POD_NAME: names[i]! }));
+  }
+  const output = () => replicas.map((r) => r.output()).join('');
+  const kills: number[] = [];
+  let running = true;
+  // The killer: whoever holds the Lease for 20 s is SIGKILLed and replaced.
+  const killer = (async () => {
+    let holder = '';
+    let since = Date.now();
+    while (running) {
+      await sleep(250);
+      const lease = await leases.readNamespacedLease({ namespace: leaseNs, name: 'imagepull-sweeper' }).catch(() => undefined);
+      const now = lease?.spec?.holderIdentity ?? '';
+      if (now !== holder) [holder, since] = [now, Date.now()];
+      if (!holder || Date.now() - since < 20_000) continue;
+      const i = names.findIndex((n) => holder.startsWith(`${n}_`));
+      if (i < 0) continue;
+      replicas[i]!.child.kill('SIGKILL');
+      kills.push(Date.now());
+      names[i] = `replica-${i}-${kills.length}`;
+      replicas[i] = await startSweeper(args, { POD_NAME: names[i]! });
+      holder = '';
+    }
+  })();
+  const stopFaults = faults.begin();
+  const due = new Map<string, number>();
+  try {
+    for (let wave = 0; wave < 10; wave += 1) {
+      await Promise.all(
+        jobs.slice(wave * 20, wave * 20 + 20).map(async (j) => {
+          const k = `${j.namespace}/${j.name}`;
+          const pod = await setImagePullStuck(core, j.namespace, podOf.get(k)!, {
+            since: new Date(),
+            stuck: [
+              {
+                container: 'main',
+                reason: 'ErrImagePull',
+                message: realPullMessage('tag-missing', 'registry.invalid/team/app:does-not-exist', 'ErrImagePull'),
+              },
+            ],
+          });
+          const cond = pod.status?.conditions?.find((c) => c.type === 'PodReadyToStartContainers');
+          due.set(k, new Date(cond!.lastTransitionTime!).getTime() + 5_000);
+        }),
+      );
+      await sleep(6_000);
+    }
+    await waitFor(() => claimed.size >= jobs.length, 180_000, 'every Job claimed', 250).catch(() => undefined);
+    const injected = stopFaults();
+    await sleep(5_000);
+    running = false;
+    await killer;
+    const renewed = 15_000;
+    const across: number[] = [];
+    const lives: number[] = [];
+    let early = 0;
+    for (const [k, d] of due) {
+      const c = claimed.get(k);
+      if (c === undefined) continue;
+      if (c < d) early += 1;
+      (kills.some((t) => t >= d - renewed && t <= c) ? across : lives).push((c - d) / 1000);
+    }
+    const counted = await countFaultOutcomes(kc, namespaces, jobs, healthy, output());
+    console.log(
+      `failover (faults ${FAULT_RATE}, ${kills.length} kills, ${injected.cuts} watch cuts): first write after grace, leader lives p50 ${f2(pct(lives, 50))} s, p99 ${f2(pct(lives, 99))} s (${lives.length}); across a kill p99 ${f2(pct(across, 99))} s (${across.length}); ` +
+        `unfailed ${counted.unfailed}, duplicate Events ${counted.duplicateEvents}, early ${early}, controls touched ${counted.healthyTouched}/30`,
+    );
+  } finally {
+    running = false;
+    for (const u of unwatch) u();
+    await Promise.all(replicas.map((r) => r.stop()));
+    await faults.proxy.close();
+  }
+}
+
 async function main(): Promise<void> {
   ensureBuilt();
   // The policy scenario cuts watches past etcd compactions: the watch cache off, as bench/latency-faults.ts.
@@ -418,7 +546,8 @@ async function main(): Promise<void> {
     else if (SCENARIO === 'takeover') await takeover(cluster);
     else if (SCENARIO === 'refused') await refused(cluster);
     else if (SCENARIO === 'policy') await policyEdits(cluster);
-    else throw new Error(`--scenario ${SCENARIO}: outage, takeover, refused or policy`);
+    else if (SCENARIO === 'failover') await failover(cluster);
+    else throw new Error(`--scenario ${SCENARIO}: outage, takeover, refused, policy or failover`);
   } finally {
     await cluster.stop();
   }
