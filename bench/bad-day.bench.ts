@@ -460,7 +460,8 @@ async function failover(cluster: Cluster): Promise<void> {
     names.push(`replica-${i}`);
     replicas.push(await startSweeper(args, { POD_NAME: names[i]! }));
   }
-  const output = () => replicas.map((r) => r.output()).join('');
+  const everyReplica = [...replicas];
+  const output = () => everyReplica.map((r) => r.output()).join('');
   const kills: number[] = [];
   let running = true;
   // The killer: whoever holds the Lease for 20 s is SIGKILLed and replaced.
@@ -479,6 +480,7 @@ async function failover(cluster: Cluster): Promise<void> {
       kills.push(Date.now());
       names[i] = `replica-${i}-${kills.length}`;
       replicas[i] = await startSweeper(args, { POD_NAME: names[i]! });
+      everyReplica.push(replicas[i]!);
       holder = '';
     }
   })();
