@@ -96,6 +96,29 @@ async function sweeperFigures(s: Sweeper): Promise<{ cpuS: number; rssMb: number
   return { cpuS, rssMb, requests };
 }
 
+/** When each Job of `namespaces` was first seen claimed (`failed-at`), by `namespace/name`; and how to stop looking. */
+function claimsIn(kc: Cluster['kubeConfig'], namespaces: string[]): { claimed: Map<string, number>; stop: () => void } {
+  const claimed = new Map<string, number>();
+  const unwatch = namespaces.map((ns) =>
+    watchJobs(kc, ns, (job) => {
+      const k = `${ns}/${job.metadata?.name}`;
+      if (job.metadata?.annotations?.['imagepull-sweeper/failed-at'] && !claimed.has(k)) claimed.set(k, Date.now());
+    }),
+  );
+  return { claimed, stop: () => unwatch.forEach((u) => u()) };
+}
+
+/** `run --watch --leader-elect` on a Lease in `leaseNs`, never a backstop. */
+const leaderArgs = (leaseNs: string, ...more: string[]) => [
+  '--watch',
+  '--leader-elect',
+  '--leader-elect-namespace',
+  leaseNs,
+  '--schedule',
+  '0 0 1 1 *',
+  ...more,
+];
+
 /** Jobs that create no pod of their own (parallelism 0), and one pod per Job owned by it, as the Job controller would make it. */
 async function createOwnedPods(
   raw: Raw,
@@ -177,11 +200,7 @@ async function outage(cluster: Cluster): Promise<void> {
   ];
   try {
     for (const [mode, args] of modes) {
-      const claimed = new Map<string, number>();
-      const unwatch = watchJobs(kc, decisiveNs, (job) => {
-        if (job.metadata?.annotations?.['imagepull-sweeper/failed-at'] && !claimed.has(job.metadata.name!))
-          claimed.set(job.metadata.name!, Date.now());
-      });
+      const { claimed, stop: unwatch } = claimsIn(kc, [decisiveNs]);
       const s = await startSweeper([...args, '--policy-file', policy, '--kubeconfig', cluster.kubeconfigPath]);
       const due = new Map<string, number>();
       const started = Date.now();
@@ -205,7 +224,8 @@ async function outage(cluster: Cluster): Promise<void> {
       const lines = jsonLines(s.output()).length;
       await s.stop();
       unwatch();
-      const writes = [...due].filter(([k]) => claimed.has(k)).map(([k, d]) => (claimed.get(k)! - d) / 1000);
+      const at = (name: string) => claimed.get(`${decisiveNs}/${name}`);
+      const writes = [...due].filter(([k]) => at(k) !== undefined).map(([k, d]) => (at(k)! - d) / 1000);
       console.log(
         `${mode} (${STUCK} stuck, ${MINUTES} min): CPU ${figures.cpuS.toFixed(1)} s, requests ${figures.requests}, peak RSS ${figures.rssMb.toFixed(0)} MB, audit lines ${lines}; decisive Jobs ${writes.length}/${due.size} written, first write after grace p50 ${f2(pct(writes, 50))} s, p99 ${f2(pct(writes, 99))} s, max ${f2(Math.max(...writes))} s`,
       );
@@ -243,22 +263,14 @@ async function takeover(cluster: Cluster): Promise<void> {
       await sleep(2_000);
     }
   })();
-  const claimed: number[] = [];
-  const unwatch = namespaces.map((ns) =>
-    watchJobs(kc, ns, (job) => {
-      if (job.metadata?.annotations?.['imagepull-sweeper/failed-at']) claimed.push(Date.now());
-    }),
-  );
-  const s = await startSweeper([
-    '--watch',
-    '--leader-elect',
-    '--leader-elect-namespace',
-    leaseNs,
-    '--schedule',
-    '0 0 1 1 *',
-    '--kubeconfig',
-    cluster.kubeconfigPath,
-  ]);
+  const { claimed: claims, stop: unwatch } = claimsIn(kc, namespaces);
+  const claimed = {
+    get length() {
+      return claims.size;
+    },
+    times: () => [...claims.values()],
+  };
+  const s = await startSweeper(leaderArgs(leaseNs, '--kubeconfig', cluster.kubeconfigPath));
   try {
     await waitFor(
       () => jsonLines(s.output()).some((l) => l.message === 'watching: the pod cache is synced'),
@@ -290,11 +302,11 @@ async function takeover(cluster: Cluster): Promise<void> {
     const became = jsonLines(s.output()).find((x) => x.message === 'became the leader: sweeping');
     const becameAt = Date.parse(String(became?.timestamp ?? ''));
     console.log(
-      `takeover (19,000 Pending + 1,000 due): first write ${((Math.min(...claimed) - tookAt) / 1000).toFixed(2)} s after the Lease was seen taken (${Number.isNaN(becameAt) ? 'n/a' : ((Math.min(...claimed) - becameAt) / 1000).toFixed(2)} s after its "became the leader" line); ${claimed.length} Jobs claimed within the period`,
+      `takeover (19,000 Pending + 1,000 due): first write ${((Math.min(...claimed.times()) - tookAt) / 1000).toFixed(2)} s after the Lease was seen taken (${Number.isNaN(becameAt) ? 'n/a' : ((Math.min(...claimed.times()) - becameAt) / 1000).toFixed(2)} s after its "became the leader" line); ${claimed.length} Jobs claimed within the period`,
     );
   } finally {
     holding = false;
-    for (const u of unwatch) u();
+    unwatch();
     await s.stop();
     raw.close();
   }
@@ -377,11 +389,8 @@ async function policyEdits(cluster: Cluster): Promise<void> {
     '--kubeconfig',
     faults.kubeconfig,
   ]);
-  const claimed = new Map<string, number>();
-  const unwatch = watchJobs(kc, ns, (job) => {
-    if (job.metadata?.annotations?.['imagepull-sweeper/failed-at'] && !claimed.has(job.metadata.name!))
-      claimed.set(job.metadata.name!, Date.now());
-  });
+  const { claimed: claims, stop: unwatch } = claimsIn(kc, [ns]);
+  const claimed = { has: (name: string) => claims.has(`${ns}/${name}`), get: (name: string) => claims.get(`${ns}/${name}`) };
   const stopFaults = faults.begin();
   const delays: number[] = [];
   try {
@@ -435,25 +444,8 @@ async function failover(cluster: Cluster): Promise<void> {
     podOf.set(`${j.namespace}/${j.name}`, (await waitForJobPods(core, j.namespace, j.name))[0]!.metadata!.name!),
   );
   const healthy = await createHealthyJobs(kc, namespaces, 30);
-  const claimed = new Map<string, number>();
-  const unwatch = namespaces.map((ns) =>
-    watchJobs(kc, ns, (job) => {
-      const k = `${ns}/${job.metadata?.name}`;
-      if (job.metadata?.annotations?.['imagepull-sweeper/failed-at'] && !claimed.has(k)) claimed.set(k, Date.now());
-    }),
-  );
-  const args = [
-    '--watch',
-    '--leader-elect',
-    '--leader-elect-namespace',
-    leaseNs,
-    '--schedule',
-    '0 0 1 1 *',
-    '--policy-file',
-    policy,
-    '--kubeconfig',
-    faults.kubeconfig,
-  ];
+  const { claimed, stop: unwatch } = claimsIn(kc, namespaces);
+  const args = leaderArgs(leaseNs, '--policy-file', policy, '--kubeconfig', faults.kubeconfig);
   const replicas: Sweeper[] = [];
   const names: string[] = [];
   for (let i = 0; i < 3; i += 1) {
@@ -529,7 +521,7 @@ async function failover(cluster: Cluster): Promise<void> {
     );
   } finally {
     running = false;
-    for (const u of unwatch) u();
+    unwatch();
     await Promise.all(replicas.map((r) => r.stop()));
     await faults.proxy.close();
   }
