@@ -1,5 +1,5 @@
 // `run --watch --leader-elect` on the real control plane, as the shipped ServiceAccount with the
-// Deployment mode's RBAC: only the leader watches; kill -9 it while a Job's timer is pending, and
+// Deployment mode's RBAC: every replica watches, only the leader writes; kill -9 it while a Job's timer is pending, and
 // the new leader fails that Job (whose grace ran out while there was no leader) as soon as it
 // takes the Lease.
 import assert from 'node:assert/strict';
