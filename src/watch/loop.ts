@@ -8,6 +8,8 @@
 // cache and the pre-judgements warm and write nothing. The wall clock, the monotonic clock, the
 // server's clock and the timers are passed in, so a test drives every turn.
 import type { ActResult } from '../act/act.ts';
+import { mapBounded } from '../concurrency.ts';
+import { describeApiError } from '../kube/errors.ts';
 import type { KubeGateway } from '../kube/gateway.ts';
 import { podCollection, configMapCollection, type WatchGateway } from '../kube/watch.ts';
 import { PENDING_PODS } from '../observe/pods.ts';
@@ -36,8 +38,8 @@ const RECALIBRATE_AFTER_MS = 5 * 60_000;
 const FIRST_BACK_OFF_MS = 5_000;
 /** The loop turns at least this often (its health is judged on it). */
 const MAX_WAIT_MS = 60_000;
-/** How soon due Jobs are looked at again while the pod watch is not connected. */
-const DISCONNECTED_RECHECK_MS = 250;
+/** How soon a due Job whose pods could not be read again (the watch not connected) is tried again. */
+const DISCONNECTED_RECHECK_MS = 1_000;
 
 export interface WatchLoopDeps {
   sweepDeps: SweepDeps;
@@ -219,7 +221,7 @@ export class WatchLoop {
     if (leading && this.startPending) {
       this.startPending = false;
       // Jobs whose grace ran out while there was no leader, known from the pre-judgements, first.
-      if (this.connected.size === this.scopes.length) this.startDue();
+      this.startDue();
       await this.wholeSweep('start');
       return 0;
     }
@@ -238,12 +240,8 @@ export class WatchLoop {
       const serverNow = deps.clock.serverNowMs(monoNow);
       const earliest = deps.timers.earliest();
       if (earliest && serverNow !== undefined && earliest.atMs + FIRE_MARGIN_MS <= serverNow) {
-        if (this.connected.size === this.scopes.length) {
-          this.startDue();
-          return 0;
-        }
-        // The cache may lag a watch that is not connected: due Jobs wait for it (or the backstop).
-        waits.push(DISCONNECTED_RECHECK_MS);
+        this.startDue();
+        return 0;
       } else if (earliest) {
         const at = deps.clock.monotonicAt(earliest.atMs + FIRE_MARGIN_MS, monoNow);
         if (at === undefined) this.calibrate();
@@ -330,7 +328,12 @@ export class WatchLoop {
       if (!judged.has(key) && this.deps.timers.get(key)?.reason === 'grace') this.deps.timers.delete(key);
   }
 
-  /** Takes the due Jobs off the timers and judges and writes them as one batch, in the background. */
+  /**
+   * Takes the due Jobs off the timers and judges and writes them as one batch, in the background.
+   * The cache is as fresh as its watch: while a pod watch is not connected (cut, or listing
+   * again), the due Jobs' pods are read again first (at most the batch's), and a Job whose pods
+   * could not be read waits a moment.
+   */
   private startDue(): void {
     const serverNow = this.deps.clock.serverNowMs(this.monotonicMs());
     if (serverNow === undefined) return;
@@ -338,7 +341,10 @@ export class WatchLoop {
     for (const key of this.inFlight) due.delete(key);
     if (due.size === 0) return;
     for (const key of due.keys()) this.inFlight.add(key);
-    const batch = this.sweepOf('timer', new Set(due.keys()), due)
+    const stale = this.connected.size < this.scopes.length;
+    const fresh = stale ? this.readAgain(due, serverNow) : Promise.resolve();
+    const batch = fresh
+      .then(() => (due.size === 0 ? undefined : this.sweepOf('timer', new Set(due.keys()), due)))
       .catch(() => undefined)
       .finally(() => {
         for (const key of due.keys()) this.inFlight.delete(key);
@@ -347,6 +353,26 @@ export class WatchLoop {
       })
       .then(() => undefined);
     this.batches.add(batch);
+  }
+
+  /** Reads the pods of the `due` Jobs again into the cache; a Job whose pods could not be read leaves `due`, due again shortly. */
+  private async readAgain(due: Map<string, Due>, serverNow: number): Promise<void> {
+    const { gateway } = this.deps.sweepDeps;
+    const pods = [...due.keys()].flatMap((key) => this.cache.podsOf(key).map((pod) => ({ key, pod })));
+    const unread = new Set<string>();
+    await mapBounded(pods, 8, async ({ key, pod }) => {
+      try {
+        this.cache.refresh(pod.uid, await gateway.readPod(pod.namespace, pod.name));
+      } catch (error) {
+        if (describeApiError(error).status === 404) this.cache.refresh(pod.uid, undefined);
+        else unread.add(key);
+      }
+    });
+    for (const key of unread) {
+      this.deps.timers.set(key, { atMs: serverNow + DISCONNECTED_RECHECK_MS, reason: due.get(key)!.reason });
+      due.delete(key);
+      this.inFlight.delete(key);
+    }
   }
 
   /**

@@ -130,6 +130,8 @@ interface Setup {
   refused?: string[];
   /** A claim of these Jobs hangs until released. */
   slow?: Map<string, Promise<void>>;
+  /** What a read of a pod answers, by name (a 404 otherwise). */
+  pods?: Record<string, V1Pod>;
 }
 
 function setup(s: Setup) {
@@ -151,6 +153,7 @@ function setup(s: Setup) {
         },
       ],
       readServerVersion: [{ major: '1', minor: '37', gitVersion: 'v1.37.2' }],
+      readPod: [(_ns: string, name: string) => s.pods?.[name] ?? apiError(404, 'NotFound', `pods "${name}" not found`)],
       mergePatchJob: [
         async (_ns: string, name: string, patch: { metadata?: { annotations?: Record<string, string> } }) => {
           started.push(name);
@@ -316,20 +319,25 @@ describe('the watch loop', () => {
     t.stop.abort();
   });
 
-  it('keeps due Jobs while the pod watch is not connected, and acts once it is', async () => {
-    const t = setup({ jobs: ['a'] });
+  it("acts on fresh facts while the pod watch is down: the due Jobs' pods are read again first", async () => {
+    const recovered = stuckPod('recovered');
+    recovered.status = { ...recovered.status, phase: 'Running', containerStatuses: [] };
+    const t = setup({ jobs: ['still', 'recovered'], pods: { 'still-pod': stuckPod('still'), 'recovered-pod': recovered } });
     await t.start();
     await t.runFor(20_000);
     const failing = Object.assign(new Error('connection refused'), { code: 'ECONNREFUSED' });
-    const originalWatch = t.watch.watch.bind(t.watch);
-    let refuse = true;
-    t.watch.watch = (c, o, e) => (refuse ? Promise.reject(failing) : originalWatch(c, o, e));
+    t.watch.watch = () => Promise.reject(failing);
     t.watch.drop();
     await t.runFor(20_000);
-    assert.deepEqual(t.claims, [], 'due at 30 s, but the cache may lag a watch that is down');
-    refuse = false;
-    await t.runFor(35_000);
-    assert.deepEqual(t.claims, ['a']);
+    assert.deepEqual(t.claims, ['still'], 'the pod that recovered while the watch was down is not failed');
+    assert.deepEqual(
+      t.scripted.calls
+        .filter((c) => c.method === 'readPod')
+        .map((c) => c.args[1])
+        .sort(),
+      ['recovered-pod', 'still-pod'],
+      "only the due Jobs' pods are read",
+    );
     t.stop.abort();
   });
 
