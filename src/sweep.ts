@@ -63,6 +63,11 @@ export interface SweepBatch {
   spent?: LimitsSpent;
   /** Whether a decision's audit line is written (an unchanged `skipped` one is not, again). */
   logs?: (result: ActResult) => boolean;
+  /**
+   * Only these Jobs' grace: no server version check and no list of the Jobs failed earlier (the
+   * whole sweeps and those Jobs' own timers do both), so the first write waits on the Jobs' reads only.
+   */
+  focused?: boolean;
 }
 
 export type DryRunMode = 'client' | 'server';
@@ -183,7 +188,7 @@ async function observe(
   // write waits for the slowest of them, not for their sum.
   const [tooOld, attribution, namespaceLabels, pendingJobs] = await Promise.all([
     // Read once the server answered: an unreachable one is reported by the list above.
-    gateway.readServerVersion().then(serverVersionWarning, () => undefined),
+    options.batch?.focused ? undefined : gateway.readServerVersion().then(serverVersionWarning, () => undefined),
     attributeToJobs(gateway, observation.stuck, {
       concurrency: CONCURRENT_READS,
       listConcurrency: CONCURRENT_JOB_LISTS,
@@ -191,10 +196,12 @@ async function observe(
       onRestart: log.listRestarted('Job list'),
     }),
     readNamespaceLabels(gateway, policy, observation.stuck, CONCURRENT_READS),
-    listPendingJobs(gateway, options.namespaces, log.listRestarted('pending Job list')).then(
-      (jobs) => ({ jobs, error: undefined }),
-      (error: unknown) => ({ jobs: [] as JobView[], error: describeApiError(error).message }),
-    ),
+    options.batch?.focused
+      ? { jobs: [] as JobView[], error: undefined }
+      : listPendingJobs(gateway, options.namespaces, log.listRestarted('pending Job list')).then(
+          (jobs) => ({ jobs, error: undefined }),
+          (error: unknown) => ({ jobs: [] as JobView[], error: describeApiError(error).message }),
+        ),
   ]);
   const { labels, unreadable } = namespaceLabels;
   const errors = log.observed({

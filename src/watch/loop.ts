@@ -402,6 +402,8 @@ export class WatchLoop {
           ...(policy && keys !== 'list' ? { outage: this.cache.outage(policy.limits.outage) } : {}),
           spent,
           logs: (r) => this.logs(r),
+          focused:
+            fired.size > 0 && [...fired.values()].every((d) => d.reason === 'grace' || d.reason === 'error' || d.reason === 'deferred'),
         },
       });
     } catch (error) {

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
-import { CoordinationV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { CoordinationV1Api, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
 import { ensureBuilt, jsonLines, startCli } from '../support/cli.ts';
 import { useTestCluster } from '../support/hooks.ts';
 import { waitFor } from '../support/kubelet.ts';
