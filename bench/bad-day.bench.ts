@@ -25,7 +25,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { BatchV1Api, CoreV1Api, CoordinationV1Api, type V1Job, type V1Pod } from '@kubernetes/client-node';
+import { BatchV1Api, CoreV1Api, CoordinationV1Api, type V1Pod } from '@kubernetes/client-node';
 import { mapBounded } from '../src/concurrency.ts';
 import { CLI, ensureBuilt, jsonLines } from '../test/support/cli.ts';
 import { freePort, startCluster, type Cluster } from '../test/support/cluster.ts';
@@ -121,50 +121,62 @@ const leaderArgs = (leaseNs: string, ...more: string[]) => [
   ...more,
 ];
 
-/** Jobs that create no pod of their own (parallelism 0), and one pod per Job owned by it, as the Job controller would make it. */
-async function createOwnedPods(
+/**
+ * `count` Jobs through the real Job controller (one pod each), and the name of each Job's pod:
+ * the pods are listed per namespace, not waited for one by one.
+ */
+async function createJobPods(
   raw: Raw,
   namespaces: string[],
   count: number,
   prefix: string,
   image: (i: number) => string,
-): Promise<{ namespace: string; name: string; image: string }[]> {
+): Promise<{ namespace: string; name: string; pod: string; image: string }[]> {
   const items = Array.from({ length: count }, (_, i) => ({
     namespace: namespaces[i % namespaces.length]!,
     name: `${prefix}-${i}`,
     image: image(i),
+    pod: '',
   }));
   await mapBounded(items, 32, async (it) => {
-    const job = jobManifest(it.name, it.image, { parallelism: 0 });
-    const created = await raw.request('POST', `/apis/batch/v1/namespaces/${it.namespace}/jobs`, job);
-    if (created.status !== 201) throw new Error(`create Job ${it.name}: HTTP ${created.status} ${created.body.slice(0, 200)}`);
-    const uid = (JSON.parse(created.body) as V1Job).metadata!.uid!;
-    const pod: V1Pod = {
-      metadata: {
-        name: `${it.name}-pod`,
-        labels: { 'job-name': it.name },
-        ownerReferences: [{ apiVersion: 'batch/v1', kind: 'Job', name: it.name, uid, controller: true, blockOwnerDeletion: true }],
-      },
-      spec: { restartPolicy: 'Never', containers: [{ name: 'main', image: it.image }] },
-    };
     for (let attempt = 0; ; attempt += 1) {
-      const res = await raw.request('POST', `/api/v1/namespaces/${it.namespace}/pods`, pod);
-      if (res.status === 201) break;
-      if (attempt > 5) throw new Error(`create pod ${it.name}: HTTP ${res.status}`);
+      const res = await raw.request('POST', `/apis/batch/v1/namespaces/${it.namespace}/jobs`, jobManifest(it.name, it.image));
+      if (res.status === 201 || res.status === 409) return;
+      if (attempt > 5) throw new Error(`create Job ${it.name}: HTTP ${res.status} ${res.body.slice(0, 200)}`);
     }
   });
+  const byJob = new Map(items.map((it) => [`${it.namespace}/${it.name}`, it]));
+  let missing = items.length;
+  for (const started = Date.now(); missing > 0; await sleep(2_000)) {
+    if (Date.now() - started > 1_800_000) throw new Error(`${missing} Jobs have no pod after 30 minutes`);
+    for (const ns of namespaces) {
+      for (let token: string | undefined = ''; token !== undefined;) {
+        const q = `labelSelector=job-name&limit=2000${token ? `&continue=${encodeURIComponent(token)}` : ''}`;
+        const page = JSON.parse((await raw.request('GET', `/api/v1/namespaces/${ns}/pods?${q}`)).body) as {
+          items: V1Pod[];
+          metadata?: { continue?: string };
+        };
+        for (const pod of page.items) {
+          const it = byJob.get(`${ns}/${pod.metadata?.labels?.['job-name']}`);
+          if (it && !it.pod) it.pod = pod.metadata!.name!;
+        }
+        token = page.metadata?.continue || undefined;
+      }
+    }
+    missing = items.filter((it) => !it.pod).length;
+  }
   return items;
 }
 
 /** What the kubelet writes of a pull in back-off (the real recorded words), `sinceMs` ago. */
 function stuck(
   core: CoreV1Api,
-  p: { namespace: string; name: string; image: string },
+  p: { namespace: string; pod: string; image: string },
   since: Date,
   kind: 'service-unavailable' | 'tag-missing',
   reason: 'ErrImagePull' | 'ImagePullBackOff',
 ) {
-  return setImagePullStuck(core, p.namespace, `${p.name}-pod`, {
+  return setImagePullStuck(core, p.namespace, p.pod, {
     since,
     stuck: [{ container: 'main', reason, message: realPullMessage(kind, p.image, reason) }],
   });
@@ -180,7 +192,7 @@ async function outage(cluster: Cluster): Promise<void> {
   const policy = join(dir, 'policy.yaml');
   writeFileSync(policy, `rules:\n  - name: decisive\n    namespaces: ["${decisiveNs}"]\n    grace: { permanent: 5s }\n`);
   const t0 = Date.now();
-  const pods = await createOwnedPods(raw, namespaces, STUCK, 'out', (i) => `outage.registry.example/team/app-${i % 50}:1`);
+  const pods = await createJobPods(raw, namespaces, STUCK, 'out', (i) => `outage.registry.example/team/app-${i % 50}:1`);
   const since = new Date(Date.now() - 20 * 60_000);
   let flip = 0;
   await mapBounded(pods, 32, (p) => stuck(core, p, since, 'service-unavailable', 'ImagePullBackOff'));
@@ -247,7 +259,7 @@ async function takeover(cluster: Cluster): Promise<void> {
   const namespaces = await mapBounded([...Array(10).keys()], 4, async (i) => (await createNamespace(kc, `takeover-${i}`)).name);
   const leaseNs = (await createNamespace(kc, 'takeover-lease')).name;
   await createPods(raw, namespaces, 19_000, 'pending');
-  const candidates = await createOwnedPods(raw, namespaces, 1_000, 'due', () => 'registry.invalid/team/app:does-not-exist');
+  const candidates = await createJobPods(raw, namespaces, 1_000, 'due', () => 'registry.invalid/team/app:does-not-exist');
   await mapBounded(candidates, 32, (p) => stuck(core, p, new Date(Date.now() - 3600_000), 'tag-missing', 'ImagePullBackOff'));
   // Another identity holds the Lease and renews it (MicroTime: six fractional digits).
   const leasePath = `/apis/coordination.k8s.io/v1/namespaces/${leaseNs}/leases`;
@@ -337,7 +349,7 @@ async function refused(cluster: Cluster): Promise<void> {
   await raw.request('POST', '/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies', vap);
   await raw.request('POST', '/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings', binding);
   await sleep(5_000); // the policy takes effect
-  const pods = await createOwnedPods(raw, [ns], 5, 'refused', () => 'registry.invalid/team/app:does-not-exist');
+  const pods = await createJobPods(raw, [ns], 5, 'refused', () => 'registry.invalid/team/app:does-not-exist');
   await mapBounded(pods, 8, (p) => stuck(core, p, new Date(Date.now() - 3600_000), 'tag-missing', 'ImagePullBackOff'));
   const dir = mkdtempSync(join(tmpdir(), 'bad-day-'));
   const policy = join(dir, 'policy.yaml');
@@ -394,7 +406,7 @@ async function policyEdits(cluster: Cluster): Promise<void> {
     await waitFor(() => jsonLines(s.output()).some((l) => l.message === 'summary'), 120_000, 'the first sweep', 100);
     for (let i = 0; i < 5; i += 1) {
       // A Job stuck 10 minutes: the edit to a 5m grace makes it due at once.
-      const [p] = await createOwnedPods(raw, [ns], 1, `edit-${i}`, () => 'registry.invalid/team/app:does-not-exist');
+      const [p] = await createJobPods(raw, [ns], 1, `edit-${i}`, () => 'registry.invalid/team/app:does-not-exist');
       await stuck(core, p!, new Date(Date.now() - 600_000), 'tag-missing', 'ImagePullBackOff');
       await sleep(3_000 + Math.random() * 10_000);
       const editedAt = Date.now();
