@@ -89,6 +89,8 @@ export class WatchLoop {
   private periodMs: number;
   private busySinceMs: number | undefined;
   private calibrating = false;
+  /** Every stuck Job the cache holds has been pre-judged (a follower's warm timers). */
+  private prejudged = false;
   private calibratedAtMs = -Infinity;
   private policy: Policy | undefined;
   private readonly background: Promise<void>[] = [];
@@ -222,7 +224,8 @@ export class WatchLoop {
       this.startPending = false;
       // Jobs whose grace ran out while there was no leader, known from the pre-judgements, first.
       this.startDue();
-      await this.wholeSweep('start');
+      // A follower that pre-judged every stuck Job has every timer already: nothing to sweep.
+      if (!(this.prejudged && this.dirty.size === 0)) await this.wholeSweep('start');
       return 0;
     }
     if (leading && this.policyChanged) {
@@ -504,6 +507,7 @@ export class WatchLoop {
         error: (error as Error).message,
       });
       this.dirtySinceMs = this.monotonicMs() + FIRST_BACK_OFF_MS;
+      this.prejudged = false;
       return;
     }
     const nowMs = deps.clock.serverNowMs(this.monotonicMs()) ?? 0;
@@ -516,6 +520,7 @@ export class WatchLoop {
     }
     for (const [key, count] of snapshot) if (this.dirty.get(key) === count) this.dirty.delete(key);
     this.dirtySinceMs = this.monotonicMs();
+    if (this.dirty.size === 0) this.prejudged = true;
   }
 
   /** A few short probes, beside the loop, until the server's Date turns a second: the offset to within their spacing. */
