@@ -133,12 +133,10 @@ describe('run --leader-elect', () => {
       const d = start('replica-d');
       await waitFor(() => leads(d) && sweeps(d) >= 1, 30_000, 'a leader sweeping');
       // Another identity writes itself in, as a follower that took the Lease would.
-      const lease = await leases.readNamespacedLease({ namespace: INSTALL_NS, name: LEASE });
-      await leases.replaceNamespacedLease({
-        namespace: INSTALL_NS,
-        name: LEASE,
-        body: { ...lease, spec: { ...lease.spec, holderIdentity: 'intruder', renewTime: new Date() } },
-      });
+      await leases.patchNamespacedLease(
+        { namespace: INSTALL_NS, name: LEASE, body: { spec: { holderIdentity: 'intruder' } } },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      );
       assert.equal(await d.exited, 1, d.output());
       const lost = lines(d, 'lost the lease: stopping at once, abandoning the writes in flight');
       assert.equal(lost.length, 1, d.output());
