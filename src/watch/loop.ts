@@ -36,6 +36,8 @@ const FIRE_MARGIN_MS = 20;
 const RECALIBRATE_AFTER_MS = 5 * 60_000;
 /** The first back-off of a Job whose read or write failed; it doubles up to the backstop period. */
 const FIRST_BACK_OFF_MS = 5_000;
+/** A whole sweep from the cache judges this many stuck Jobs at a time. */
+const CHUNK = 500;
 /** The loop turns at least this often (its health is judged on it). */
 const MAX_WAIT_MS = 60_000;
 /** How soon a due Job whose pods could not be read again (the watch not connected) is tried again. */
@@ -317,18 +319,55 @@ export class WatchLoop {
     return true;
   }
 
-  /** Every stuck Job, alone: on taking the lead, a policy edit, the backstop slot (a new period). */
+  /**
+   * Every stuck Job: on taking the lead, a policy edit, the backstop slot (a new period). From the
+   * cache it goes in chunks of CHUNK Jobs, oldest stuck first (so the limits keep the oldest),
+   * with the due batches started between chunks: a Job falling due waits for one chunk, not for
+   * every stuck Job, and memory holds one chunk's decisions. Listing (the watch not connected),
+   * it is one sweep.
+   */
   private async wholeSweep(trigger: WatchTrigger): Promise<void> {
     await Promise.allSettled([...this.batches]);
     if (trigger === 'schedule') this.nextPeriod();
     const fromCache = this.synced.size === this.scopes.length && this.connected.size === this.scopes.length;
     const snapshot = new Map(this.dirty);
-    const result = await this.sweepOf(trigger, fromCache ? undefined : 'list', new Map());
-    if (!result) return;
+    const judged = new Set<string>();
+    if (!fromCache) {
+      const result = await this.sweepOf(trigger, 'list', new Map());
+      if (!result) return;
+      for (const r of result.results) judged.add(this.keyOf(r.decision));
+    } else {
+      const chunks = this.chunksOldestFirst();
+      for (let i = 0; i < chunks.length; i += 1) {
+        if (i > 0) this.startDue();
+        const chunk = new Set(chunks[i]!.filter((key) => !this.inFlight.has(key)));
+        for (const key of chunk) this.inFlight.add(key);
+        try {
+          // The first chunk also lists the Jobs failed earlier and checks the server's version.
+          const result = await this.sweepOf(trigger, chunk, new Map(), i > 0);
+          if (!result) return;
+          for (const r of result.results) judged.add(this.keyOf(r.decision));
+        } finally {
+          for (const key of chunk) this.inFlight.delete(key);
+        }
+      }
+    }
     for (const [key, count] of snapshot) if (this.dirty.get(key) === count) this.dirty.delete(key);
-    const judged = new Set(result.results.map((r) => this.keyOf(r.decision)));
     for (const key of this.cache.keys())
-      if (!judged.has(key) && this.deps.timers.get(key)?.reason === 'grace') this.deps.timers.delete(key);
+      if (!judged.has(key) && !this.inFlight.has(key) && this.deps.timers.get(key)?.reason === 'grace') this.deps.timers.delete(key);
+  }
+
+  /** The stuck Jobs in chunks of CHUNK, the longest stuck first; at least one chunk (a sweep of nothing still settles). */
+  private chunksOldestFirst(): string[][] {
+    const since = (key: string) => {
+      let oldest = Infinity;
+      for (const pod of this.cache.podsOf(key)) for (const c of pod.stuck) oldest = Math.min(oldest, c.stuckSince.getTime());
+      return oldest;
+    };
+    const keys = [...this.cache.keys()].map((key) => ({ key, at: since(key) })).sort((a, b) => a.at - b.at);
+    const chunks: string[][] = [];
+    for (let i = 0; i < keys.length; i += CHUNK) chunks.push(keys.slice(i, i + CHUNK).map((k) => k.key));
+    return chunks.length > 0 ? chunks : [[]];
   }
 
   /**
@@ -382,7 +421,7 @@ export class WatchLoop {
    * One sweep: of the given keys from the cache, of every key from the cache (undefined), or
    * listing (`list`: the watch cannot be trusted). Sets the timers of what it judged.
    */
-  private async sweepOf(trigger: WatchTrigger, keys: ReadonlySet<string> | 'list' | undefined, fired: Map<string, Due>) {
+  private async sweepOf(trigger: WatchTrigger, keys: ReadonlySet<string> | 'list' | undefined, fired: Map<string, Due>, lean = false) {
     const { deps } = this;
     const { sweepDeps, clock } = deps;
     deps.metrics?.swept(trigger);
