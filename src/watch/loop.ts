@@ -445,7 +445,8 @@ export class WatchLoop {
           spent,
           logs: (r) => this.logs(r),
           focused:
-            fired.size > 0 && [...fired.values()].every((d) => d.reason === 'grace' || d.reason === 'error' || d.reason === 'deferred'),
+            lean ||
+            (fired.size > 0 && [...fired.values()].every((d) => d.reason === 'grace' || d.reason === 'error' || d.reason === 'deferred')),
         },
       });
     } catch (error) {
