@@ -59,8 +59,12 @@ export interface SweepOptions {
 export interface SweepBatch {
   /** The breaker over every stuck pod the watch holds, not only this sweep's. */
   outage?: OutageAssessment;
-  /** Failures already spent in this backstop period. */
-  spent?: LimitsSpent;
+  /**
+   * Failures already spent in this backstop period, read as this sweep judges: with `onJudged`,
+   * told synchronously after the judge, concurrent sweeps share the period's limits exactly.
+   */
+  spent?: () => LimitsSpent;
+  onJudged?: (decisions: readonly Decision[]) => void;
   /** Whether a decision's audit line is written (an unchanged `skipped` one is not, again). */
   logs?: (result: ActResult) => boolean;
   /**
@@ -122,9 +126,15 @@ export async function sweep(liveDeps: SweepDeps, options: SweepOptions): Promise
     policy: loaded.policy,
     now,
     ...(wholeOutage ? { outage: wholeOutage } : {}),
-    ...(spent ? { spent } : {}),
+    ...(spent ? { spent: spent() } : {}),
   };
-  const { outage, decisions, finished, awaiting } = await decide(deps.gateway, judgeInput, observed.pendingJobs, observed.observation);
+  const { outage, decisions, finished, awaiting } = await decide(
+    deps.gateway,
+    judgeInput,
+    observed.pendingJobs,
+    observed.observation,
+    options.batch?.onJudged,
+  );
   const acted = await carryOut(deps.gateway, { ...judgeInput, outage }, decisions, finished, { options, log, claim });
   const otherErrors = observed.errors + acted.settleErrors;
 
@@ -268,9 +278,12 @@ async function decide(
   judgeInput: JudgeInput,
   labelled: JobView[],
   observation: Pick<Observation, 'stuck' | 'podCapacity'>,
+  onJudged?: (decisions: readonly Decision[]) => void,
 ): Promise<PendingJudgement & Pick<Judgement, 'outage'>> {
   const { policy, now } = judgeInput;
+  // No await between reading the period's spent limits and judging, nor before onJudged.
   const judgement = judge(judgeInput);
+  onJudged?.(judgement.decisions);
   const { confirmWithinSeconds, forceDeleteAfterSeconds } = policy.limits;
   const due = dueForForceDelete({ labelled, decisions: judgement.decisions, forceDeleteAfterSeconds, now });
   const podsByJob = await readJobPods(gateway, due, CONCURRENT_READS);

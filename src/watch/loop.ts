@@ -36,6 +36,8 @@ const FIRE_MARGIN_MS = 20;
 const RECALIBRATE_AFTER_MS = 5 * 60_000;
 /** The first back-off of a Job whose read or write failed; it doubles up to the backstop period. */
 const FIRST_BACK_OFF_MS = 5_000;
+/** Jobs due at once are judged and written in batches of at most this many, side by side. */
+const BATCH_MAX = 8;
 /** A whole sweep from the cache judges this many stuck Jobs at a time. */
 const CHUNK = 500;
 /** The loop turns at least this often (its health is judged on it). */
@@ -82,6 +84,8 @@ export class WatchLoop {
   private readonly inFlight = new Set<string>();
   private readonly batches = new Set<Promise<void>>();
   private spent: Spent = { total: 0, byNamespace: new Map() };
+  /** Jobs a sweep in flight judged to fail, by namespace: they count against the period's limits until that sweep ends. */
+  private readonly reserved = new Map<string, string>();
   private readonly scopes: string[];
   private readonly synced = new Set<string>();
   private readonly connected = new Set<string>();
@@ -379,9 +383,14 @@ export class WatchLoop {
   private startDue(): void {
     const serverNow = this.deps.clock.serverNowMs(this.monotonicMs());
     if (serverNow === undefined) return;
-    const due = this.deps.timers.takeDue(serverNow - FIRE_MARGIN_MS);
-    for (const key of this.inFlight) due.delete(key);
-    if (due.size === 0) return;
+    const taken = this.deps.timers.takeDue(serverNow - FIRE_MARGIN_MS);
+    for (const key of this.inFlight) taken.delete(key);
+    // Small batches side by side: the first writes wait on a few Jobs' reads, not on all of them.
+    const entries = [...taken];
+    for (let i = 0; i < entries.length; i += BATCH_MAX) this.startBatch(new Map(entries.slice(i, i + BATCH_MAX)), serverNow);
+  }
+
+  private startBatch(due: Map<string, Due>, serverNow: number): void {
     for (const key of due.keys()) this.inFlight.add(key);
     const stale = this.connected.size < this.scopes.length;
     const fresh = stale ? this.readAgain(due, serverNow) : Promise.resolve();
@@ -427,7 +436,7 @@ export class WatchLoop {
     deps.metrics?.swept(trigger);
     const writes = recordingWrites(this.reading(sweepDeps.gateway), this.monotonicMs);
     const policy = await this.currentPolicy();
-    const spent = this.spentBeside(keys);
+    const reservedHere = new Set<string>();
     const deps2: SweepDeps = {
       ...sweepDeps,
       gateway: writes.gateway,
@@ -442,7 +451,15 @@ export class WatchLoop {
         signal: this.leading,
         batch: {
           ...(policy && keys !== 'list' ? { outage: this.cache.outage(policy.limits.outage) } : {}),
-          spent,
+          spent: () => this.spentNow(),
+          onJudged: (decisions) => {
+            for (const d of decisions) {
+              if (d.plan !== 'fail') continue;
+              const key = this.keyOf(d);
+              this.reserved.set(key, d.namespace);
+              reservedHere.add(key);
+            }
+          },
           logs: (r) => this.logs(r),
           focused:
             lean ||
@@ -452,6 +469,7 @@ export class WatchLoop {
     } catch (error) {
       this.logger.error('sweep crashed', { error: (error as Error).message });
     }
+    for (const key of reservedHere) this.reserved.delete(key);
     const finished = deps.wallClock();
     deps.onSweep?.(result, (finished.getTime() - started.getTime()) / 1000, finished);
     const nowMs = clock.serverNowMs(this.monotonicMs()) ?? 0;
@@ -504,18 +522,11 @@ export class WatchLoop {
     this.spent.byNamespace.set(namespace, (this.spent.byNamespace.get(namespace) ?? 0) + 1);
   }
 
-  /** The period's failures so far, plus every Job of the other batches in flight (each may fail). */
-  private spentBeside(keys: ReadonlySet<string> | 'list' | undefined): Spent {
-    const total = this.spent.total;
+  /** The period's failures so far, and those the sweeps in flight judged to fail. */
+  private spentNow(): Spent {
     const byNamespace = new Map(this.spent.byNamespace);
-    let reserved = 0;
-    for (const key of this.inFlight) {
-      if (keys !== undefined && keys !== 'list' && keys.has(key)) continue;
-      const namespace = this.cache.podsOf(key)[0]?.namespace;
-      reserved += 1;
-      if (namespace !== undefined) byNamespace.set(namespace, (byNamespace.get(namespace) ?? 0) + 1);
-    }
-    return { total: total + reserved, byNamespace };
+    for (const namespace of this.reserved.values()) byNamespace.set(namespace, (byNamespace.get(namespace) ?? 0) + 1);
+    return { total: this.spent.total + this.reserved.size, byNamespace };
   }
 
   private async currentPolicy(): Promise<Policy | undefined> {

@@ -153,6 +153,15 @@ function setup(s: Setup) {
         },
       ],
       readServerVersion: [{ major: '1', minor: '37', gitVersion: 'v1.37.2' }],
+      // A namespace's Jobs listed (10 or more wanted); the pending ones (a label selector): none here.
+      listJobs: [
+        (opts: { labelSelector?: string }) => ({
+          items: opts.labelSelector
+            ? []
+            : s.jobs.map((name) => ({ ...jobObject(name), metadata: { ...jobObject(name).metadata, annotations: annotations.get(name) } })),
+          continueToken: undefined,
+        }),
+      ],
       readPod: [(_ns: string, name: string) => s.pods?.[name] ?? apiError(404, 'NotFound', `pods "${name}" not found`)],
       mergePatchJob: [
         async (_ns: string, name: string, patch: { metadata?: { annotations?: Record<string, string> } }) => {
@@ -297,6 +306,24 @@ describe('the watch loop', () => {
     assert.equal(t.claims.length, 2, 'two in the first period');
     await t.runFor(120_000);
     assert.equal(t.claims.length, 4, 'two more in the next one');
+    t.stop.abort();
+  });
+
+  it("shares the period's limits exactly between batches side by side (20 due at once, batches of 8)", async () => {
+    const jobs = Array.from({ length: 20 }, (_, i) => `p${i}`);
+    const t = setup({
+      jobs,
+      policy: 'defaults: { grace: { permanent: 30s } }\nlimits: { maxJobsPerSweep: 10, maxJobsPerNamespace: 10 }\n',
+    });
+    await t.start();
+    await t.runFor(40_000);
+    assert.equal(t.claims.length, 10);
+    assert.equal(
+      audit(t.lines, 'p0').length +
+        jobs.slice(1).reduce((n, j) => n + audit(t.lines, j).filter((l) => l.outcome === 'deferred').length, 0) >=
+        10,
+      true,
+    );
     t.stop.abort();
   });
 
