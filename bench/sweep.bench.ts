@@ -49,7 +49,7 @@ function pod(i: number, stuck: boolean, phase = 'Pending'): V1Pod {
     metadata: {
       name: `pod-${i}`,
       namespace: `ns-${i % 50}`,
-      uid: `pod-uid-${i}`,
+      uid: `${phase}-uid-${i}`,
       creationTimestamp: NOW,
       ownerReferences: [{ apiVersion: 'batch/v1', kind: 'Job', name: `job-${i}`, uid: `job-uid-${i}`, controller: true }],
       labels: { app: 'bench', 'batch.kubernetes.io/job-name': `job-${i}` },
@@ -107,7 +107,7 @@ function pagedGateway(pending: number, stuckEvery: number, running = 0, runningS
     Pending: { total: pending, stuckEvery, status: 'Pending', prefix: 'pod' },
     Running: { total: running, stuckEvery: runningStuckEvery, status: 'Running', prefix: 'run' },
   };
-  const phaseOf = (fieldSelector: string | undefined): Phase => phases[fieldSelector?.split('=')[1] ?? 'Pending']!;
+  const phaseOf = (fieldSelector: string | undefined): Phase => (fieldSelector?.includes('Running') ? phases.Running! : phases.Pending!);
   const rowOf = (p: Phase, namespace: string, i: number) => ({
     namespace,
     name: `${p.prefix}-${i}`,

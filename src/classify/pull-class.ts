@@ -145,8 +145,8 @@ export const PULL_CLASS_RULES: readonly PullClassRule[] = [
   ),
   rule(
     'permanent',
-    'an OCI artifact that is not a container image (Helm chart, model): unsupported image-specific operation on artifact, unsupported media type',
-    String.raw`unsupported image-specific operation on artifact|invalid mixed OCI image|\bunsupported media type\b`,
+    'an OCI artifact that is not a container image (Helm chart, model): unsupported image-specific operation on artifact, unsupported media type, mismatched image rootfs and manifest layers',
+    String.raw`unsupported image-specific operation on artifact|invalid mixed OCI image|\bunsupported media type\b|mismatched image rootfs and manifest layers`,
   ),
   rule(
     'permanent',

@@ -17,7 +17,13 @@ import { isCandidateStatus, isRunningCandidateStatus } from './candidates.ts';
 import { lacksSandboxCondition, sandboxNotReadySince } from './kubelet-conditions.ts';
 
 export const PENDING_PODS = 'status.phase=Pending';
-export const RUNNING_PODS = 'status.phase=Running';
+/**
+ * Running pods whose regular containers the kubelet restarts in place after a failure: a Job's
+ * pods are `Never` (nothing restarts in place but sidecars, which never hold a Running pod up) or
+ * `OnFailure`; `Always` pods belong to controllers that recreate pods, never acted on. The API
+ * server filters them, so the rows of a cluster's Deployments never travel (docs/performance.md).
+ */
+export const RUNNING_PODS = 'status.phase=Running,spec.restartPolicy=OnFailure';
 
 /** The phases listed: the field selector of each, and which STATUS values make a candidate. */
 interface Listed {

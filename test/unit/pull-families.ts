@@ -55,6 +55,24 @@ export const FAMILY_FIXTURES: FamilyFixture[] = [
   },
   {
     family: 'oci-artifact',
+    source:
+      'containerd 1.6.20 on the test node (node-pull-refused.test.ts: a Helm chart and a model artifact), image.go (Unpack: the config has no rootfs diff_ids for the layers); containerd before 1.6.25/1.7.7',
+    reason: 'ErrImagePull',
+    expected: 'permanent',
+    message: (n) =>
+      `failed to pull and unpack image "${ref(n)}": failed to unpack image on snapshotter overlayfs: mismatched image rootfs and manifest layers`,
+  },
+  {
+    family: 'oci-artifact',
+    source: 'containerd 1.6.20 on the test node, under the kubelet v1.32+ back-off',
+    reason: 'ImagePullBackOff',
+    expected: 'permanent',
+    message: (n) =>
+      `Back-off pulling image "${ref(n)}": ErrImagePull: failed to pull and unpack image "${ref(n)}": failed to unpack image on snapshotter overlayfs: ` +
+      'mismatched image rootfs and manifest layers',
+  },
+  {
+    family: 'oci-artifact',
     source: 'moby distribution/pull_v2.go (unsupportedMediaTypeError, moby/moby#44367) through cri-dockerd',
     reason: 'ErrImagePull',
     expected: 'permanent',
@@ -70,6 +88,15 @@ export const FAMILY_FIXTURES: FamilyFixture[] = [
     message: (n) =>
       `unable to pull image or OCI artifact: pull image err: initializing source docker://${ref(n)}: registry ${repository(n)} is blocked in ` +
       '/etc/containers/registries.conf or /etc/containers/registries.conf.d',
+  },
+  {
+    family: 'blocked-registry',
+    source:
+      'CRI-O 1.34.0 on the test node (node-pull-refused.test.ts: registries.conf `blocked = true` on a prefix), containers/image docker/docker_client.go under internal/ociartifact',
+    reason: 'ErrImagePull',
+    expected: 'permanent',
+    message: (n) =>
+      `unable to try pulling possible OCI artifact: build image source: registry ${repository(n)} is blocked in /etc/crio/registries.conf or /etc/containers/registries.conf.d`,
   },
   {
     family: 'blocked-registry',
@@ -100,7 +127,7 @@ export const FAMILY_FIXTURES: FamilyFixture[] = [
   {
     family: 'schema-1',
     source:
-      'containerd 2.x core/transfer/local/pull.go (transfer service: "schema 1 image manifests are no longer supported: %w", errdefs.ErrInvalidArgument), as the kubelet quotes it on a containerd 2.1+ node (Linux, and Windows where the CRI pulls through the transfer service)',
+      'containerd 2.4.2 on the test node (node-pull-refused.test.ts), core/transfer/local/pull.go (transfer service: "schema 1 image manifests are no longer supported: %w", errdefs.ErrInvalidArgument): what the CRI of containerd 2.1+ says through its transfer service, on Linux and on Windows',
     reason: 'ErrImagePull',
     expected: 'permanent',
     message: (n) =>
