@@ -98,22 +98,18 @@ describe('Jobs restarted in place on the real node', { concurrency: true }, () =
           );
           await deleteManifest(node.registry, sidecarImage, '1');
 
-          const stuck = await waitFor(
-            async () => {
-              const p = await read('stuck');
-              return p.status?.phase === 'Running' && waitingOnImage(p.status.containerStatuses?.[0]) ? p : undefined;
-            },
-            120_000,
-            'the restarted container waiting on its image, its pod Running',
-          );
-          const sidecar = await waitFor(
-            async () => {
-              const p = await read('with-sidecar');
-              return p.status?.phase === 'Running' && waitingOnImage(p.status.initContainerStatuses?.[0]) ? p : undefined;
-            },
-            120_000,
-            'the restarted sidecar waiting on its image, its pod Running',
-          );
+          /** The pod once it is Running with that container waiting on its image after an exit. */
+          const runningAndWaiting = (j: string, container: (p: V1Pod) => V1ContainerStatus | undefined, what: string): Promise<V1Pod> =>
+            waitFor(
+              async () => {
+                const p = await read(j);
+                return p.status?.phase === 'Running' && waitingOnImage(container(p)) ? p : undefined;
+              },
+              120_000,
+              `the restarted ${what} waiting on its image, its pod Running`,
+            );
+          const stuck = await runningAndWaiting('stuck', (p) => p.status?.containerStatuses?.[0], 'container');
+          const sidecar = await runningAndWaiting('with-sidecar', (p) => p.status?.initContainerStatuses?.[0], 'sidecar');
           await waitFor(
             async () => (await read('crashing')).status?.containerStatuses?.[0]?.state?.waiting?.reason === 'CrashLoopBackOff',
             120_000,
