@@ -1,10 +1,10 @@
 // Which pods must be read in full, from the STATUS column alone (what `kubectl get pods` prints).
 //
-// Pending pods. The API server's pod printer starts from the phase (or status.reason) and overwrites it, in
-// this order, with: the first unfinished init container (`Init:<reason>` when it waits with a
-// reason other than PodInitializing, else `Init:<i>/<n>`); then, once init is done, the waiting
-// reason of a regular container (the first one wins); and `Terminating` when the pod is being
-// deleted. So only these STATUS values rule out every stuck container of a Pending pod:
+// Pending pods. The API server's pod printer starts from the phase (or status.reason) and
+// overwrites it, in this order, with: the first unfinished init container (`Init:<reason>` when it
+// waits with a reason other than PodInitializing, else `Init:<i>/<n>`); then, once init is done,
+// the waiting reason of a regular container (the first one wins); and `Terminating` when the pod
+// is being deleted. So only these STATUS values rule out every stuck container of a Pending pod:
 // - `Pending`, `SchedulingGated`: no container waits with any reason;
 // - `Terminating`: the pod is being deleted, and deleted pods are never acted on.
 // Anything else is a candidate and is decided on its full read: `ImagePullBackOff`,
