@@ -6,7 +6,7 @@
 //   startSchema1Registry()  answers every manifest request with a Docker schema 1 (prettyjws) one
 import { createHash } from 'node:crypto';
 import * as http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listen } from './registry-faults.ts';
 
 const MANIFEST_TYPES = [
   'application/vnd.oci.image.manifest.v1+json',
@@ -105,12 +105,8 @@ export async function startSchema1Registry(): Promise<{ host: string; requests: 
     });
     res.end(req.method === 'HEAD' ? undefined : body);
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', resolve);
-  });
   return {
-    host: `127.0.0.1:${(server.address() as AddressInfo).port}`,
+    host: await listen(server),
     requests: () => [...seen],
     close: () => new Promise((r) => server.close(() => r())),
   };
