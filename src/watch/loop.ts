@@ -12,7 +12,7 @@ import { mapBounded } from '../concurrency.ts';
 import { describeApiError } from '../kube/errors.ts';
 import type { KubeGateway } from '../kube/gateway.ts';
 import { podCollection, configMapCollection, type WatchGateway } from '../kube/watch.ts';
-import { PENDING_PODS } from '../observe/pods.ts';
+import { PENDING_PODS, observeStuckContainers, type ObserveOptions } from '../observe/pods.ts';
 import { loadPolicy } from '../policy/load.ts';
 import type { Policy } from '../policy/types.ts';
 import type { Schedule } from '../run/scheduler.ts';
@@ -355,6 +355,11 @@ export class WatchLoop {
           for (const key of chunk) this.inFlight.delete(key);
         }
       }
+      // The watch holds the Pending pods; the backstop lists the Running ones whose container restarted in place.
+      if (trigger === 'schedule') {
+        this.startDue();
+        await this.sweepOf(trigger, 'running', new Map(), true);
+      }
     }
     for (const [key, count] of snapshot) if (this.dirty.get(key) === count) this.dirty.delete(key);
     for (const key of this.cache.keys())
@@ -430,7 +435,12 @@ export class WatchLoop {
    * One sweep: of the given keys from the cache, of every key from the cache (undefined), or
    * listing (`list`: the watch cannot be trusted). Sets the timers of what it judged.
    */
-  private async sweepOf(trigger: WatchTrigger, keys: ReadonlySet<string> | 'list' | undefined, fired: Map<string, Due>, lean = false) {
+  private async sweepOf(
+    trigger: WatchTrigger,
+    keys: ReadonlySet<string> | 'list' | 'running' | undefined,
+    fired: Map<string, Due>,
+    lean = false,
+  ) {
     const { deps } = this;
     const { sweepDeps, clock } = deps;
     deps.metrics?.swept(trigger);
@@ -440,7 +450,11 @@ export class WatchLoop {
     const deps2: SweepDeps = {
       ...sweepDeps,
       gateway: writes.gateway,
-      ...(keys === 'list' ? {} : { observe: () => Promise.resolve(this.cache.observation(keys)) }),
+      ...(keys === 'list'
+        ? {}
+        : keys === 'running'
+          ? { observe: (g: KubeGateway, o: ObserveOptions) => observeStuckContainers(g, { ...o, phases: ['Running'] }) }
+          : { observe: () => Promise.resolve(this.cache.observation(keys)) }),
     };
     const started = deps.wallClock();
     const startedMono = this.monotonicMs();
@@ -450,7 +464,7 @@ export class WatchLoop {
         ...this.options,
         signal: this.leading,
         batch: {
-          ...(policy && keys !== 'list' ? { outage: this.cache.outage(policy.limits.outage) } : {}),
+          ...(policy && keys !== 'list' && keys !== 'running' ? { outage: this.cache.outage(policy.limits.outage) } : {}),
           spent: () => this.spentNow(),
           onJudged: (decisions) => {
             for (const d of decisions) {
