@@ -9,7 +9,8 @@ import { statusOfActions, type SweepStatus } from './exit.ts';
 import { capacityByJob, withCapacity } from './judge/capacity.ts';
 import { judge, rejudgeJob, type JudgeInput } from './judge/judge.ts';
 import { dueForForceDelete, judgePending, type PendingJudgement } from './judge/pending.ts';
-import type { Decision, Judgement } from './judge/types.ts';
+import type { Decision, Judgement, OutageAssessment } from './judge/types.ts';
+import type { LimitsSpent } from './judge/limits.ts';
 import { dryRunGateway } from './kube/dry-run-gateway.ts';
 import { describeApiError, explainFailure, type ApiFailure } from './kube/errors.ts';
 import type { KubeGateway } from './kube/gateway.ts';
@@ -50,6 +51,27 @@ export interface SweepOptions {
   pageSize?: number;
   /** SIGTERM/SIGINT: writes in flight finish, no new one starts, the sweep reports what it did. */
   signal?: AbortSignal;
+  /** `run --watch`: what a sweep of some of the stuck Jobs takes from the loop. */
+  batch?: SweepBatch;
+}
+
+/** What `run --watch` hands a sweep beside its observation (src/watch/loop.ts). */
+export interface SweepBatch {
+  /** The breaker over every stuck pod the watch holds, not only this sweep's. */
+  outage?: OutageAssessment;
+  /**
+   * Failures already spent in this backstop period, read as this sweep judges: with `onJudged`,
+   * told synchronously after the judge, concurrent sweeps share the period's limits exactly.
+   */
+  spent?: () => LimitsSpent;
+  onJudged?: (decisions: readonly Decision[]) => void;
+  /** Whether a decision's audit line is written (an unchanged `skipped` one is not, again). */
+  logs?: (result: ActResult) => boolean;
+  /**
+   * Only these Jobs' grace: no server version check and no list of the Jobs failed earlier (the
+   * whole sweeps and those Jobs' own timers do both), so the first write waits on the Jobs' reads only.
+   */
+  focused?: boolean;
 }
 
 export type DryRunMode = 'client' | 'server';
@@ -98,8 +120,21 @@ export async function sweep(liveDeps: SweepDeps, options: SweepOptions): Promise
   if (!now) return noServerClock(log);
   log.sandboxWaits(observed.observation.sandboxWaits, now);
 
-  const judgeInput: JudgeInput = { ...observed.judgeInput, policy: loaded.policy, now };
-  const { outage, decisions, finished, awaiting } = await decide(deps.gateway, judgeInput, observed.pendingJobs, observed.observation);
+  const { outage: wholeOutage, spent } = options.batch ?? {};
+  const judgeInput: JudgeInput = {
+    ...observed.judgeInput,
+    policy: loaded.policy,
+    now,
+    ...(wholeOutage ? { outage: wholeOutage } : {}),
+    ...(spent ? { spent: spent() } : {}),
+  };
+  const { outage, decisions, finished, awaiting } = await decide(
+    deps.gateway,
+    judgeInput,
+    observed.pendingJobs,
+    observed.observation,
+    options.batch?.onJudged,
+  );
   const acted = await carryOut(deps.gateway, { ...judgeInput, outage }, decisions, finished, { options, log, claim });
   const otherErrors = observed.errors + acted.settleErrors;
 
@@ -163,7 +198,7 @@ async function observe(
   // write waits for the slowest of them, not for their sum.
   const [tooOld, attribution, namespaceLabels, pendingJobs] = await Promise.all([
     // Read once the server answered: an unreachable one is reported by the list above.
-    gateway.readServerVersion().then(serverVersionWarning, () => undefined),
+    options.batch?.focused ? undefined : gateway.readServerVersion().then(serverVersionWarning, () => undefined),
     attributeToJobs(gateway, observation.stuck, {
       concurrency: CONCURRENT_READS,
       listConcurrency: CONCURRENT_JOB_LISTS,
@@ -171,10 +206,12 @@ async function observe(
       onRestart: log.listRestarted('Job list'),
     }),
     readNamespaceLabels(gateway, policy, observation.stuck, CONCURRENT_READS),
-    listPendingJobs(gateway, options.namespaces, log.listRestarted('pending Job list')).then(
-      (jobs) => ({ jobs, error: undefined }),
-      (error: unknown) => ({ jobs: [] as JobView[], error: describeApiError(error).message }),
-    ),
+    options.batch?.focused
+      ? { jobs: [] as JobView[], error: undefined }
+      : listPendingJobs(gateway, options.namespaces, log.listRestarted('pending Job list')).then(
+          (jobs) => ({ jobs, error: undefined }),
+          (error: unknown) => ({ jobs: [] as JobView[], error: describeApiError(error).message }),
+        ),
   ]);
   const { labels, unreadable } = namespaceLabels;
   const errors = log.observed({
@@ -212,7 +249,9 @@ async function carryOut(
     claim,
     signal,
     rejudge: (decision, fresh, freshPod) => ({ ...rejudgeJob(judged, decision, fresh, freshPod), capacity: decision.capacity }),
-    onResult: (result) => logDecision(log.logger, auditLine(log.sweepId, wordResult(result, dryRun), dryRun)),
+    onResult: (result) => {
+      if (options.batch?.logs?.(result) !== false) logDecision(log.logger, auditLine(log.sweepId, wordResult(result, dryRun), dryRun));
+    },
   });
   const reporter = { instance, now };
   const settled = await settleFinished(gateway, finished, { concurrency: CONCURRENT_WRITES, reporter, signal });
@@ -239,9 +278,12 @@ async function decide(
   judgeInput: JudgeInput,
   labelled: JobView[],
   observation: Pick<Observation, 'stuck' | 'podCapacity'>,
+  onJudged?: (decisions: readonly Decision[]) => void,
 ): Promise<PendingJudgement & Pick<Judgement, 'outage'>> {
   const { policy, now } = judgeInput;
+  // No await between reading the period's spent limits and judging, nor before onJudged.
   const judgement = judge(judgeInput);
+  onJudged?.(judgement.decisions);
   const { confirmWithinSeconds, forceDeleteAfterSeconds } = policy.limits;
   const due = dueForForceDelete({ labelled, decisions: judgement.decisions, forceDeleteAfterSeconds, now });
   const podsByJob = await readJobPods(gateway, due, CONCURRENT_READS);

@@ -2,7 +2,8 @@
 // and \`policy explain\` share.
 import type { Writable } from 'node:stream';
 import type { KubeGateway } from '../kube/gateway.ts';
-import type { ResponseObserver } from '../kube/http.ts';
+import type { ClientSettings, ResponseObserver } from '../kube/http.ts';
+import { DEFAULT_KUBE_API_BURST, DEFAULT_KUBE_API_QPS, tokenBucket } from '../kube/rate-limit.ts';
 import type { RetryNotice } from '../kube/retrying.ts';
 import { DEFAULT_REQUEST_TIMEOUT_MS } from '../kube/timeout.ts';
 import { formatDuration, tryParseGoDuration } from '../policy/duration.ts';
@@ -24,6 +25,8 @@ export interface ConnectionFlags {
   kubeconfig?: string;
   context?: string;
   requestTimeout?: string;
+  kubeApiQps?: string;
+  kubeApiBurst?: string;
 }
 
 export interface PolicyFlags {
@@ -43,6 +46,7 @@ export async function connectedGateway(
   flags: ConnectionFlags,
   onRetry: (n: RetryNotice) => void,
   onResponse?: ResponseObserver,
+  settings: ClientSettings = clientSettings(flags),
 ): Promise<KubeGateway> {
   const timeoutMs = requestTimeoutMs(flags.requestTimeout);
   const [{ loadKubeConfig }, { createGateway }, { withRetries }] = await Promise.all([
@@ -50,7 +54,35 @@ export async function connectedGateway(
     import('../kube/gateway.ts'),
     import('../kube/retrying.ts'),
   ]);
-  return withRetries(createGateway(loadKubeConfig(flags), { timeoutMs, onResponse }), { onRetry });
+  return withRetries(createGateway(loadKubeConfig(flags), { timeoutMs, onResponse, settings }), { onRetry, signal: settings.fence });
+}
+
+/**
+ * What every request of the process shares: the rate limit of --kube-api-qps/--kube-api-burst,
+ * and each distinct Warning header logged once (`warn` set once the logger exists).
+ */
+export function clientSettings(flags: ConnectionFlags, fence?: AbortSignal): ClientSettings & { warn?: (text: string) => void } {
+  const qps = numberFlag('--kube-api-qps', flags.kubeApiQps, DEFAULT_KUBE_API_QPS);
+  const burst = numberFlag('--kube-api-burst', flags.kubeApiBurst, DEFAULT_KUBE_API_BURST);
+  if (qps > 0 && burst < 1) throw new UsageError(`--kube-api-burst ${burst}: must be at least 1 when --kube-api-qps is set`);
+  const warned = new Set<string>();
+  const settings: ClientSettings & { warn?: (text: string) => void } = {
+    rateLimiter: tokenBucket(qps, burst),
+    ...(fence ? { fence } : {}),
+    onWarning: (text) => {
+      if (warned.has(text) || warned.size >= 1000) return;
+      warned.add(text);
+      settings.warn?.(text);
+    },
+  };
+  return settings;
+}
+
+function numberFlag(flag: string, text: string | undefined, fallback: number): number {
+  if (text === undefined) return fallback;
+  const value = Number(text);
+  if (text.trim() === '' || !Number.isFinite(value) || value < 0) throw new UsageError(`${flag} ${text}: expected a number, 0 or more`);
+  return value;
 }
 
 /** `onResponse`: `run`'s API request metrics. */
@@ -58,11 +90,13 @@ export async function prepareSweep(
   flags: SweepFlags,
   io: CliIo,
   onResponse?: ResponseObserver,
+  settings: ReturnType<typeof clientSettings> = clientSettings(flags),
 ): Promise<{ deps: SweepDeps; options: SweepOptions; sweep: typeof import('../sweep.ts').sweep }> {
   const policy = policyLocation(flags, io.readStdin);
   const [{ createLogger }, { sweep }] = await Promise.all([import('../report/logger.ts'), import('../sweep.ts')]);
   const logger = createLogger({ format: outputFormat(flags.output, io), stream: io.stdout });
-  const gateway = await connectedGateway(flags, (n) => logger.warn(retryLine(n), retryFields(n)), onResponse);
+  settings.warn = (warning) => logger.warn('the API server warned', { warning });
+  const gateway = await connectedGateway(flags, (n) => logger.warn(retryLine(n), retryFields(n)), onResponse, settings);
   return {
     sweep,
     deps: { gateway, monotonicMs: () => performance.now(), logger },

@@ -1,4 +1,4 @@
-import { RunOptionError } from '../schedule/errors.ts';
+import { RunOptionError } from '../run/errors.ts';
 
 /** Bad flags, arguments or files: exit 2, one line, no stack trace. */
 export class UsageError extends Error {}

@@ -2,8 +2,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Command } from 'commander';
 import type winston from 'winston';
-import type { ResponseObserver } from '../kube/http.ts';
-import { DEFAULT_LEASE_NAME, DEFAULT_TIMINGS, type ElectionTimings } from '../schedule/leader-defaults.ts';
+import type { ClientSettings, ResponseObserver } from '../kube/http.ts';
+import { DEFAULT_LEASE_NAME, DEFAULT_TIMINGS, type ElectionTimings } from '../leader/defaults.ts';
 import { durationFlagMs, retryFields, retryLine, shownDuration } from './connect.ts';
 import { UsageError } from './errors.ts';
 import { instanceName, ownNamespace } from './kube.ts';
@@ -40,17 +40,29 @@ export function withLeaderElectOptions(cmd: Command): Command {
     .option('--leader-elect-retry-period <duration>', 'between attempts to acquire or renew', shownDuration(DEFAULT_TIMINGS.retryPeriodMs));
 }
 
+export interface LeaderObservers {
+  onLeading?: (leading: boolean) => void;
+  onResponse?: ResponseObserver;
+  /** The Lease lost: told before `lead` is stopped (the requests in flight are abandoned). */
+  onLost?: () => void;
+  /** The elector's health, for /healthz. */
+  onHealth?: (health: () => { ok: true } | { ok: false; why: string }) => void;
+  /** The Lease requests' Date headers (the watch's clock), never the sweep's rate limit or fence. */
+  settings?: Pick<ClientSettings, 'onServerDate' | 'onWarning'>;
+}
+
 /**
- * Runs `lead` whenever this process holds the Lease, until `stop`; releases the Lease on stop.
- * `observers`: `run`'s metrics (the leader gauge, the Lease requests).
+ * Runs `lead` once this process holds the Lease, until `stop` (then the Lease is released:
+ * `released`) or until the Lease is lost (`lost`: the caller exits non-zero).
+ * `observers`: `run`'s metrics (the leader gauge, the Lease requests), the fence and /healthz.
  */
 export async function runAsLeader(
   flags: LeaderElectFlags,
   logger: winston.Logger,
   lead: (signal: AbortSignal) => Promise<void>,
   stop: AbortSignal,
-  observers: { onLeading?: (leading: boolean) => void; onResponse?: ResponseObserver } = {},
-): Promise<void> {
+  observers: LeaderObservers = {},
+): Promise<'released' | 'lost'> {
   const timings: ElectionTimings = {
     leaseDurationMs: durationFlagMs('--leader-elect-lease-duration', flags.leaderElectLeaseDuration, DEFAULT_TIMINGS.leaseDurationMs),
     renewDeadlineMs: durationFlagMs('--leader-elect-renew-deadline', flags.leaderElectRenewDeadline, DEFAULT_TIMINGS.renewDeadlineMs),
@@ -63,18 +75,18 @@ export async function runAsLeader(
     { withLeaseRetries },
     { abortableSleep },
   ] = await Promise.all([
-    import('../schedule/leader.ts'),
+    import('../leader/elector.ts'),
     import('./kube-config.ts'),
     import('../kube/leases.ts'),
     import('../kube/retrying.ts'),
-    import('../schedule/scheduler.ts'),
+    import('../run/scheduler.ts'),
   ]);
   const problem = timingProblem(timings);
   if (problem) throw new UsageError(`--leader-elect timings: ${problem}`);
   const kubeConfig = loadKubeConfig(flags);
   const name = flags.leaderElectLeaseName ?? DEFAULT_LEASE_NAME;
   const gateway = withLeaseRetries(
-    createLeaseGateway(kubeConfig, { timeoutMs: timings.renewDeadlineMs, onResponse: observers.onResponse }),
+    createLeaseGateway(kubeConfig, { timeoutMs: timings.renewDeadlineMs, onResponse: observers.onResponse, settings: observers.settings }),
     {
       onRetry: (n) => logger.warn(retryLine(n), retryFields(n)),
     },
@@ -91,7 +103,8 @@ export async function runAsLeader(
     logger,
     onLeading: observers.onLeading,
   });
-  await elector.run(lead, stop);
+  observers.onHealth?.(() => elector.health());
+  return elector.run(lead, stop, observers.onLost);
 }
 
 /** --leader-elect-namespace; in a pod its own namespace; else the kubeconfig context's, else default. */

@@ -1,8 +1,6 @@
-import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Argument, Command, CommanderError, Option } from 'commander';
 import { explainFailure } from '../kube/errors.ts';
+import { DEFAULT_KUBE_API_BURST, DEFAULT_KUBE_API_QPS } from '../kube/rate-limit.ts';
 import { DEFAULT_REQUEST_TIMEOUT_MS } from '../kube/timeout.ts';
 import { parsePolicyDocument } from '../policy/configmap.ts';
 import { policyJsonSchema } from '../policy/json-schema.ts';
@@ -14,6 +12,7 @@ import {
   type ConnectionFlags,
   type PolicyFlags,
   type SweepFlags,
+  clientSettings,
   outputFormat,
   prepareSweep,
   requestTimeoutMs,
@@ -28,6 +27,7 @@ import { explainPolicy } from './explain.ts';
 import { invokedName, policyLocation } from './kube.ts';
 import { dryRunOption } from './dry-run.ts';
 import { type LeaderElectFlags, runAsLeader, withLeaderElectOptions } from './leader-elect.ts';
+import { packageVersion } from '../version.ts';
 
 /** Options shared by `sweep`, `run` and `policy explain`, declared once. */
 function withPolicyOptions(cmd: Command): Command {
@@ -45,7 +45,9 @@ function withOutputAndConnectionOptions(cmd: Command): Command {
       '--request-timeout <duration>',
       'give up on one API request after this long (Go duration)',
       shownDuration(DEFAULT_REQUEST_TIMEOUT_MS),
-    );
+    )
+    .option('--kube-api-qps <qps>', 'requests per second to the API server, at most (0: no limit)', String(DEFAULT_KUBE_API_QPS))
+    .option('--kube-api-burst <n>', 'requests at once above --kube-api-qps', String(DEFAULT_KUBE_API_BURST));
 }
 
 const SWEEP_EXAMPLES = `
@@ -98,8 +100,8 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
     .addHelpText('after', RUN_EXAMPLES)
     .action(async (flags: SweepFlags & LeaderElectFlags & { schedule: string; timezone: string; listen?: string; watch?: boolean }) => {
       // Loaded here: `sweep` and `policy` never need the scheduler or prom-client.
-      const { abortableSleep, parseSchedule, runOnSchedule } = await import('../schedule/scheduler.ts');
-      const { SweepMetrics, parseListenAddress, serveMetrics } = await import('../schedule/metrics.ts');
+      const { abortableSleep, parseSchedule, runOnSchedule } = await import('../run/scheduler.ts');
+      const { SweepMetrics, parseListenAddress, serveMetrics } = await import('../run/metrics.ts');
       const schedule = parseSchedule(flags.schedule, flags.timezone);
       const address = flags.listen ? parseListenAddress(flags.listen) : undefined;
       const metrics = new SweepMetrics({
@@ -107,8 +109,15 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
         version: packageVersion(),
         leaderElect: flags.leaderElect === true,
       });
-      const { deps, options, sweep } = await prepareSweep(flags, io, metrics.observeResponse);
-      const server = address ? await serveMetrics(metrics, address) : undefined;
+      // Every request of the process shares the rate limit; with --leader-elect, losing the Lease
+      // abandons those in flight (the fence) and the process exits non-zero.
+      const fence = new AbortController();
+      const settings = clientSettings(flags, flags.leaderElect ? fence.signal : undefined);
+      const serverClock = flags.watch ? new (await import('../watch/clock.ts')).ServerClock() : undefined;
+      if (serverClock) settings.onServerDate = (date, at) => serverClock.noteAt(date, at);
+      const { deps, options, sweep } = await prepareSweep(flags, io, metrics.observeResponse, settings);
+      const checks: (() => Health)[] = [];
+      const server = address ? await serveMetrics(metrics, address, () => firstProblem(checks)) : undefined;
       if (server) deps.logger.info('serving /healthz and /metrics', { listen: flags.listen });
       const stop = new AbortController();
       io.onStopSignal(() => {
@@ -128,11 +137,41 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
           },
           signal,
         );
-      const run = flags.watch ? await watchRunner(flags, { deps, options, sweep, schedule, metrics }) : runSchedule;
-      if (flags.leaderElect) await runAsLeader(flags, deps.logger, (s) => run(s, s), stop.signal, metrics.leaseObservers);
-      else await run(stop.signal);
+      let end: 'released' | 'lost' = 'released';
+      if (flags.watch) {
+        const loop = await watchLoop(flags, { deps, options, sweep, schedule, metrics, settings, clock: serverClock! });
+        checks.push(() => loop.health());
+        // Followers keep the cache and the pre-judgements warm: the loop runs from the start, and writes only while leading.
+        const looping = new AbortController();
+        const running = loop.run(looping.signal);
+        const stopLoop = () => looping.abort();
+        stop.signal.addEventListener('abort', stopLoop, { once: true });
+        try {
+          if (flags.leaderElect) {
+            end = await runAsLeader(flags, deps.logger, (leading) => leadWhile(loop, leading, running), stop.signal, {
+              ...metrics.leaseObservers,
+              settings,
+              onLost: () => fence.abort(new Error('the Lease was lost: the request is abandoned')),
+              onHealth: (h) => checks.push(h),
+            });
+          } else {
+            loop.lead(stop.signal);
+          }
+        } finally {
+          if (end === 'lost') looping.abort();
+          else if (flags.leaderElect) stopLoop();
+          await running;
+        }
+      } else if (flags.leaderElect) {
+        end = await runAsLeader(flags, deps.logger, (s) => runSchedule(s, s), stop.signal, {
+          ...metrics.leaseObservers,
+          settings,
+          onLost: () => fence.abort(new Error('the Lease was lost: the request is abandoned')),
+          onHealth: (h) => checks.push(h),
+        });
+      } else await runSchedule(stop.signal);
       await new Promise((resolve) => (server ? server.close(resolve) : resolve(undefined)));
-      setExitCode(EXIT.ok);
+      setExitCode(end === 'lost' ? EXIT.actionsFailed : EXIT.ok);
     });
 
   const policy = program.command('policy').description('check, explain and describe the policy');
@@ -224,41 +263,73 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
   return program;
 }
 
+type Health = { ok: true } | { ok: false; why: string };
+
+function firstProblem(checks: (() => Health)[]): Health {
+  for (const check of checks) {
+    const health = check();
+    if (!health.ok) return health;
+  }
+  return { ok: true };
+}
+
+/** Leads until `leading` aborts; a loop that ended (crashed) while leading is an error. */
+async function leadWhile(loop: import('../watch/loop.ts').WatchLoop, leading: AbortSignal, running: Promise<void>): Promise<void> {
+  loop.lead(leading);
+  const aborted = new Promise<void>((resolve) => leading.addEventListener('abort', () => resolve(), { once: true }));
+  await Promise.race([
+    aborted,
+    running.then(() => {
+      if (!leading.aborted) throw new Error('the watch loop ended while leading');
+    }),
+  ]);
+}
+
 /** `run --watch`: the loop of src/watch/ instead of the schedule's, the same sweep and metrics. */
-async function watchRunner(
+async function watchLoop(
   flags: SweepFlags,
   run: Awaited<ReturnType<typeof prepareSweep>> & {
-    schedule: import('../schedule/scheduler.ts').Schedule;
-    metrics: import('../schedule/metrics.ts').SweepMetrics;
+    schedule: import('../run/scheduler.ts').Schedule;
+    metrics: import('../run/metrics.ts').SweepMetrics;
+    settings: import('../kube/http.ts').ClientSettings;
+    clock: import('../watch/clock.ts').ServerClock;
   },
-): Promise<(signal: AbortSignal, leading?: AbortSignal) => Promise<void>> {
-  const [{ runWatching }, { WatchMetrics }, { createWatchGateway }, { loadKubeConfig }, { abortableSleep }] = await Promise.all([
-    import('../watch/run.ts'),
-    import('../watch/metrics.ts'),
-    import('../kube/watch.ts'),
-    import('./kube-config.ts'),
-    import('../schedule/scheduler.ts'),
-  ]);
+): Promise<import('../watch/loop.ts').WatchLoop> {
+  const [{ WatchLoop }, { TimerQueue }, { WatchMetrics }, { createWatchGateway }, { loadKubeConfig }, { abortableSleep }] =
+    await Promise.all([
+      import('../watch/loop.ts'),
+      import('../watch/due.ts'),
+      import('../watch/metrics.ts'),
+      import('../kube/watch.ts'),
+      import('./kube-config.ts'),
+      import('../run/scheduler.ts'),
+    ]);
   const watchGateway = createWatchGateway(loadKubeConfig(flags), {
     timeoutMs: requestTimeoutMs(flags.requestTimeout),
     onResponse: run.metrics.observeResponse,
+    settings: run.settings,
   });
   const watchMetrics = new WatchMetrics(run.metrics.registry);
-  return (signal, leading) =>
-    runWatching(
-      {
-        sweepDeps: run.deps,
-        sweep: run.sweep,
-        watchGateway,
-        schedule: run.schedule,
-        metrics: watchMetrics,
-        onSweep: (result, seconds, at) => run.metrics.record(result, seconds, at),
-        sleep: abortableSleep,
-      },
-      leading ? { ...run.options, signal: leading } : run.options,
-      signal,
-    );
+  return new WatchLoop(
+    {
+      sweepDeps: run.deps,
+      sweep: run.sweep,
+      watchGateway,
+      schedule: run.schedule,
+      clock: run.clock,
+      wallClock: () => new Date(),
+      timers: new TimerQueue(),
+      sleep: abortableSleep,
+      probe: (signal) => watchGateway.probeDate(signal, PROBE_TIMEOUT_MS),
+      metrics: watchMetrics,
+      onSweep: (result, seconds, at) => run.metrics.record(result, seconds, at),
+    },
+    run.options,
+  );
 }
+
+/** A clock probe that takes longer than this tells nothing useful: given up, not retried. */
+const PROBE_TIMEOUT_MS = 2_000;
 
 function collect(value: string, previous: string[] | undefined): string[] {
   return [...(previous ?? []), value];
@@ -283,16 +354,4 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     io.stderr.write(`imagepull-sweeper: unexpected error: ${(error as Error).stack ?? String(error)}\n`);
     return EXIT.actionsFailed;
   }
-}
-
-/** The version in the nearest package.json above this module (src/ or dist/src/). */
-function packageVersion(): string {
-  for (let dir = dirname(fileURLToPath(import.meta.url)); dir !== dirname(dir); dir = dirname(dir)) {
-    const path = join(dir, 'package.json');
-    if (existsSync(path)) {
-      const pkg = JSON.parse(readFileSync(path, 'utf8')) as { name?: string; version?: string };
-      if (pkg.name === 'imagepull-sweeper' && pkg.version) return pkg.version;
-    }
-  }
-  return 'unknown';
 }

@@ -4,7 +4,7 @@ import { graceForJob, resolveForNamespace } from '../policy/resolve.ts';
 import type { EffectivePolicy, Policy } from '../policy/types.ts';
 import { decideOwnedPod } from './owned-pod.ts';
 import { keepJobSetMemory, spentByJobSet } from './jobset.ts';
-import { applyLimits, byNamespaceThenName } from './limits.ts';
+import { applyLimits, byNamespaceThenName, type LimitsSpent } from './limits.ts';
 import { chooseMechanism } from './mechanism.ts';
 import { assessOutage } from './outage.ts';
 import { judgeAgainstGrace, makeDecision, mostOverdue } from './decision.ts';
@@ -20,8 +20,10 @@ export interface JudgeInput {
   namespaceLabels: ReadonlyMap<string, Record<string, string>>;
   policy: Policy;
   now: Date;
-  /** Set when re-judging a subset, so the breaker still reflects the whole sweep. */
+  /** Set when re-judging a subset, so the breaker still reflects the whole sweep (or `run --watch`'s whole cache). */
   outage?: OutageAssessment;
+  /** Failures already spent in this schedule period (`run --watch`); none in a sweep of its own. */
+  spent?: LimitsSpent;
 }
 
 /** Pure: stuck containers + their owners + policy + now → one decision per Job (or per non-Job pod). */
@@ -31,7 +33,7 @@ export function judge(input: JudgeInput): Judgement {
   for (const group of groupByOwner(input)) {
     decisions.push(decideGroup(group, input, outage));
   }
-  applyLimits(decisions, input.policy);
+  applyLimits(decisions, input.policy, input.spent);
   decisions.sort(byNamespaceThenName);
   return { decisions, outage };
 }
@@ -154,7 +156,7 @@ export function rejudgeJob(
     return owner.kind === 'job' && owner.job.uid === fresh.uid;
   });
   const outage = input.outage ?? assessOutage(input.stuck, input.policy.limits.outage);
-  const judgement = judge({ ...input, stuck, outage, ownerOf: () => ({ kind: 'job', job: fresh }) });
+  const judgement = judge({ ...input, stuck, outage, spent: undefined, ownerOf: () => ({ kind: 'job', job: fresh }) });
   return judgement.decisions[0] ?? standDown(previous, 'skip', 'no longer stuck');
 }
 

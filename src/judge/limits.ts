@@ -3,12 +3,21 @@ import { compareText } from '../order.ts';
 import type { Policy } from '../policy/types.ts';
 import type { Decision } from './types.ts';
 
-/** Keeps at most maxJobsPerSweep / maxJobsPerNamespace failures, oldest stuck first; the rest wait. */
-export function applyLimits(decisions: Decision[], policy: Policy): void {
+/** Failures already spent in this schedule period (`run --watch`: the sweeps since its backstop slot). */
+export interface LimitsSpent {
+  total: number;
+  byNamespace: ReadonlyMap<string, number>;
+}
+
+/**
+ * Keeps at most maxJobsPerSweep / maxJobsPerNamespace failures in the period, oldest stuck first;
+ * the rest wait for the next period.
+ */
+export function applyLimits(decisions: Decision[], policy: Policy, spent?: LimitsSpent): void {
   const { maxJobsPerSweep, maxJobsPerNamespace } = policy.limits;
   const failing = decisions.filter((d) => d.plan === 'fail').sort(oldestStuckFirst);
-  const perNamespace = new Map<string, number>();
-  let total = 0;
+  const perNamespace = new Map<string, number>(spent?.byNamespace ?? []);
+  let total = spent?.total ?? 0;
   for (const d of failing) {
     const inNamespace = perNamespace.get(d.namespace) ?? 0;
     if (total >= maxJobsPerSweep) {

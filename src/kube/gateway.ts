@@ -1,5 +1,5 @@
 import type { EventsV1Event, KubeConfig, V1ConfigMap, V1CronJob, V1Job, V1Namespace, V1ObjectMeta, V1Pod } from '@kubernetes/client-node';
-import { createKubeHttp, type KubeHttp, type ResponseObserver } from './http.ts';
+import { createKubeHttp, type ClientSettings, type KubeHttp, type ResponseObserver } from './http.ts';
 import { DEFAULT_REQUEST_TIMEOUT_MS } from './timeout.ts';
 import type { ServerDate } from './server-clock.ts';
 import type { ServerVersion } from './server-version.ts';
@@ -104,9 +104,15 @@ const JSON_PATCH = 'application/json-patch+json';
  */
 export function createGateway(
   kubeConfig: KubeConfig,
-  options: { timeoutMs?: number; monotonicMs?: () => number; onResponse?: ResponseObserver } = {},
+  options: { timeoutMs?: number; monotonicMs?: () => number; onResponse?: ResponseObserver; settings?: ClientSettings } = {},
 ): KubeGateway {
-  const http = createKubeHttp(kubeConfig, options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS, options.monotonicMs, options.onResponse);
+  const http = createKubeHttp(
+    kubeConfig,
+    options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
+    options.monotonicMs,
+    options.onResponse,
+    options.settings,
+  );
   return gatewayOver(http, {});
 }
 

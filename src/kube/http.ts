@@ -4,7 +4,9 @@ import * as http from 'node:http';
 import * as https from 'node:https';
 import * as tls from 'node:tls';
 import { HttpMethod, RequestContext, type KubeConfig } from '@kubernetes/client-node';
+import { packageVersion } from '../version.ts';
 import { ApiStatusError } from './errors.ts';
+import type { RateLimiter } from './rate-limit.ts';
 import { parseHttpDate, type ServerDate } from './server-clock.ts';
 
 /** Sockets kept open per agent; the sweep's reads and writes stay well below this. */
@@ -17,18 +19,41 @@ const MAX_SOCKETS = 32;
  */
 export const AUTH_REUSE_MS = 1000;
 
+/** The `fieldManager` of every write (docs/contract.md "Names"). */
+export const FIELD_MANAGER = 'imagepull-sweeper';
+/** Methods that write and take a `fieldManager` (a DELETE's options have none). */
+const WRITES_WITH_MANAGER = new Set<string>(['POST', 'PUT', 'PATCH']);
+
 /** TLS options that identify a connection; requests that agree on them can share sockets. */
 const TLS_KEYS = ['ca', 'cert', 'key', 'pfx', 'passphrase', 'rejectUnauthorized', 'servername'] as const;
 
 export interface KubeHttp {
   /** GET `path` (with query) and JSON.parse the body; non-2xx throws an ApiStatusError. */
-  getJson(path: string, query: Record<string, string | number | undefined>, options?: { accept?: string }): Promise<unknown>;
+  getJson(
+    path: string,
+    query: Record<string, string | number | undefined>,
+    options?: { accept?: string; signal?: AbortSignal; timeoutMs?: number },
+  ): Promise<unknown>;
   /** Any verb with an optional JSON body, the answer JSON-parsed (undefined when empty); non-2xx throws an ApiStatusError. */
   send(method: Method, path: string, options?: SendOptions): Promise<unknown>;
   /** The Date header of the newest answer of the API server (2xx, or its own Status) that carried one (docs/clock.md). */
   lastServerDate(): ServerDate | undefined;
   /** GET with `watch=true` in `query`: each event handed to `onEvent`; non-2xx throws an ApiStatusError. */
   watch(path: string, query: Record<string, string | number | undefined>, options: WatchOptions): Promise<void>;
+}
+
+/** What every request of a process shares, whichever HTTP instance sends it. */
+export interface ClientSettings {
+  /** Default `imagepull-sweeper/VERSION`. */
+  userAgent?: string;
+  /** The client-side rate limit (`--kube-api-qps`, `--kube-api-burst`). */
+  rateLimiter?: RateLimiter;
+  /** Once aborted, every request in flight is abandoned and none starts (a leader that lost its Lease). */
+  fence?: AbortSignal;
+  /** Each `Warning` header's text (the caller logs each distinct one once). */
+  onWarning?: (text: string) => void;
+  /** Every `Date` the API server sent (watches included), with the local monotonic time it arrived. */
+  onServerDate?: (date: Date, receivedAtMs: number) => void;
 }
 
 export interface WatchOptions {
@@ -38,6 +63,8 @@ export interface WatchOptions {
   idleTimeoutMs: number;
   /** Ends the watch (resolves). */
   signal?: AbortSignal;
+  /** The API server accepted the watch (a 2xx answer's headers came). */
+  onAccepted?: () => void;
 }
 
 /**
@@ -55,7 +82,10 @@ export function createKubeHttp(
   timeoutMs: number,
   monotonicMs: () => number = () => performance.now(),
   onResponse?: ResponseObserver,
+  settings: ClientSettings = {},
 ): KubeHttp {
+  const userAgent = settings.userAgent ?? `imagepull-sweeper/${packageVersion()}`;
+  const { fence } = settings;
   const agents: { isHttps: boolean; identity: unknown[]; agent: http.Agent }[] = [];
 
   /**
@@ -99,18 +129,32 @@ export function createKubeHttp(
     if (lastHeader?.text !== header) lastHeader = { text: header, date: parseHttpDate(header) };
     const date = lastHeader.date;
     if (date && (!newest || receivedAtMs >= newest.receivedAtMs)) newest = { date, receivedAtMs };
+    if (date) settings.onServerDate?.(date, receivedAtMs);
+  };
+  const noteWarnings = (header: string | string[] | undefined) => {
+    if (header === undefined || !settings.onWarning) return;
+    for (const text of warningTexts(header)) settings.onWarning(text);
+  };
+  /** Waits for the rate limit; throws when `signal` or the fence aborted first. */
+  const admit = async (signal: AbortSignal | undefined) => {
+    if (fence?.aborted) throw abandoned(fence);
+    if (signal?.aborted) throw abandoned(signal);
+    await settings.rateLimiter?.take(signal ?? fence);
+    if (fence?.aborted) throw abandoned(fence);
   };
 
   const target = async (method: Method, path: string, query: Query, accept: string | undefined) => {
     const url = new URL(server.replace(/\/+$/, '') + path);
     for (const [k, v] of Object.entries(query)) if (v !== undefined && v !== '') url.searchParams.set(k, String(v));
     const { headers: authHeaders, agent } = await authenticate(url, method);
-    const headers: Record<string, string | number> = { ...authHeaders, Accept: accept ?? 'application/json' };
+    const headers: Record<string, string | number> = { ...authHeaders, Accept: accept ?? 'application/json', 'User-Agent': userAgent };
     return { url, headers, agent, transport: url.protocol === 'http:' ? http : https };
   };
 
   async function send(method: Method, path: string, query: Query, options: SendOptions): Promise<unknown> {
-    const { url, headers, agent, transport } = await target(method, path, query, options.accept);
+    await admit(options.signal);
+    const managed = WRITES_WITH_MANAGER.has(method) && query.fieldManager === undefined ? { ...query, fieldManager: FIELD_MANAGER } : query;
+    const { url, headers, agent, transport } = await target(method, path, managed, options.accept);
     const payload = options.body === undefined ? undefined : JSON.stringify(options.body);
     if (payload !== undefined) {
       headers['Content-Type'] = options.contentType ?? 'application/json';
@@ -122,10 +166,23 @@ export function createKubeHttp(
       (resolve, reject) => {
         const failed = (error: unknown) => {
           clearTimeout(deadline);
+          unwatch();
           reject(error);
+        };
+        const abort = (signal: AbortSignal) => () => {
+          const why = abandoned(signal);
+          failed(why);
+          req.destroy(why);
+        };
+        const onFence = fence ? abort(fence) : undefined;
+        const onSignal = options.signal ? abort(options.signal) : undefined;
+        const unwatch = () => {
+          if (onFence) fence?.removeEventListener('abort', onFence);
+          if (onSignal) options.signal?.removeEventListener('abort', onSignal);
         };
         const req = transport.request(url, { method, headers, agent }, (res) => {
           const receivedAtMs = monotonicMs();
+          noteWarnings(res.headers.warning);
           const status = res.statusCode ?? 0;
           const ok = status >= 200 && status <= 299;
           // An answer nobody reads (a write's echo of the object) is drained, not kept.
@@ -134,6 +191,7 @@ export function createKubeHttp(
           res.on('error', failed);
           res.on('end', () => {
             clearTimeout(deadline);
+            unwatch();
             const responseHeaders: Record<string, string> = {};
             if (!ok) for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) responseHeaders[k] = String(v);
             const body = chunks ? Buffer.concat(chunks).toString('utf8') : '';
@@ -144,10 +202,16 @@ export function createKubeHttp(
         // One timer cleared on the answer: AbortSignal.timeout costs a signal, a timer and a
         // finalizer per request (its share of a large dry run's CPU: docs/performance.md).
         const deadline = setTimeout(() => {
-          const timedOut = new DOMException(`no answer to ${method} ${url.pathname} within ${timeoutMs} ms`, 'TimeoutError');
+          const timedOut = new DOMException(
+            `no answer to ${method} ${url.pathname} within ${options.timeoutMs ?? timeoutMs} ms`,
+            'TimeoutError',
+          );
+          unwatch();
           reject(timedOut);
           req.destroy(timedOut);
-        }, timeoutMs);
+        }, options.timeoutMs ?? timeoutMs);
+        if (onFence) fence?.addEventListener('abort', onFence, { once: true });
+        if (onSignal) options.signal?.addEventListener('abort', onSignal, { once: true });
         req.on('error', failed);
         req.end(payload);
       },
@@ -164,6 +228,11 @@ export function createKubeHttp(
 
   /** A watch: each line of a 2xx answer parsed and handed on as it arrives; resolves when the server ends it or `signal` aborts. */
   async function watch(path: string, query: Query, options: WatchOptions): Promise<void> {
+    if (options.signal?.aborted) return;
+    await admit(options.signal).catch((error: unknown) => {
+      if (!options.signal?.aborted || fence?.aborted) throw error;
+    });
+    if (options.signal?.aborted) return;
     const { url, headers, agent, transport } = await target('GET', path, query, options.accept);
     const startedMs = onResponse ? monotonicMs() : 0;
     let answered = false;
@@ -176,25 +245,28 @@ export function createKubeHttp(
       const finish = (error?: unknown) => {
         clearTimeout(idle);
         options.signal?.removeEventListener('abort', stop);
+        fence?.removeEventListener('abort', fenced);
         if (error === undefined) resolve();
         else reject(error);
       };
       const req = transport.request(url, { method: 'GET', headers, agent }, (res) => {
         const status = res.statusCode ?? 0;
         observe(status);
+        noteWarnings(res.headers.warning);
         res.setEncoding('utf8');
         if (status < 200 || status > 299) {
           let body = '';
           res.on('data', (c: string) => (body += c));
           res.on('end', () => {
-            if (fromApiServer(status, body)) noteDate(res.headers.date, performance.now());
+            if (fromApiServer(status, body)) noteDate(res.headers.date, monotonicMs());
             const responseHeaders: Record<string, string> = {};
             for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) responseHeaders[k] = String(v);
             finish(new ApiStatusError(status, `HTTP ${status} for watch ${url.pathname}: ${body.slice(0, 500)}`, body, responseHeaders));
           });
           return;
         }
-        noteDate(res.headers.date, performance.now());
+        noteDate(res.headers.date, monotonicMs());
+        options.onAccepted?.();
         let partial = '';
         res.on('data', (chunk: string) => {
           armIdle();
@@ -224,8 +296,15 @@ export function createKubeHttp(
         req.destroy();
         finish();
       };
+      const fenced = () => {
+        const why = abandoned(fence!);
+        req.destroy(why);
+        finish(why);
+      };
+      if (fence?.aborted) return fenced();
       if (options.signal?.aborted) return stop();
       options.signal?.addEventListener('abort', stop, { once: true });
+      fence?.addEventListener('abort', fenced, { once: true });
       armIdle();
       req.on('error', (error) => {
         observe(0);
@@ -254,6 +333,31 @@ interface SendOptions {
   accept?: string;
   /** The caller does not use the answer (a write's echo of the object): a 2xx one is drained unread. */
   ignoreAnswer?: boolean;
+  /** Abandons the request (rejects with the signal's reason). */
+  signal?: AbortSignal;
+  /** This request's own timeout instead of the instance's (a short probe). */
+  timeoutMs?: number;
+}
+
+/** The error of a request abandoned because `signal` aborted. */
+function abandoned(signal: AbortSignal): Error {
+  const reason = signal.reason as unknown;
+  return reason instanceof Error ? reason : new DOMException('the request was abandoned', 'AbortError');
+}
+
+/** The texts of a `Warning` header (RFC 7234 5.5: `299 - "text"`, several joined by commas). */
+export function warningTexts(header: string | string[]): string[] {
+  const out: string[] = [];
+  for (const value of Array.isArray(header) ? header : [header]) {
+    const pattern = /\d{3}\s+\S+\s+"((?:[^"\\]|\\.)*)"/g;
+    let found = false;
+    for (let m = pattern.exec(value); m; m = pattern.exec(value)) {
+      out.push(m[1]!.replace(/\\(.)/g, '$1'));
+      found = true;
+    }
+    if (!found && value.trim() !== '') out.push(value.trim());
+  }
+  return out;
 }
 
 /** Credentials whose renewal client-node does not time itself (see AUTH_REUSE_MS). */

@@ -2,7 +2,7 @@
 // its retry policy (kube/retrying.ts withLeaseRetries).
 import type { KubeConfig } from '@kubernetes/client-node';
 import { DEFAULT_REQUEST_TIMEOUT_MS } from './timeout.ts';
-import { type ResponseObserver, createKubeHttp } from './http.ts';
+import { type ClientSettings, type ResponseObserver, createKubeHttp } from './http.ts';
 import { judgeWriteError, tryRead } from './write-outcome.ts';
 
 export interface LeaseSpec {
@@ -36,9 +36,9 @@ export interface LeaseGateway {
 
 export function createLeaseGateway(
   kubeConfig: KubeConfig,
-  options: { timeoutMs?: number; onResponse?: ResponseObserver } = {},
+  options: { timeoutMs?: number; onResponse?: ResponseObserver; settings?: ClientSettings } = {},
 ): LeaseGateway {
-  const raw = createKubeHttp(kubeConfig, options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS, undefined, options.onResponse);
+  const raw = createKubeHttp(kubeConfig, options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS, undefined, options.onResponse, options.settings);
   const collection = (namespace: string) => `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/leases`;
   const lease = (namespace: string, name: string, spec: LeaseSpec, resourceVersion?: string) => ({
     apiVersion: 'coordination.k8s.io/v1',

@@ -1,5 +1,6 @@
 // The retry policy, decided once for every call the sweeper makes: what is safe to repeat, how
 // long to wait, and how a write whose response was lost is made idempotent.
+import { setTimeout as delay } from 'node:timers/promises';
 import type { V1CronJob, V1Job } from '@kubernetes/client-node';
 import { describeApiError, isRetryable, markMayHaveLanded, type ApiFailure } from './errors.ts';
 import type { JobSetObject, KubeGateway } from './gateway.ts';
@@ -19,7 +20,12 @@ export interface RetryPolicy {
   attempts: number;
   baseDelayMs: number;
   maxDelayMs: number;
-  sleep: (ms: number) => Promise<void>;
+  /** Up to this fraction more, at random, on each back-off (not on a Retry-After): concurrent retries spread out. */
+  jitter: number;
+  random: () => number;
+  /** Ends the waits early; an aborted signal stops retrying (the last error is thrown). */
+  signal?: AbortSignal;
+  sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
   /** Called once per retried request, before the wait. */
   onRetry?: (notice: RetryNotice) => void;
 }
@@ -28,13 +34,16 @@ export const DEFAULT_RETRY_POLICY: RetryPolicy = {
   attempts: 4,
   baseDelayMs: 250,
   maxDelayMs: 10_000,
-  sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+  jitter: 0.5,
+  random: Math.random,
+  sleep: (ms, signal) => delay(ms, undefined, { signal }).catch(() => undefined),
 };
 
 /** Wait before the next attempt: the server's Retry-After if given, else exponential back-off; capped. */
 export function retryDelayMs(policy: RetryPolicy, failure: ApiFailure, attempt: number): number {
   if (failure.retryAfterSeconds !== undefined) return Math.min(policy.maxDelayMs, failure.retryAfterSeconds * 1000);
-  return Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (attempt - 1));
+  const backOff = policy.baseDelayMs * 2 ** (attempt - 1) * (1 + policy.jitter * policy.random());
+  return Math.min(policy.maxDelayMs, Math.round(backOff));
 }
 
 /**
@@ -61,13 +70,17 @@ async function retrying<T>(
       }
       const failure = describeApiError(error);
       mayHaveLanded ||= write && failure.mayHaveLanded;
-      if (attempt >= policy.attempts || !isRetryable(failure)) {
+      if (attempt >= policy.attempts || !isRetryable(failure) || policy.signal?.aborted) {
         if (mayHaveLanded) markMayHaveLanded(error);
         throw error;
       }
       const delayMs = retryDelayMs(policy, failure, attempt);
       policy.onRetry?.({ request, failure, attempt, delayMs });
-      await policy.sleep(delayMs);
+      await policy.sleep(delayMs, policy.signal);
+      if (policy.signal?.aborted) {
+        if (mayHaveLanded) markMayHaveLanded(error);
+        throw error;
+      }
     }
   }
 }
@@ -171,7 +184,7 @@ type Annotated = V1Job | V1CronJob | JobSetObject;
 /**
  * The Lease calls with the same retries. A create or replace is repeated as it is: after a lost
  * answer its repeat conflicts, which the elector reads as "someone wrote first" and re-reads the
- * Lease on its next attempt (schedule/leader.ts).
+ * Lease on its next attempt (leader/elector.ts).
  */
 export function withLeaseRetries(plain: LeaseGateway, options: Partial<RetryPolicy> = {}): LeaseGateway {
   const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...options };

@@ -1,30 +1,28 @@
-// The watch requests of `run --watch` (docs/how-it-works.md "Event-driven mode"): the Pending
-// pods as Table rows with their metadata (the STATUS column and what identifies a version of the
-// pod, never the spec or status), and the policy ConfigMap. Over the same lean HTTP path as the
-// gateway (kube/http.ts): client-node's Watch would parse every event into its models and needs
-// its fetch stack, which the bundle leaves out.
-import type { KubeConfig, V1ConfigMap } from '@kubernetes/client-node';
+// The list and watch requests of `run --watch` (docs/how-it-works.md "Event-driven mode"): one
+// collection (the Pending pods, the policy ConfigMap), listed in pages and watched from the list's
+// resourceVersion, each object handed on as it arrives to be reduced at once (src/watch/reflector.ts).
+// Over the same lean HTTP path as the gateway (kube/http.ts): client-node's Watch would parse every
+// event into its models and needs its fetch stack, which the bundle leaves out.
+import type { KubeConfig } from '@kubernetes/client-node';
 import { DEFAULT_REQUEST_TIMEOUT_MS } from './gateway.ts';
-import { createKubeHttp, type KubeHttp, type ResponseObserver } from './http.ts';
+import { createKubeHttp, type ClientSettings, type KubeHttp, type ResponseObserver } from './http.ts';
 
-const TABLE = 'application/json;as=Table;g=meta.k8s.io;v=v1';
-
-/** One Pending pod as the watch keeps it: who it is, which version, and its STATUS column. */
-export interface PodRowVersion {
-  namespace: string;
-  name: string;
-  uid: string;
-  resourceVersion: string;
-  /** What `kubectl get pods` prints as STATUS. */
-  status: string;
+/** A collection as the watch asks for it: its path and field selector. */
+export interface Collection {
+  path: string;
+  fieldSelector?: string;
+  /** How it is named in logs and errors, e.g. `pod watch`. */
+  what: string;
 }
 
-export type PodRowEvent =
-  { type: 'ADDED' | 'MODIFIED' | 'DELETED'; row: PodRowVersion; resourceVersion: string } | { type: 'BOOKMARK'; resourceVersion: string };
+export interface ListPage<T> {
+  items: T[];
+  continueToken: string | undefined;
+  resourceVersion: string;
+}
 
-export type ConfigMapEvent =
-  | { type: 'ADDED' | 'MODIFIED' | 'DELETED'; configMap: V1ConfigMap; resourceVersion: string }
-  | { type: 'BOOKMARK'; resourceVersion: string };
+export type WatchEvent<T> =
+  { type: 'ADDED' | 'MODIFIED' | 'DELETED'; object: T; resourceVersion: string } | { type: 'BOOKMARK'; resourceVersion: string };
 
 /** The watch's resourceVersion is too old (410 Gone, as a status or an ERROR event): list again. */
 export class WatchExpiredError extends Error {
@@ -40,119 +38,93 @@ export interface WatchStream {
   timeoutSeconds: number;
   idleTimeoutMs: number;
   signal: AbortSignal;
+  /** The API server accepted the watch. */
+  onAccepted?: () => void;
 }
 
 export interface WatchGateway {
-  /** One page of the Pending pods (every namespace without `namespace`) with the list's resourceVersion. */
-  listPodRows(opts: {
-    namespace?: string;
-    fieldSelector: string;
-    limit: number;
-    continueToken?: string;
-  }): Promise<{ rows: PodRowVersion[]; continueToken: string | undefined; resourceVersion: string }>;
-  watchPodRows(opts: WatchStream & { namespace?: string; fieldSelector: string }, onEvent: (e: PodRowEvent) => void): Promise<void>;
-  /** The one ConfigMap (field selector on its name) and the resourceVersion to watch it from. */
-  listConfigMap(namespace: string, name: string): Promise<{ configMap: V1ConfigMap | undefined; resourceVersion: string }>;
-  watchConfigMap(opts: WatchStream & { namespace: string; name: string }, onEvent: (e: ConfigMapEvent) => void): Promise<void>;
+  /** One page of the collection, with the list's resourceVersion. */
+  list<T>(collection: Collection, opts: { limit?: number; continueToken?: string; signal?: AbortSignal }): Promise<ListPage<T>>;
+  /** One watch request: resolves when the server ends it (or `signal` aborts); an ERROR event rejects. */
+  watch<T>(collection: Collection, opts: WatchStream, onEvent: (e: WatchEvent<T>) => void): Promise<void>;
+  /** One GET /version within `timeoutMs`, not retried: the Date of its answer (clock calibration). */
+  probeDate(signal: AbortSignal, timeoutMs: number): Promise<Date | undefined>;
 }
 
-interface TableRow {
-  cells: unknown[];
-  object?: { metadata?: { namespace?: string; name?: string; uid?: string; resourceVersion?: string } };
-}
-interface Table {
-  kind?: string;
-  columnDefinitions?: { name: string }[];
-  rows?: TableRow[];
-  metadata?: { continue?: string; resourceVersion?: string };
-}
 interface RawEvent {
   type?: string;
-  object?: Table & { code?: number; message?: string; metadata?: { resourceVersion?: string } };
+  object?: { code?: number; message?: string; metadata?: { resourceVersion?: string } };
+}
+
+/** The Pending pods of one namespace, or of every namespace. */
+export function podCollection(namespace: string | undefined, fieldSelector: string): Collection {
+  const path = namespace === undefined ? '/api/v1/pods' : `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods`;
+  return { path, fieldSelector, what: `pod watch ${namespace ?? '*'}` };
+}
+
+/** One ConfigMap, by a field selector on its name. */
+export function configMapCollection(namespace: string, name: string): Collection {
+  return {
+    path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/configmaps`,
+    fieldSelector: `metadata.name=${name}`,
+    what: `configmap ${namespace}/${name}`,
+  };
 }
 
 export function createWatchGateway(
   kubeConfig: KubeConfig,
-  options: { timeoutMs?: number; onResponse?: ResponseObserver } = {},
+  options: { timeoutMs?: number; onResponse?: ResponseObserver; settings?: ClientSettings; monotonicMs?: () => number } = {},
 ): WatchGateway {
-  const raw = createKubeHttp(kubeConfig, options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS, undefined, options.onResponse);
-  const podsPath = (namespace: string | undefined) =>
-    namespace === undefined ? '/api/v1/pods' : `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods`;
-  // Column positions come with the first Table of a list or watch; the built-in printer's otherwise.
-  let columns = { name: 0, status: 2 };
-  const learnColumns = (table: Table) => {
-    const defs = table.columnDefinitions ?? [];
-    if (defs.length === 0) return;
-    const at = (name: string, fallback: number) => {
-      const i = defs.findIndex((c) => c.name === name);
-      return i >= 0 ? i : fallback;
-    };
-    columns = { name: at('Name', 0), status: at('Status', 2) };
-  };
-  const rowOf = (r: TableRow): PodRowVersion => ({
-    namespace: r.object?.metadata?.namespace ?? '',
-    name: r.object?.metadata?.name ?? String(r.cells[columns.name]),
-    uid: r.object?.metadata?.uid ?? '',
-    resourceVersion: r.object?.metadata?.resourceVersion ?? '',
-    status: String(r.cells[columns.status]),
-  });
+  const raw = createKubeHttp(
+    kubeConfig,
+    options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
+    options.monotonicMs,
+    options.onResponse,
+    options.settings,
+  );
   return {
-    async listPodRows({ namespace, fieldSelector, limit, continueToken }) {
-      const query = { fieldSelector, limit, continue: continueToken, includeObject: 'Metadata' };
-      const table = (await raw.getJson(podsPath(namespace), query, { accept: TABLE })) as Table;
-      if (table.kind !== 'Table' || !Array.isArray(table.rows))
-        throw new Error('listing pods: the API server did not answer in the Table format');
-      learnColumns(table);
+    async list<T>(
+      collection: Collection,
+      { limit, continueToken, signal }: { limit?: number; continueToken?: string; signal?: AbortSignal },
+    ) {
+      const query = { fieldSelector: collection.fieldSelector, limit, continue: continueToken };
+      const list = (await raw.getJson(collection.path, query, { signal })) as {
+        items?: T[] | null;
+        metadata?: { continue?: string; resourceVersion?: string };
+      };
       return {
-        rows: table.rows.map(rowOf),
-        continueToken: table.metadata?.continue || undefined,
-        resourceVersion: table.metadata?.resourceVersion ?? '',
+        items: list.items ?? [],
+        continueToken: list.metadata?.continue || undefined,
+        resourceVersion: list.metadata?.resourceVersion ?? '',
       };
     },
-    watchPodRows(opts, onEvent) {
-      const query = { ...watchQuery(opts), fieldSelector: opts.fieldSelector, includeObject: 'Metadata' };
-      return watchEvents(raw, podsPath(opts.namespace), query, opts, TABLE, 'pod watch', (type, object) => {
-        learnColumns(object);
-        const rows = object.rows ?? [];
-        // A bookmark carries only a resourceVersion (no row, or a row with only that).
-        const rv = object.metadata?.resourceVersion || rows[0]?.object?.metadata?.resourceVersion || '';
-        if (type === 'BOOKMARK' || rows.length === 0) return onEvent({ type: 'BOOKMARK', resourceVersion: rv });
-        for (const r of rows) {
-          const row = rowOf(r);
-          onEvent({ type: type as 'ADDED' | 'MODIFIED' | 'DELETED', row, resourceVersion: row.resourceVersion || rv });
-        }
-      });
+    async probeDate(signal, timeoutMs) {
+      await raw.getJson('/version', {}, { signal, timeoutMs });
+      return raw.lastServerDate()?.date;
     },
-    async listConfigMap(namespace, name) {
-      const list = (await raw.getJson(`/api/v1/namespaces/${encodeURIComponent(namespace)}/configmaps`, {
-        fieldSelector: `metadata.name=${name}`,
-      })) as { items?: V1ConfigMap[]; metadata?: { resourceVersion?: string } };
-      return { configMap: list.items?.[0], resourceVersion: list.metadata?.resourceVersion ?? '' };
-    },
-    watchConfigMap(opts, onEvent) {
-      const query = { ...watchQuery(opts), fieldSelector: `metadata.name=${opts.name}` };
-      const path = `/api/v1/namespaces/${encodeURIComponent(opts.namespace)}/configmaps`;
-      return watchEvents(raw, path, query, opts, undefined, 'policy ConfigMap watch', (type, object) => {
-        const rv = object.metadata?.resourceVersion ?? '';
-        if (type === 'BOOKMARK') return onEvent({ type, resourceVersion: rv });
-        onEvent({ type: type as 'ADDED' | 'MODIFIED' | 'DELETED', configMap: object as V1ConfigMap, resourceVersion: rv });
+    watch<T>(collection: Collection, opts: WatchStream, onEvent: (e: WatchEvent<T>) => void) {
+      const query = {
+        watch: 'true',
+        allowWatchBookmarks: 'true',
+        resourceVersion: opts.resourceVersion,
+        timeoutSeconds: opts.timeoutSeconds,
+        fieldSelector: collection.fieldSelector,
+      };
+      return watchEvents(raw, collection, query, opts, (type, object) => {
+        const resourceVersion = object.metadata?.resourceVersion ?? '';
+        if (type === 'BOOKMARK') return onEvent({ type, resourceVersion });
+        onEvent({ type: type as 'ADDED' | 'MODIFIED' | 'DELETED', object: object as T, resourceVersion });
       });
     },
   };
-}
-
-function watchQuery(opts: WatchStream): Record<string, string | number> {
-  return { watch: 'true', allowWatchBookmarks: 'true', resourceVersion: opts.resourceVersion, timeoutSeconds: opts.timeoutSeconds };
 }
 
 /** The events of one watch request; an ERROR event (410 Gone above all) ends it with an error. */
 async function watchEvents(
   raw: KubeHttp,
-  path: string,
-  query: Record<string, string | number>,
+  collection: Collection,
+  query: Record<string, string | number | undefined>,
   opts: WatchStream,
-  accept: string | undefined,
-  what: string,
   onObject: (type: string, object: NonNullable<RawEvent['object']>) => void,
 ): Promise<void> {
   let failure: Error | undefined;
@@ -160,10 +132,10 @@ async function watchEvents(
   const stop = () => ended.abort();
   opts.signal.addEventListener('abort', stop, { once: true });
   try {
-    await raw.watch(path, query, {
-      accept,
+    await raw.watch(collection.path, query, {
       idleTimeoutMs: opts.idleTimeoutMs,
       signal: ended.signal,
+      onAccepted: opts.onAccepted,
       onEvent: (event) => {
         if (failure) return;
         const { type, object } = event as RawEvent;
@@ -171,8 +143,8 @@ async function watchEvents(
         if (type === 'ERROR') {
           failure =
             object.code === 410
-              ? new WatchExpiredError(what)
-              : new Error(`${what}: ${object.message ?? 'ERROR event'} (${object.code ?? '?'})`);
+              ? new WatchExpiredError(collection.what)
+              : new Error(`${collection.what}: ${object.message ?? 'ERROR event'} (${object.code ?? '?'})`);
           ended.abort();
           return;
         }
@@ -180,7 +152,7 @@ async function watchEvents(
       },
     });
   } catch (error) {
-    if ((error as { code?: unknown }).code === 410) throw new WatchExpiredError(what);
+    if ((error as { code?: unknown }).code === 410) throw new WatchExpiredError(collection.what);
     throw error;
   } finally {
     opts.signal.removeEventListener('abort', stop);

@@ -41,6 +41,8 @@ export const WALK_NAMESPACES_UP_TO = 64;
 export interface ObserveOptions {
   /** Namespaces to sweep; empty means all. */
   namespaces: readonly string[];
+  /** The phases listed (default both; `run --watch`'s backstop lists the Running ones, its cache holds the Pending). */
+  phases?: readonly Listed['phase'][];
   pageSize: number;
   /** Lists of a namespace's rows in flight at once (default 8: a page of rows is a few dozen KB). */
   listConcurrency?: number;
@@ -142,7 +144,8 @@ export async function observeStuckContainers(gateway: KubeGateway, options: Obse
     for (const containers of read) result.stuck.push(...containers);
   };
   const named = options.namespaces.length > 0 ? [...new Set(options.namespaces)] : await fewNamespaces(gateway, options, result);
-  const pairs = named ? named.flatMap((namespace) => PHASES.map((listed) => ({ namespace, listed }))) : [];
+  const phases = options.phases ? PHASES.filter((p) => options.phases!.includes(p.phase)) : PHASES;
+  const pairs = named ? named.flatMap((namespace) => phases.map((listed) => ({ namespace, listed }))) : [];
   if (named) {
     await mapBounded(pairs, options.listConcurrency ?? 8, async ({ namespace, listed }) => {
       const scoped = await listNamespace(gateway, listed, namespace, options);
@@ -151,7 +154,7 @@ export async function observeStuckContainers(gateway: KubeGateway, options: Obse
     });
   } else {
     await Promise.all(
-      PHASES.map(async (listed) => {
+      phases.map(async (listed) => {
         const everywhere = await listEverywhere(gateway, listed, options);
         result.pages += everywhere.pages;
         for (const scoped of everywhere.byNamespace.values()) note(listed, { ...scoped, pages: 0 });
@@ -169,7 +172,7 @@ export async function observeStuckContainers(gateway: KubeGateway, options: Obse
  * of its own, and the pods of one missing image share their namespace, image, reason, message
  * and owner kind (what each copy costs until the sweep ends: docs/performance.md).
  */
-function textSharer(): (container: StuckContainer) => StuckContainer {
+export function textSharer(): (container: StuckContainer) => StuckContainer {
   const texts = new Map<string, string>();
   const one = <T extends string>(text: T): T => {
     const known = texts.get(text);

@@ -14,17 +14,28 @@ export class ServerClock {
 
   /** One answer's Date, as the gateway reports it (its age at `monoNowMs`). */
   note(seen: ServerDate | undefined, monoNowMs: number): void {
-    if (!seen) return;
-    const arrivedAtMs = monoNowMs - seen.ageMs;
-    const offsetMs = seen.date.getTime() - arrivedAtMs;
+    if (seen) this.noteAt(seen.date, monoNowMs - seen.ageMs);
+  }
+
+  /** One answer's Date and the local monotonic time it arrived at (every answer of the HTTP layer, watches included). */
+  noteAt(date: Date, arrivedAtMs: number): void {
+    const offsetMs = date.getTime() - arrivedAtMs;
     const last = this.samples.at(-1);
     if (last && last.atMs === arrivedAtMs && last.offsetMs === offsetMs) return;
     this.samples.push({ offsetMs, atMs: arrivedAtMs });
     if (this.samples.length > MAX_SAMPLES) this.samples.shift();
   }
 
+  /** Local monotonic ms since the newest answer; Infinity before any. */
+  ageMs(monoNowMs: number): number {
+    const last = this.samples.at(-1);
+    return last ? monoNowMs - last.atMs : Infinity;
+  }
+
+  /** The newest bound is kept however old: a timer set from it is late by the drift, never lost (the loop calibrates a stale clock). */
   private offset(monoNowMs: number): number | undefined {
-    this.samples = this.samples.filter((s) => monoNowMs - s.atMs <= OFFSET_WINDOW_MS);
+    const newest = this.samples.at(-1);
+    this.samples = this.samples.filter((s) => s === newest || monoNowMs - s.atMs <= OFFSET_WINDOW_MS);
     let best: number | undefined;
     for (const s of this.samples) if (best === undefined || s.offsetMs > best) best = s.offsetMs;
     return best;
@@ -40,11 +51,5 @@ export class ServerClock {
   monotonicAt(serverMs: number, monoNowMs: number): number | undefined {
     const offset = this.offset(monoNowMs);
     return offset === undefined ? undefined : serverMs - offset;
-  }
-
-  /** True once two answers a second boundary apart have been seen: the offset is then known to within their spacing. */
-  get calibrated(): boolean {
-    const dates = new Set(this.samples.map((s) => Math.floor((s.offsetMs + s.atMs) / 1000)));
-    return dates.size >= 2;
   }
 }

@@ -20,6 +20,8 @@ export interface DueContext {
   /** The earliest the Jobs failed by this sweep can carry as `failed-at` (the sweep's start). */
   claimedAtMs?: number;
   dryRun?: boolean;
+  /** How soon a Job whose read or write failed is tried again: its back-off (default ERROR_RETRY_MS). */
+  errorDelayMs?: number;
 }
 
 /** How soon a Job judged still within grace, although its time has come by our clock, is tried again. */
@@ -55,9 +57,10 @@ export function dueOf(decision: Decision, outcome: Outcome | undefined, ctx: Due
         ? undefined
         : { atMs: ctx.nowMs, reason: 'grace' };
     case 'defer':
-      return { atMs: ctx.nowMs + (outcome === undefined ? 0 : NOT_YET_RETRY_MS), reason: 'deferred' };
+      // A Job over this period's limits waits for the next period: the backstop sweep opens it.
+      return outcome === undefined ? { atMs: ctx.nowMs, reason: 'deferred' } : undefined;
     case 'error':
-      return { atMs: ctx.nowMs + ERROR_RETRY_MS, reason: 'error' };
+      return { atMs: ctx.nowMs + (ctx.errorDelayMs ?? ERROR_RETRY_MS), reason: 'error' };
     default:
       return undefined;
   }
@@ -90,13 +93,32 @@ function pendingDue(failedAtMs: number, ctx: DueContext): Due | undefined {
   return future.sort((a, b) => a.atMs - b.atMs)[0];
 }
 
-/** The timers: one due time per key (a Job's uid, or a pod's for a pod without a Job). */
-export class DueTimes {
+/** Per-key back-off of failed reads and writes: from `firstMs` doubling up to `maxMs`. */
+export function backOffMs(failures: number, firstMs: number, maxMs: number): number {
+  return Math.min(maxMs, firstMs * 2 ** Math.max(0, failures - 1));
+}
+
+interface Entry {
+  key: string;
+  due: Due;
+}
+
+/**
+ * The timers: one due time per key (a Job's uid, or a pod's for a pod without a Job), in a binary
+ * heap. A key set again leaves its old heap entry behind, skipped when it surfaces (the heap is
+ * rebuilt when such entries outnumber the live ones).
+ */
+export class TimerQueue {
   private readonly dues = new Map<string, Due>();
+  private heap: Entry[] = [];
 
   set(key: string, due: Due | undefined): void {
-    if (due) this.dues.set(key, due);
-    else this.dues.delete(key);
+    if (!due) return this.delete(key);
+    const known = this.dues.get(key);
+    if (known && known.atMs === due.atMs && known.reason === due.reason) return;
+    this.dues.set(key, due);
+    this.push({ key, due });
+    if (this.heap.length > 64 && this.heap.length > 2 * this.dues.size) this.rebuild();
   }
 
   get(key: string): Due | undefined {
@@ -107,25 +129,63 @@ export class DueTimes {
     this.dues.delete(key);
   }
 
-  clear(): void {
-    this.dues.clear();
-  }
-
   get size(): number {
     return this.dues.size;
   }
 
   /** The earliest due time, if any. */
   earliest(): Due | undefined {
-    let best: Due | undefined;
-    for (const due of this.dues.values()) if (!best || due.atMs < best.atMs) best = due;
-    return best;
+    this.dropStale();
+    return this.heap[0]?.due;
   }
 
-  /** The keys due at `nowMs` (their time has come), with their due times. */
-  dueBy(nowMs: number): Map<string, Due> {
+  /** Takes the keys due at `nowMs` off the queue, earliest first, at most `max`. */
+  takeDue(nowMs: number, max = Infinity): Map<string, Due> {
     const out = new Map<string, Due>();
-    for (const [key, due] of this.dues) if (due.atMs <= nowMs) out.set(key, due);
-    return out;
+    for (;;) {
+      this.dropStale();
+      const top = this.heap[0];
+      if (!top || top.due.atMs > nowMs || out.size >= max) return out;
+      this.pop();
+      this.dues.delete(top.key);
+      out.set(top.key, top.due);
+    }
+  }
+
+  private dropStale(): void {
+    while (this.heap.length > 0 && this.dues.get(this.heap[0]!.key) !== this.heap[0]!.due) this.pop();
+  }
+
+  private rebuild(): void {
+    this.heap = [];
+    for (const [key, due] of this.dues) this.push({ key, due });
+  }
+
+  private push(entry: Entry): void {
+    const h = this.heap;
+    h.push(entry);
+    for (let i = h.length - 1; i > 0;) {
+      const parent = (i - 1) >> 1;
+      if (h[parent]!.due.atMs <= h[i]!.due.atMs) break;
+      [h[parent], h[i]] = [h[i]!, h[parent]!];
+      i = parent;
+    }
+  }
+
+  private pop(): void {
+    const h = this.heap;
+    const last = h.pop()!;
+    if (h.length === 0) return;
+    h[0] = last;
+    for (let i = 0; ;) {
+      const l = 2 * i + 1;
+      const r = l + 1;
+      let smallest = i;
+      if (l < h.length && h[l]!.due.atMs < h[smallest]!.due.atMs) smallest = l;
+      if (r < h.length && h[r]!.due.atMs < h[smallest]!.due.atMs) smallest = r;
+      if (smallest === i) return;
+      [h[smallest], h[i]] = [h[i]!, h[smallest]!];
+      i = smallest;
+    }
   }
 }

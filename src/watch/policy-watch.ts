@@ -1,64 +1,61 @@
-// The watch on the policy ConfigMap: every edit, deletion or re-creation calls `onChange`, and the
-// run loop sweeps (the sweep reads the policy itself, as every sweep does). After a 410 the
-// ConfigMap is listed again, and a version other than the last one seen counts as a change.
-import { describeApiError } from '../kube/errors.ts';
-import { WatchExpiredError, type ConfigMapEvent, type WatchGateway } from '../kube/watch.ts';
+// The watch on the policy ConfigMap: every edit, deletion or re-creation calls `onChange`, and
+// the ConfigMap's last state answers the policy reads of pre-judgements and timer sweeps (no GET).
+// After a 410 the ConfigMap is listed again, and a version other than the last one seen counts as
+// a change.
+import type { V1ConfigMap } from '@kubernetes/client-node';
+import { ApiStatusError } from '../kube/errors.ts';
+import type { KubeGateway } from '../kube/gateway.ts';
+import type { ReflectorHandler } from './reflector.ts';
 
-export interface PolicyWatchOptions {
-  namespace: string;
-  name: string;
-  watchTimeoutSeconds?: number;
-  random?: () => number;
-  sleep: (ms: number, signal: AbortSignal) => Promise<void>;
-  onChange: () => void;
-  onRestart: (scope: string, reason: 'timeout' | 'dropped' | 'expired', error?: string) => void;
-}
+export class PolicyConfigMap {
+  /** Undefined until the first list; then the ConfigMap, or null when there is none. */
+  private current: V1ConfigMap | null | undefined;
+  private listing: V1ConfigMap | null = null;
 
-export async function watchPolicy(gateway: WatchGateway, options: PolicyWatchOptions, signal: AbortSignal): Promise<void> {
-  const scope = `configmap ${options.namespace}/${options.name}`;
-  // The version of the ConfigMap last seen ('' = none): a re-list that finds another one is a change.
-  let known: string | undefined;
-  let resourceVersion: string | undefined;
-  let failures = 0;
-  while (!signal.aborted) {
-    try {
-      if (resourceVersion === undefined) {
-        const listed = await gateway.listConfigMap(options.namespace, options.name);
-        const version = listed.configMap?.metadata?.resourceVersion ?? '';
-        if (known !== undefined && version !== known) options.onChange();
-        known = version;
-        resourceVersion = listed.resourceVersion;
-      }
-      const timeoutSeconds = Math.round((options.watchTimeoutSeconds ?? 300) * (1 + 0.2 * (options.random ?? Math.random)()));
-      const onEvent = (e: ConfigMapEvent) => {
-        resourceVersion = e.resourceVersion || resourceVersion;
-        failures = 0;
-        if (e.type === 'BOOKMARK') return;
-        known = e.type === 'DELETED' ? '' : (e.configMap.metadata?.resourceVersion ?? '');
-        options.onChange();
-      };
-      await gateway.watchConfigMap(
-        {
-          namespace: options.namespace,
-          name: options.name,
-          resourceVersion,
-          timeoutSeconds,
-          idleTimeoutMs: (timeoutSeconds + 30) * 1000,
-          signal,
-        },
-        onEvent,
-      );
-      if (!signal.aborted) options.onRestart(scope, 'timeout');
-    } catch (error) {
-      if (signal.aborted) break;
-      if (error instanceof WatchExpiredError || describeApiError(error).status === 410) {
-        options.onRestart(scope, 'expired', (error as Error).message);
-        resourceVersion = undefined;
-        continue;
-      }
-      failures += 1;
-      options.onRestart(scope, 'dropped', describeApiError(error).message);
-      await options.sleep(Math.min(30_000, 500 * 2 ** (failures - 1)), signal);
-    }
+  constructor(
+    readonly namespace: string,
+    readonly name: string,
+    private readonly onChange: () => void,
+  ) {}
+
+  handler(): ReflectorHandler<V1ConfigMap> {
+    return {
+      listStarted: () => (this.listing = null),
+      listed: (configMap) => {
+        if (configMap.metadata?.name === this.name) this.listing = configMap;
+      },
+      listEnded: () => this.replace(this.listing),
+      event: (type, configMap) => {
+        if (configMap.metadata?.name !== this.name) return;
+        this.replace(type === 'DELETED' ? null : configMap);
+      },
+    };
+  }
+
+  get synced(): boolean {
+    return this.current !== undefined;
+  }
+
+  /** The gateway with this ConfigMap's reads answered from the watch (once it has listed). */
+  serving(gateway: KubeGateway): KubeGateway {
+    return {
+      ...gateway,
+      readConfigMap: (namespace, name) => {
+        if (namespace !== this.namespace || name !== this.name || this.current === undefined) return gateway.readConfigMap(namespace, name);
+        if (this.current === null) {
+          const message = `configmaps "${name}" not found`;
+          const body = JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'NotFound', code: 404, message });
+          return Promise.reject(new ApiStatusError(404, `HTTP 404 for GET configmap ${namespace}/${name}: ${message}`, body, {}));
+        }
+        return Promise.resolve(this.current);
+      },
+    };
+  }
+
+  private replace(next: V1ConfigMap | null): void {
+    const before = this.current;
+    this.current = next;
+    const version = (c: V1ConfigMap | null | undefined) => (c === undefined ? undefined : (c?.metadata?.resourceVersion ?? ''));
+    if (before !== undefined && version(before) !== version(next)) this.onChange();
   }
 }

@@ -4,7 +4,7 @@
 // and nothing is logged: this only sets a timer; the sweep it triggers decides again.
 import { attributeToJobs } from '../attribute/attribute.ts';
 import { judge } from '../judge/judge.ts';
-import type { Decision } from '../judge/types.ts';
+import type { Decision, OutageAssessment } from '../judge/types.ts';
 import type { KubeGateway } from '../kube/gateway.ts';
 import type { PodOwner, StuckContainer } from '../model.ts';
 import { readNamespaceLabels } from '../observe/namespace-labels.ts';
@@ -12,7 +12,13 @@ import type { Policy } from '../policy/types.ts';
 
 const CONCURRENT_READS = 8;
 
-export async function prejudge(gateway: KubeGateway, stuck: StuckContainer[], policy: Policy, now: () => Date): Promise<Decision[]> {
+/** `outage`: the breaker over everything the watch holds, not only these Jobs. */
+export async function prejudge(
+  gateway: KubeGateway,
+  stuck: StuckContainer[],
+  policy: Policy,
+  { now, outage }: { now: () => Date; outage?: OutageAssessment },
+): Promise<Decision[]> {
   if (stuck.length === 0) return [];
   const [attribution, namespaceLabels] = await Promise.all([
     attributeToJobs(gateway, stuck, { concurrency: CONCURRENT_READS, listConcurrency: 2, listThreshold: 10 }),
@@ -25,5 +31,5 @@ export async function prejudge(gateway: KubeGateway, stuck: StuckContainer[], po
       return { kind: 'unreadable', owner: undefined, detail: 'namespace labels unreadable' };
     return owner;
   };
-  return judge({ stuck, ownerOf, namespaceLabels: namespaceLabels.labels, policy, now: now() }).decisions;
+  return judge({ stuck, ownerOf, namespaceLabels: namespaceLabels.labels, policy, now: now(), ...(outage ? { outage } : {}) }).decisions;
 }

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
-import { CoordinationV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { CoordinationV1Api, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
 import { ensureBuilt, jsonLines, startCli } from '../support/cli.ts';
 import { useTestCluster } from '../support/hooks.ts';
 import { waitFor } from '../support/kubelet.ts';
@@ -123,4 +123,26 @@ describe('run --leader-elect', () => {
     assert.equal(await c.exited, 0, c.output());
     assert.equal(await holder(), undefined, 'released on exit');
   });
+
+  it(
+    'a leader that sees another holder (a partition healed, a follower with other timings) stops at once and exits 1',
+    TIMEOUT,
+    async () => {
+      const leases = kc.makeApiClient(CoordinationV1Api);
+      await leases.deleteNamespacedLease({ namespace: INSTALL_NS, name: LEASE }).catch(() => undefined);
+      const d = start('replica-d');
+      await waitFor(() => leads(d) && sweeps(d) >= 1, 30_000, 'a leader sweeping');
+      // Another identity writes itself in, as a follower that took the Lease would.
+      await leases.patchNamespacedLease(
+        { namespace: INSTALL_NS, name: LEASE, body: { spec: { holderIdentity: 'intruder' } } },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      );
+      assert.equal(await d.exited, 1, d.output());
+      const lost = lines(d, 'lost the lease: stopping at once, abandoning the writes in flight');
+      assert.equal(lost.length, 1, d.output());
+      assert.equal(lost[0]!.holder, 'intruder');
+      assert.equal(await holder(), 'intruder', 'a lost Lease is not released');
+      assert.equal(lines(d, 'released the lease').length, 0);
+    },
+  );
 });

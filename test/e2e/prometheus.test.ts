@@ -122,7 +122,7 @@ describe('Prometheus scrapes run', () => {
         await prometheus.query(`sum by (resource) (imagepull_sweeper_freed_requests_total{namespace="${ns}"})`),
         'resource',
       );
-      // Resource names as kube-state-metrics spells them (src/schedule/metrics.ts, resourceLabels).
+      // Resource names as kube-state-metrics spells them (src/run/metrics.ts, resourceLabels).
       assert.deepEqual(freed, { cpu: 0.5, memory: 128 * 2 ** 20, example_com_widget: 2 });
       const seconds = byLabel(
         await prometheus.query(`sum by (resource) (imagepull_sweeper_freed_resource_seconds_total{namespace="${ns}"})`),

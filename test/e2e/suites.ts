@@ -48,6 +48,7 @@ const NOTHING_TO_SWEEP: Readonly<Record<string, string>> = {
   'image.test.ts': 'no cluster',
   'continue-token.test.ts': 'its own control plane',
   'watch-faults.test.ts': 'its own control plane',
+  'watch-cache.test.ts': 'its own control plane (the watch cache on, its history not grown by other files)',
   'hostile-data.test.ts': 'its own control plane',
   'tls-trust.test.ts': 'its sweeps never reach the cluster',
   'kubectl-plugin.test.ts': 'no cluster',

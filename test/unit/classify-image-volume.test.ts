@@ -14,7 +14,7 @@ import { judge } from '../../src/judge/judge.ts';
 import { assessOutage, tripFor } from '../../src/judge/outage.ts';
 import { parsePolicyYaml } from '../../src/policy/parse.ts';
 import { auditLine, summarize } from '../../src/report/audit.ts';
-import { SweepMetrics } from '../../src/schedule/metrics.ts';
+import { SweepMetrics } from '../../src/run/metrics.ts';
 import { REAL_NODES, recordedCase, recordedPod, type RealNodeFixture } from './real-node.ts';
 
 const OWN_IMAGE = 'registry.internal:5000/team/runner:1';

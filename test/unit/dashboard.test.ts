@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { parse } from 'yaml';
-import { SweepMetrics } from '../../src/schedule/metrics.ts';
+import { SweepMetrics } from '../../src/run/metrics.ts';
 
 const DASHBOARD = 'charts/imagepull-sweeper/files/dashboard.json';
 const ALERTS = 'charts/imagepull-sweeper/files/alerts.yaml';

@@ -21,7 +21,7 @@ import { formatDuration } from '../../src/policy/duration.ts';
 import { DEFAULT_POLICY_CONFIGMAP } from '../../src/policy/load.ts';
 import { parsePolicyYaml } from '../../src/policy/parse.ts';
 import { GRACE_SOURCES, type Policy } from '../../src/policy/types.ts';
-import { SweepMetrics } from '../../src/schedule/metrics.ts';
+import { SweepMetrics } from '../../src/run/metrics.ts';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const SKIP = new Set(['node_modules', 'dist', '.git', '.cache']);

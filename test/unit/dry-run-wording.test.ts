@@ -6,7 +6,7 @@ import { act } from '../../src/act/act.ts';
 import { dryRunGateway } from '../../src/kube/dry-run-gateway.ts';
 import { wordResult } from '../../src/report/wording.ts';
 import { scriptedGateway } from '../support/scripted-gateway.ts';
-import { SweepMetrics } from '../../src/schedule/metrics.ts';
+import { SweepMetrics } from '../../src/run/metrics.ts';
 import { auditLine, summarize } from '../../src/report/audit.ts';
 import { logDecision, logSummary } from '../../src/report/logger.ts';
 import { NOW } from './judge-fixtures.ts';

@@ -16,7 +16,7 @@ import {
   microTime,
   DEFAULT_TIMINGS,
   timingProblem,
-} from '../../src/schedule/leader.ts';
+} from '../../src/leader/elector.ts';
 
 const WALL = new Date('2026-01-02T03:04:05.678Z');
 
@@ -58,6 +58,13 @@ describe('judgeLease', () => {
     const mine = { ...other, holderIdentity: 'a' };
     const v = judgeLease(mine, seenAt(0, mine), 'a', 1, WALL, DEFAULT_TIMINGS);
     assert.deepEqual(v.kind === 'take' && [v.spec.acquireTime, v.spec.leaseTransitions, v.spec.renewTime], ['x', 3, microTime(WALL)]);
+  });
+
+  it("waits out the holder's own leaseDurationSeconds, not this process's (a rolling change of timings)", () => {
+    const longer = { ...other, leaseDurationSeconds: 60 };
+    assert.equal(judgeLease(longer, seenAt(0, longer), 'a', 15_000, WALL, DEFAULT_TIMINGS).kind, 'held');
+    assert.equal(judgeLease(longer, seenAt(0, longer), 'a', 59_999, WALL, DEFAULT_TIMINGS).kind, 'held');
+    assert.equal(judgeLease(longer, seenAt(0, longer), 'a', 60_000, WALL, DEFAULT_TIMINGS).kind, 'take');
   });
 
   it('takes a released Lease (no holder) at once', () => {
@@ -212,6 +219,71 @@ describe('LeaderElector', () => {
     assert.deepEqual(leadership, [true, false], 'down once released');
     assert.equal(store.lease?.spec?.holderIdentity, null);
     assert.equal(store.lease?.spec?.leaseDurationSeconds, 1);
+  });
+});
+
+describe('LeaderElector.run: stopping when it should', () => {
+  it('stops at once on seeing another holder, tells onLost first, and ends "lost"', async () => {
+    const store = memoryStore();
+    const clock = { ms: 0 };
+    const stop = new AbortController();
+    const order: string[] = [];
+    const e = new LeaderElector({
+      ...electorDeps(store, 'a', clock),
+      sleep: async (ms) => {
+        clock.ms += ms;
+        // At 4 s another candidate (with other timings, or a partition healed) has written itself in.
+        if (clock.ms === 4_000) store.lease = { metadata: { resourceVersion: '99' }, spec: { ...store.lease!.spec, holderIdentity: 'b' } };
+        if (clock.ms > 60_000) stop.abort();
+      },
+    });
+    const end = await e.run(
+      (signal) =>
+        new Promise<void>((resolve) => signal.addEventListener('abort', () => (order.push(`lead ended at ${clock.ms}`), resolve()))),
+      stop.signal,
+      () => order.push(`lost at ${clock.ms}`),
+    );
+    assert.equal(end, 'lost');
+    assert.deepEqual(order, ['lost at 4000', 'lead ended at 4000'], 'at the renewal that sees it, not after the renew deadline');
+    assert.equal(store.lease?.spec?.holderIdentity, 'b', 'a lost Lease is not released');
+  });
+
+  it('a lead that throws ends the run with its error (the process exits non-zero), the Lease not released', async () => {
+    const store = memoryStore();
+    const clock = { ms: 0 };
+    const e = new LeaderElector({ ...electorDeps(store, 'a', clock), sleep: async (ms) => void (clock.ms += ms) });
+    await assert.rejects(
+      e.run(async () => {
+        throw new Error('the watch loop crashed');
+      }, new AbortController().signal),
+      /the watch loop crashed/,
+    );
+  });
+
+  it('reports unhealthy once the leader has not renewed within the lease duration', async () => {
+    const store = memoryStore();
+    const clock = { ms: 0 };
+    let health: ReturnType<LeaderElector['health']> | undefined;
+    const e = new LeaderElector({
+      ...electorDeps(store, 'a', clock),
+      sleep: async (ms, signal) => {
+        // The renewals are wedged: time passes, no renewal is attempted.
+        clock.ms += 20_000;
+        health = e.health();
+        await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+        void ms;
+      },
+    });
+    const stop = new AbortController();
+    const running = e.run(async (signal) => {
+      assert.deepEqual(e.health(), { ok: true });
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      assert.equal(health?.ok, false);
+      stop.abort();
+      void signal;
+    }, stop.signal);
+    await running;
+    assert.match(health?.ok === false ? health.why : '', /has not renewed its Lease for 20 s/);
   });
 });
 

@@ -16,7 +16,7 @@ import { formatClaimMessage as describeStuck } from '../../src/judge/claim-messa
 import { auditLine } from '../../src/report/audit.ts';
 import { createLogger, logDecision, logSummary } from '../../src/report/logger.ts';
 import type { StuckCapacity } from '../../src/judge/capacity.ts';
-import { SweepMetrics, isWithinGrace, resourceLabels } from '../../src/schedule/metrics.ts';
+import { SweepMetrics, isWithinGrace, resourceLabels } from '../../src/run/metrics.ts';
 import type { SweepResult } from '../../src/sweep.ts';
 import { NOW, job, ownersFor, secondsAgo, stuckIn } from './judge-fixtures.ts';
 import { NO_OUTAGE, summaryOf } from './report-fixtures.ts';

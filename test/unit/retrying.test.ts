@@ -20,6 +20,7 @@ function retrying(plain: KubeGateway, notices: RetryNotice[] = [], sleeps: numbe
     attempts: 4,
     baseDelayMs: 100,
     maxDelayMs: 10_000,
+    jitter: 0,
     sleep: async (ms) => void sleeps.push(ms),
     onRetry: (n) => notices.push(n),
   });

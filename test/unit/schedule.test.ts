@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
 import { describe, it } from 'node:test';
 import { asUsageError, UsageError } from '../../src/cli/errors.ts';
-import { RunOptionError } from '../../src/schedule/errors.ts';
+import { RunOptionError } from '../../src/run/errors.ts';
 import { createLogger } from '../../src/report/logger.ts';
-import { parseListenAddress, SweepMetrics } from '../../src/schedule/metrics.ts';
-import { parseSchedule, runOnSchedule } from '../../src/schedule/scheduler.ts';
+import { parseListenAddress, SweepMetrics } from '../../src/run/metrics.ts';
+import { parseSchedule, runOnSchedule } from '../../src/run/scheduler.ts';
 import type { SweepResult } from '../../src/sweep.ts';
 
 const T0 = new Date('2026-11-29T12:00:30Z');

@@ -71,7 +71,7 @@ describe("the HTTP layer keeps the Date of the API server's newest answer", () =
     answers: Record<string, { status: number; date: string | undefined; body?: string }>,
   ): Promise<{ server: Server; kc: KubeConfig }> {
     const server = createServer((req, res) => {
-      const answer = answers[req.url ?? ''] ?? { status: 404, date: undefined };
+      const answer = answers[(req.url ?? '').split('?')[0]!] ?? { status: 404, date: undefined };
       res.sendDate = false;
       if (answer.date) res.setHeader('Date', answer.date);
       res.writeHead(answer.status, { 'Content-Type': 'application/json' }).end(answer.body ?? '{}');

@@ -5,7 +5,7 @@ import type { Decision } from '../../src/judge/types.ts';
 import type { JobView, StuckContainer } from '../../src/model.ts';
 import { parsePolicyYaml } from '../../src/policy/parse.ts';
 import type { Policy } from '../../src/policy/types.ts';
-import { DueTimes, ERROR_RETRY_MS, NOT_YET_RETRY_MS, dueOf } from '../../src/watch/due.ts';
+import { ERROR_RETRY_MS, NOT_YET_RETRY_MS, TimerQueue, backOffMs, dueOf } from '../../src/watch/due.ts';
 import { job, NOW, ownersFor, secondsAgo, stuckIn } from './judge-fixtures.ts';
 
 function policyOf(yaml: string): Policy {
@@ -102,7 +102,7 @@ describe('dueOf: a Job past its grace, before and after the sweep', () => {
     assert.equal(dueOf(decide(reported, [stuckIn(reported)], policy), undefined, ctx()), undefined);
   });
 
-  it('a Job deferred by the limits is due again at once (the next batch)', () => {
+  it('a Job deferred by the limits has no timer: it waits for the next period (the backstop sweep opens it)', () => {
     const policy = policyOf('limits: { maxJobsPerSweep: 1 }\n');
     const [a, b] = [job('a'), job('b')];
     const stuck = [stuckIn(a, { stuckSince: secondsAgo(700) }), stuckIn(b)];
@@ -110,12 +110,23 @@ describe('dueOf: a Job past its grace, before and after the sweep', () => {
     const deferred = decisions.find((d) => d.plan === 'defer')!;
     assert.equal(deferred.job, 'b');
     assert.deepEqual(dueOf(deferred, undefined, ctx()), { atMs: nowMs, reason: 'deferred' });
-    assert.deepEqual(dueOf(deferred, 'deferred', ctx()), { atMs: nowMs + NOT_YET_RETRY_MS, reason: 'deferred' });
+    assert.equal(dueOf(deferred, 'deferred', ctx()), undefined);
   });
 
-  it('a Job whose action failed is tried again after a pause', () => {
+  it('a Job whose action failed is tried again after its back-off', () => {
     const j = job('err');
     assert.deepEqual(dueOf(decide(j, [stuckIn(j)]), 'error', ctx()), { atMs: nowMs + ERROR_RETRY_MS, reason: 'error' });
+    assert.deepEqual(dueOf(decide(j, [stuckIn(j)]), 'error', { ...ctx(), errorDelayMs: 40_000 }), {
+      atMs: nowMs + 40_000,
+      reason: 'error',
+    });
+  });
+
+  it('backs off from the first delay, doubling, up to the most', () => {
+    assert.deepEqual(
+      [1, 2, 3, 4, 5, 6, 7].map((n) => backOffMs(n, 5_000, 120_000)),
+      [5_000, 10_000, 20_000, 40_000, 80_000, 120_000, 120_000],
+    );
   });
 });
 
@@ -171,18 +182,42 @@ describe('dueOf: Jobs no timed rule applies to', () => {
   });
 });
 
-describe('DueTimes', () => {
-  it('gives the earliest time, and everything due by a time in one batch', () => {
-    const dues = new DueTimes();
-    dues.set('a', { atMs: 300, reason: 'grace' });
-    dues.set('b', { atMs: 100, reason: 'grace' });
-    dues.set('c', { atMs: 100, reason: 'confirmWithin' });
-    dues.set('d', undefined);
-    assert.equal(dues.size, 3);
-    assert.equal(dues.earliest()?.atMs, 100);
-    assert.deepEqual([...dues.dueBy(100).keys()].sort(), ['b', 'c']);
-    dues.delete('b');
-    dues.set('c', undefined);
-    assert.deepEqual(dues.earliest(), { atMs: 300, reason: 'grace' });
+describe('TimerQueue', () => {
+  it('gives the earliest time, and takes everything due by a time in one batch, earliest first', () => {
+    const timers = new TimerQueue();
+    timers.set('a', { atMs: 300, reason: 'grace' });
+    timers.set('b', { atMs: 100, reason: 'grace' });
+    timers.set('c', { atMs: 100, reason: 'confirmWithin' });
+    timers.set('d', undefined);
+    assert.equal(timers.size, 3);
+    assert.equal(timers.earliest()?.atMs, 100);
+    assert.deepEqual([...timers.takeDue(100).keys()].sort(), ['b', 'c']);
+    assert.equal(timers.size, 1);
+    assert.deepEqual(timers.earliest(), { atMs: 300, reason: 'grace' });
+  });
+
+  it('keeps one time per key: a key set again or deleted leaves nothing behind', () => {
+    const timers = new TimerQueue();
+    timers.set('a', { atMs: 100, reason: 'grace' });
+    timers.set('a', { atMs: 500, reason: 'error' });
+    timers.set('b', { atMs: 200, reason: 'grace' });
+    timers.delete('b');
+    assert.deepEqual(timers.earliest(), { atMs: 500, reason: 'error' });
+    assert.deepEqual([...timers.takeDue(1_000)], [['a', { atMs: 500, reason: 'error' }]]);
+    assert.equal(timers.earliest(), undefined);
+  });
+
+  it('orders many keys as a sort would, with at most a batch taken', () => {
+    const timers = new TimerQueue();
+    const times = Array.from({ length: 2_000 }, (_, i) => (i * 7919) % 2_003);
+    times.forEach((t, i) => timers.set(`k${i}`, { atMs: t, reason: 'grace' }));
+    // Half of them set again later: the old entries are skipped.
+    times.forEach((t, i) => i % 2 === 0 && timers.set(`k${i}`, { atMs: t + 5_000, reason: 'grace' }));
+    const taken = [...timers.takeDue(Infinity, 300).values()].map((d) => d.atMs);
+    const expected = times
+      .map((t, i) => (i % 2 === 0 ? t + 5_000 : t))
+      .sort((a, b) => a - b)
+      .slice(0, 300);
+    assert.deepEqual(taken, expected);
   });
 });

@@ -241,11 +241,18 @@ export function parseListenAddress(text: string): { host: string; port: number }
 }
 
 /** /healthz and /metrics for Prometheus. */
-export async function serveMetrics(metrics: SweepMetrics, address: { host: string; port: number }): Promise<Server> {
+export async function serveMetrics(
+  metrics: SweepMetrics,
+  address: { host: string; port: number },
+  health: () => { ok: true } | { ok: false; why: string } = () => ({ ok: true }),
+): Promise<Server> {
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (path === '/healthz') {
-      res.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n');
+      // Fails when the process stopped making progress (a leader not renewing, a wedged loop): the liveness probe restarts it.
+      const h = health();
+      if (h.ok) res.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n');
+      else res.writeHead(503, { 'content-type': 'text/plain' }).end(`${h.why}\n`);
     } else if (path === '/metrics') {
       metrics.registry.metrics().then(
         (body) => res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(body),

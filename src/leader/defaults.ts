@@ -1,5 +1,5 @@
 // The leader election's defaults, in one place: the flags of `run --leader-elect` show and apply
-// them, and leader.ts is built around them. Kept apart so the CLI reads them without loading the elector.
+// them, and elector.ts is built around them. Kept apart so the CLI reads them without loading the elector.
 
 export interface ElectionTimings {
   /** How long a follower waits, after it last saw the record change, before taking the lease. */

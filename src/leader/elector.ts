@@ -3,11 +3,11 @@
 // follower counts how long it has seen the same record unchanged, never reads another host's time.
 import type winston from 'winston';
 import type { LeaseSpec, LeaseStore } from '../kube/leases.ts';
-import type { ElectionTimings } from './leader-defaults.ts';
+import type { ElectionTimings } from './defaults.ts';
 
 export type { Lease, LeaseSpec, LeaseStore } from '../kube/leases.ts';
 
-export { DEFAULT_LEASE_NAME, DEFAULT_TIMINGS, type ElectionTimings } from './leader-defaults.ts';
+export { DEFAULT_LEASE_NAME, DEFAULT_TIMINGS, type ElectionTimings } from './defaults.ts';
 const JITTER = 1.2;
 
 /** client-go's constraints: the renew deadline fits in the lease, and a jittered retry fits in the deadline. */
@@ -59,7 +59,11 @@ export function judgeLease(
   const holder = current?.holderIdentity ?? '';
   const ours = holder === identity;
   if (holder !== '' && !ours) {
-    const expiresInMs = seen.atMs + timings.leaseDurationMs - nowMs;
+    // The holder's own duration, as client-go's isLeaseValid: during a rolling change of timings
+    // a follower with a shorter one must not take the Lease early.
+    const recorded = current?.leaseDurationSeconds;
+    const durationMs = recorded && recorded > 0 ? recorded * 1000 : timings.leaseDurationMs;
+    const expiresInMs = seen.atMs + durationMs - nowMs;
     if (expiresInMs > 0) return { kind: 'held', holder, expiresInMs };
   }
   const transitions = current?.leaseTransitions ?? 0;
@@ -90,9 +94,14 @@ export interface ElectorDeps {
   onLeading?: (leading: boolean) => void;
 }
 
+/** How leading ended: the Lease released on stop, or lost (not renewed in time, or another holder seen). */
+export type LeadEnd = 'released' | 'lost';
+
 export class LeaderElector {
   private seen: Observation | undefined;
   private lastHolder = '';
+  /** Local monotonic time the last successful renewal was sent; undefined while not leading. */
+  private renewedAtMs: number | undefined;
 
   constructor(private readonly deps: ElectorDeps) {}
 
@@ -118,57 +127,76 @@ export class LeaderElector {
   }
 
   /**
-   * Until `stop`: wait for the lease, then `lead` while holding it. `lead`'s signal aborts when the
-   * lease cannot be renewed within the renew deadline, or on stop; it must return soon after. On
-   * stop, a held lease is released, so a follower takes over at its next retry.
+   * Until `stop`: wait for the lease, then `lead` while holding it. `lead`'s signal aborts on stop
+   * (the Lease is then released, so a follower takes over at its next retry) or at once when the
+   * Lease is lost: not renewed within the renew deadline, or another holder seen. Losing it ends
+   * the run ('lost'): the process exits non-zero, as Kubernetes components do, and `onLost` is
+   * told first (it abandons the requests in flight). A `lead` that throws rethrows here.
    */
-  async run(lead: (signal: AbortSignal) => Promise<void>, stop: AbortSignal): Promise<void> {
+  async run(lead: (signal: AbortSignal) => Promise<void>, stop: AbortSignal, onLost?: () => void): Promise<LeadEnd> {
     const { logger, store, timings } = this.deps;
     const lease = `${store.namespace}/${store.name}`;
-    while (!stop.aborted) {
-      logger.info('waiting to become the leader', { lease, identity: this.deps.identity });
-      while (!stop.aborted && !(await this.attempt('acquire', timings.retryPeriodMs))) {
-        await this.deps.sleep(timings.retryPeriodMs * (1 + (this.deps.random ?? Math.random)() * (JITTER - 1)), stop);
-      }
-      if (stop.aborted) return;
-      logger.info('became the leader: sweeping', { lease, identity: this.deps.identity });
-      this.deps.onLeading?.(true);
-      const held = await this.leadWhileRenewing(lead, stop);
-      if (held) {
-        await this.release();
-        this.deps.onLeading?.(false);
-        return;
-      }
-      logger.error('lost the lease (not renewed within the renew deadline): stopped sweeping', {
+    logger.info('waiting to become the leader', { lease, identity: this.deps.identity });
+    while (!stop.aborted && !(await this.attempt('acquire', timings.retryPeriodMs))) {
+      await this.deps.sleep(timings.retryPeriodMs * (1 + (this.deps.random ?? Math.random)() * (JITTER - 1)), stop);
+    }
+    if (stop.aborted) return 'released';
+    logger.info('became the leader: sweeping', { lease, identity: this.deps.identity });
+    this.deps.onLeading?.(true);
+    const held = await this.leadWhileRenewing(lead, stop, () => {
+      logger.error('lost the lease: stopping at once, abandoning the writes in flight', {
         lease,
         renewDeadlineMs: timings.renewDeadlineMs,
+        holder: this.lastHolder || undefined,
       });
-    }
+      onLost?.();
+    });
+    this.renewedAtMs = undefined;
+    this.deps.onLeading?.(false);
+    if (!held) return 'lost';
+    await this.release();
+    return 'released';
+  }
+
+  /** For /healthz: a leader that has not renewed within the lease duration is not healthy. */
+  health(): { ok: true } | { ok: false; why: string } {
+    if (this.renewedAtMs === undefined) return { ok: true };
+    const sinceMs = this.deps.monotonicMs() - this.renewedAtMs;
+    return sinceMs <= this.deps.timings.leaseDurationMs
+      ? { ok: true }
+      : { ok: false, why: `the leader has not renewed its Lease for ${Math.round(sinceMs / 1000)} s` };
   }
 
   /** Runs `lead` and renews every retry period; false when the lease was lost. */
-  private async leadWhileRenewing(lead: (signal: AbortSignal) => Promise<void>, stop: AbortSignal): Promise<boolean> {
-    const { timings } = this.deps;
+  private async leadWhileRenewing(lead: (signal: AbortSignal) => Promise<void>, stop: AbortSignal, lost: () => void): Promise<boolean> {
+    const { timings, identity } = this.deps;
     const leading = new AbortController();
     const stopLeading = () => leading.abort();
     stop.addEventListener('abort', stopLeading, { once: true });
     const finished = new AbortController();
-    const done = lead(leading.signal).finally(() => finished.abort());
-    let renewedAtMs = this.deps.monotonicMs();
+    let failure: { error: unknown } | undefined;
+    const done = lead(leading.signal)
+      .catch((error: unknown) => void (failure = { error }))
+      .finally(() => finished.abort());
+    this.renewedAtMs = this.deps.monotonicMs();
     let held = true;
     while (held && !finished.signal.aborted) {
       await this.deps.sleep(timings.retryPeriodMs, finished.signal);
       if (finished.signal.aborted) break;
-      const leftMs = renewedAtMs + timings.renewDeadlineMs - this.deps.monotonicMs();
-      if (await this.attempt('renew', Math.max(leftMs, 1))) renewedAtMs = this.deps.monotonicMs();
-      else if (this.deps.monotonicMs() - renewedAtMs >= timings.renewDeadlineMs) held = false;
+      // The deadline counts from when a renewal was sent, not from when its answer came.
+      const sentAtMs = this.deps.monotonicMs();
+      const leftMs = (this.renewedAtMs ?? sentAtMs) + timings.renewDeadlineMs - sentAtMs;
+      if (await this.attempt('renew', Math.max(leftMs, 1))) this.renewedAtMs = sentAtMs;
+      else if (this.lastHolder !== '' && this.lastHolder !== identity) held = false;
+      else if (this.deps.monotonicMs() - (this.renewedAtMs ?? 0) >= timings.renewDeadlineMs) held = false;
       if (!held) {
-        this.deps.onLeading?.(false);
+        lost();
         leading.abort();
       }
     }
-    await done.catch((error: unknown) => this.deps.logger.error('leading failed', { error: (error as Error).message }));
+    await done;
     stop.removeEventListener('abort', stopLeading);
+    if (failure) throw failure.error;
     return held;
   }
 

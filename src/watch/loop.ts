@@ -1,0 +1,612 @@
+// `run --watch` (docs/how-it-works.md "Event-driven mode"). The pods and the policy are listed and
+// watched (reflector.ts) into a cache of what judging needs (pod-cache.ts). Each Job whose stuck
+// pods change is pre-judged, which sets its timer (a heap, due.ts). When timers fall due, those
+// Jobs, and only those, are judged and written as one batch, beside the batches already in flight:
+// a Job's retries never hold another Job back. A whole sweep (every stuck Job, from the cache) runs
+// on taking the lead, on a policy edit and at each backstop slot, alone. Limits count per backstop
+// period; a Job whose read or write failed backs off per Job up to the period. Followers keep the
+// cache and the pre-judgements warm and write nothing. The wall clock, the monotonic clock, the
+// server's clock and the timers are passed in, so a test drives every turn.
+import type { ActResult } from '../act/act.ts';
+import { mapBounded } from '../concurrency.ts';
+import { describeApiError } from '../kube/errors.ts';
+import type { KubeGateway } from '../kube/gateway.ts';
+import { podCollection, configMapCollection, type WatchGateway } from '../kube/watch.ts';
+import { PENDING_PODS, observeStuckContainers, type ObserveOptions } from '../observe/pods.ts';
+import { loadPolicy } from '../policy/load.ts';
+import type { Policy } from '../policy/types.ts';
+import type { Schedule } from '../run/scheduler.ts';
+import type { SweepDeps, SweepOptions, SweepResult } from '../sweep.ts';
+import type { ServerClock } from './clock.ts';
+import { backOffMs, dueOf, type Due, type TimerQueue } from './due.ts';
+import type { WatchMetrics, WatchTrigger } from './metrics.ts';
+import { PodCache } from './pod-cache.ts';
+import { watchPolicyFile } from './policy-file-watch.ts';
+import { PolicyConfigMap } from './policy-watch.ts';
+import { prejudge } from './prejudge.ts';
+import { recordingWrites } from './recording-gateway.ts';
+import { reflect, type RestartReason } from './reflector.ts';
+import { Wakeup } from './wakeup.ts';
+
+/** Pods that changed are pre-judged together after this long (a burst is one batch of reads). */
+const PREJUDGE_DELAY_MS = 50;
+/** A batch starts this long after its due time on our estimate of the server's clock. */
+const FIRE_MARGIN_MS = 20;
+/** The clock is calibrated again, beside the loop, when its newest answer is older than this. */
+const RECALIBRATE_AFTER_MS = 5 * 60_000;
+/** The first back-off of a Job whose read or write failed; it doubles up to the backstop period. */
+const FIRST_BACK_OFF_MS = 5_000;
+/** Jobs due at once are judged and written in batches of at most this many, side by side. */
+const BATCH_MAX = 8;
+/** A whole sweep from the cache judges this many stuck Jobs at a time. */
+const CHUNK = 500;
+/** The loop turns at least this often (its health is judged on it). */
+const MAX_WAIT_MS = 60_000;
+/** How soon a due Job whose pods could not be read again (the watch not connected) is tried again. */
+const DISCONNECTED_RECHECK_MS = 1_000;
+
+export interface WatchLoopDeps {
+  sweepDeps: SweepDeps;
+  sweep: (deps: SweepDeps, options: SweepOptions) => Promise<SweepResult>;
+  watchGateway: WatchGateway;
+  schedule: Schedule;
+  /** The API server's clock, fed by every answer of the HTTP layer. */
+  clock: ServerClock;
+  wallClock: () => Date;
+  timers: TimerQueue;
+  sleep: (ms: number, signal: AbortSignal) => Promise<void>;
+  /** One short GET /version, not retried: the answer's Date calibrates the clock. */
+  probe: (signal: AbortSignal) => Promise<Date | undefined>;
+  metrics?: WatchMetrics;
+  onSweep?: (result: SweepResult | undefined, seconds: number, finishedAt: Date) => void;
+  random?: () => number;
+  pageSize?: number;
+  watchTimeoutSeconds?: number;
+}
+
+interface Spent {
+  total: number;
+  byNamespace: Map<string, number>;
+}
+
+export class WatchLoop {
+  readonly cache: PodCache;
+  private readonly policyConfigMap: PolicyConfigMap | undefined;
+  private readonly wakeup = new Wakeup();
+  /** key → change count, for Jobs whose timers are not known yet. */
+  private readonly dirty = new Map<string, number>();
+  private changes = 0;
+  private dirtySinceMs = 0;
+  private policyChanged = false;
+  private readonly failures = new Map<string, number>();
+  /** key → the last `skipped` line written for it (an unchanged one is not written again). */
+  private readonly lastSkipped = new Map<string, string>();
+  private readonly inFlight = new Set<string>();
+  private readonly batches = new Set<Promise<void>>();
+  private spent: Spent = { total: 0, byNamespace: new Map() };
+  /** Jobs a sweep in flight judged to fail, by namespace: they count against the period's limits until that sweep ends. */
+  private readonly reserved = new Map<string, string>();
+  private readonly scopes: string[];
+  private readonly synced = new Set<string>();
+  private readonly connected = new Set<string>();
+  private leading: AbortSignal | undefined;
+  private startPending = false;
+  private nextBackstop: Date;
+  private periodMs: number;
+  private busySinceMs: number | undefined;
+  private calibrating = false;
+  /** Every stuck Job the cache holds has been pre-judged (a follower's warm timers). */
+  private prejudged = false;
+  private calibratedAtMs = -Infinity;
+  private policy: Policy | undefined;
+  private readonly background: Promise<void>[] = [];
+  private readonly watching = new AbortController();
+
+  constructor(
+    private readonly deps: WatchLoopDeps,
+    private readonly options: SweepOptions,
+  ) {
+    this.cache = new PodCache((key) => this.changed(key));
+    if (options.policy.kind === 'configmap') {
+      this.policyConfigMap = new PolicyConfigMap(options.policy.namespace, options.policy.name, () => this.policyEdited());
+    }
+    this.scopes = options.namespaces.length > 0 ? [...new Set(options.namespaces)] : ['*'];
+    this.nextBackstop = deps.schedule.next(deps.wallClock());
+    this.periodMs = this.periodAfter(this.nextBackstop);
+  }
+
+  private get monotonicMs(): () => number {
+    return this.deps.sweepDeps.monotonicMs;
+  }
+
+  private get logger() {
+    return this.deps.sweepDeps.logger;
+  }
+
+  /** Lists and watches the pods and the policy, in the background, until `stop`. */
+  start(stop: AbortSignal): void {
+    stop.addEventListener('abort', () => this.watching.abort(), { once: true });
+    const signal = this.watching.signal;
+    const { deps } = this;
+    const onRestart = (watch: 'pods' | 'policy') => (scope: string, reason: RestartReason, error?: string) => {
+      deps.metrics?.restarted(watch, reason);
+      if (reason === 'timeout') this.logger.debug('watch ended by the API server; resuming', { watch: scope });
+      else if (reason === 'expired') this.logger.warn('watch expired (410 Gone); listing again', { watch: scope });
+      else this.logger.warn('watch failed; resuming', { watch: scope, error });
+    };
+    const common = {
+      pageSize: deps.pageSize ?? 500,
+      watchTimeoutSeconds: deps.watchTimeoutSeconds,
+      random: deps.random,
+      sleep: deps.sleep,
+    };
+    for (const scope of this.scopes) {
+      const collection = podCollection(scope === '*' ? undefined : scope, PENDING_PODS);
+      const options = {
+        ...common,
+        onRestart: onRestart('pods'),
+        onList: () => deps.metrics?.listed('pods'),
+        onSynced: () => {
+          this.synced.add(scope);
+          if (this.synced.size === this.scopes.length)
+            this.logger.info('watching: the pod cache is synced', { stuckJobs: this.cache.stuckKeys, leading: this.leading !== undefined });
+          this.wakeup.notify();
+        },
+        onConnected: (up: boolean) => {
+          if (up) this.connected.add(scope);
+          else this.connected.delete(scope);
+          this.wakeup.notify();
+        },
+      };
+      this.background.push(reflect(deps.watchGateway, collection, this.cache.handler(scope), options, signal));
+    }
+    const policy = this.options.policy;
+    if (this.policyConfigMap) {
+      const collection = configMapCollection(this.policyConfigMap.namespace, this.policyConfigMap.name);
+      const options = { ...common, onRestart: onRestart('policy'), onList: () => deps.metrics?.listed('policy') };
+      this.background.push(reflect(deps.watchGateway, collection, this.policyConfigMap.handler(), options, signal));
+    } else if (policy.kind === 'file' && !(policy.path === '-' && policy.stdin)) {
+      // A file is polled (policy-file-watch.ts); stdin has no edits.
+      this.background.push(watchPolicyFile({ path: policy.path, sleep: deps.sleep, onChange: () => this.policyEdited() }, signal));
+    }
+  }
+
+  /** Sweeps and writes while `signal` lives (the Lease is held; without election, until stop). */
+  lead(signal: AbortSignal): void {
+    this.leading = signal;
+    this.startPending = true;
+    signal.addEventListener('abort', () => this.wakeup.notify(), { once: true });
+    this.wakeup.notify();
+  }
+
+  /** Until `stop`: turns, waiting between turns for a timer, a change or the backstop. */
+  async run(stop: AbortSignal): Promise<void> {
+    this.start(stop);
+    this.logger.info('next backstop sweep scheduled', { at: this.nextBackstop.toISOString() });
+    try {
+      while (!stop.aborted) {
+        const waitMs = await this.turn();
+        if (waitMs > 0 && !stop.aborted) await this.wakeup.wait(waitMs, stop);
+      }
+    } finally {
+      this.watching.abort();
+      await Promise.allSettled([...this.background, ...this.batches]);
+      this.logger.info('stopping: no sweep in flight');
+    }
+  }
+
+  /** Healthy unless a turn (a sweep included) has run longer than the backstop period. */
+  health(): { ok: true } | { ok: false; why: string } {
+    const busy = this.busySinceMs === undefined ? 0 : this.monotonicMs() - this.busySinceMs;
+    const limitMs = Math.max(this.periodMs, 2 * MAX_WAIT_MS);
+    return busy <= limitMs ? { ok: true } : { ok: false, why: `the watch loop has not turned for ${Math.round(busy / 1000)} s` };
+  }
+
+  /** One turn: whatever is due now. Returns how long to wait for the next (0: turn again). */
+  async turn(): Promise<number> {
+    this.busySinceMs = this.monotonicMs();
+    try {
+      return await this.turnOnce();
+    } finally {
+      this.busySinceMs = undefined;
+    }
+  }
+
+  private async turnOnce(): Promise<number> {
+    const { deps } = this;
+    const wallNow = deps.wallClock();
+    const backstopDue = wallNow.getTime() >= this.nextBackstop.getTime();
+    const leading = this.leading !== undefined && !this.leading.aborted;
+    const synced = this.synced.size === this.scopes.length;
+    if (this.deps.clock.ageMs(this.monotonicMs()) > RECALIBRATE_AFTER_MS) this.calibrate();
+
+    if (backstopDue) {
+      if (leading) await this.wholeSweep('schedule');
+      else this.nextPeriod();
+      return 0;
+    }
+    if (!synced) return this.waitMs([]);
+    if (leading && this.startPending) {
+      this.startPending = false;
+      // Jobs whose grace ran out while there was no leader, known from the pre-judgements, first.
+      this.startDue();
+      // A follower that pre-judged every stuck Job has every timer already: nothing to sweep.
+      if (!(this.prejudged && this.dirty.size === 0)) await this.wholeSweep('start');
+      return 0;
+    }
+    if (leading && this.policyChanged) {
+      this.policyChanged = false;
+      await this.wholeSweep('policy');
+      return 0;
+    }
+    const monoNow = this.monotonicMs();
+    if (this.dirty.size > 0 && monoNow >= this.dirtySinceMs + PREJUDGE_DELAY_MS) {
+      await this.prejudgeDirty();
+      return 0;
+    }
+    const waits: number[] = [];
+    if (leading) {
+      const serverNow = deps.clock.serverNowMs(monoNow);
+      const earliest = deps.timers.earliest();
+      if (earliest && serverNow !== undefined && earliest.atMs + FIRE_MARGIN_MS <= serverNow) {
+        this.startDue();
+        return 0;
+      } else if (earliest) {
+        const at = deps.clock.monotonicAt(earliest.atMs + FIRE_MARGIN_MS, monoNow);
+        if (at === undefined) this.calibrate();
+        else waits.push(at - monoNow);
+      }
+    }
+    if (this.dirty.size > 0) waits.push(this.dirtySinceMs + PREJUDGE_DELAY_MS - monoNow);
+    return this.waitMs(waits);
+  }
+
+  private waitMs(waits: number[]): number {
+    const toBackstop = this.nextBackstop.getTime() - this.deps.wallClock().getTime();
+    return Math.max(0, Math.min(MAX_WAIT_MS, toBackstop, ...waits));
+  }
+
+  private changed(key: string): void {
+    // A Job whose pods wait differently (or are gone) starts its back-off and its audit afresh.
+    this.failures.delete(key);
+    if (this.cache.podsOf(key).length === 0) {
+      this.dirty.delete(key);
+      this.lastSkipped.delete(key);
+      // A Job left with no stuck pod loses its grace timer (not those of a failed Job's rules).
+      const due = this.deps.timers.get(key);
+      if (due?.reason === 'grace' || due?.reason === 'error' || due?.reason === 'deferred') this.deps.timers.delete(key);
+      return;
+    }
+    if (this.dirty.size === 0) this.dirtySinceMs = this.monotonicMs();
+    this.dirty.set(key, ++this.changes);
+    this.wakeup.notify();
+  }
+
+  private policyEdited(): void {
+    this.policyChanged = true;
+    this.wakeup.notify();
+  }
+
+  private nextPeriod(): void {
+    const now = this.deps.wallClock();
+    this.nextBackstop = this.deps.schedule.next(now);
+    this.periodMs = this.periodAfter(this.nextBackstop);
+    this.spent = { total: 0, byNamespace: new Map() };
+    this.logger.info('next backstop sweep scheduled', { at: this.nextBackstop.toISOString() });
+  }
+
+  private periodAfter(slot: Date): number {
+    return Math.max(1000, this.deps.schedule.next(slot).getTime() - slot.getTime());
+  }
+
+  /** The gateway a sweep or pre-judgement reads through: the policy ConfigMap answered from its watch. */
+  private reading(gateway: KubeGateway): KubeGateway {
+    return this.policyConfigMap?.synced ? this.policyConfigMap.serving(gateway) : gateway;
+  }
+
+  private keyOf(d: ActResult['decision']): string {
+    return d.jobView?.uid ?? this.cache.pod(d.podUid)?.key ?? d.podUid;
+  }
+
+  /** Writes a decision's audit line unless it is the same `skipped` as last time for its Job. */
+  private logs(result: ActResult): boolean {
+    const key = this.keyOf(result.decision);
+    if (result.outcome !== 'skipped') {
+      this.lastSkipped.delete(key);
+      return true;
+    }
+    const d = result.decision;
+    const detail = d.detail.startsWith('within grace') ? 'within grace' : d.detail;
+    const line = `${d.rule}|${d.action}|${d.graceSeconds}|${d.graceSource}|${d.pullClass}|${d.image}|${detail}`;
+    if (this.lastSkipped.get(key) === line) return false;
+    this.lastSkipped.set(key, line);
+    return true;
+  }
+
+  /**
+   * Every stuck Job: on taking the lead, a policy edit, the backstop slot (a new period). From the
+   * cache it goes in chunks of CHUNK Jobs, oldest stuck first (so the limits keep the oldest),
+   * with the due batches started between chunks: a Job falling due waits for one chunk, not for
+   * every stuck Job, and memory holds one chunk's decisions. Listing (the watch not connected),
+   * it is one sweep.
+   */
+  private async wholeSweep(trigger: WatchTrigger): Promise<void> {
+    await Promise.allSettled([...this.batches]);
+    if (trigger === 'schedule') this.nextPeriod();
+    const fromCache = this.synced.size === this.scopes.length && this.connected.size === this.scopes.length;
+    const snapshot = new Map(this.dirty);
+    const judged = new Set<string>();
+    if (!fromCache) {
+      const result = await this.sweepOf(trigger, 'list', new Map());
+      if (!result) return;
+      for (const r of result.results) judged.add(this.keyOf(r.decision));
+    } else {
+      const chunks = this.chunksOldestFirst();
+      for (let i = 0; i < chunks.length; i += 1) {
+        if (i > 0) this.startDue();
+        const chunk = new Set(chunks[i]!.filter((key) => !this.inFlight.has(key)));
+        for (const key of chunk) this.inFlight.add(key);
+        try {
+          // The first chunk also lists the Jobs failed earlier and checks the server's version.
+          const result = await this.sweepOf(trigger, chunk, new Map(), i > 0);
+          if (!result) return;
+          for (const r of result.results) judged.add(this.keyOf(r.decision));
+        } finally {
+          for (const key of chunk) this.inFlight.delete(key);
+        }
+      }
+      // The watch holds the Pending pods; the backstop lists the Running ones whose container restarted in place.
+      if (trigger === 'schedule') {
+        this.startDue();
+        await this.sweepOf(trigger, 'running', new Map(), true);
+      }
+    }
+    for (const [key, count] of snapshot) if (this.dirty.get(key) === count) this.dirty.delete(key);
+    for (const key of this.cache.keys())
+      if (!judged.has(key) && !this.inFlight.has(key) && this.deps.timers.get(key)?.reason === 'grace') this.deps.timers.delete(key);
+  }
+
+  /** The stuck Jobs in chunks of CHUNK, the longest stuck first; at least one chunk (a sweep of nothing still settles). */
+  private chunksOldestFirst(): string[][] {
+    const since = (key: string) => {
+      let oldest = Infinity;
+      for (const pod of this.cache.podsOf(key)) for (const c of pod.stuck) oldest = Math.min(oldest, c.stuckSince.getTime());
+      return oldest;
+    };
+    const keys = [...this.cache.keys()].map((key) => ({ key, at: since(key) })).sort((a, b) => a.at - b.at);
+    const chunks: string[][] = [];
+    for (let i = 0; i < keys.length; i += CHUNK) chunks.push(keys.slice(i, i + CHUNK).map((k) => k.key));
+    return chunks.length > 0 ? chunks : [[]];
+  }
+
+  /**
+   * Takes the due Jobs off the timers and judges and writes them as one batch, in the background.
+   * The cache is as fresh as its watch: while a pod watch is not connected (cut, or listing
+   * again), the due Jobs' pods are read again first (at most the batch's), and a Job whose pods
+   * could not be read waits a moment.
+   */
+  private startDue(): void {
+    const serverNow = this.deps.clock.serverNowMs(this.monotonicMs());
+    if (serverNow === undefined) return;
+    const taken = this.deps.timers.takeDue(serverNow - FIRE_MARGIN_MS);
+    for (const key of this.inFlight) taken.delete(key);
+    // Small batches side by side: the first writes wait on a few Jobs' reads, not on all of them.
+    const entries = [...taken];
+    for (let i = 0; i < entries.length; i += BATCH_MAX) this.startBatch(new Map(entries.slice(i, i + BATCH_MAX)), serverNow);
+  }
+
+  private startBatch(due: Map<string, Due>, serverNow: number): void {
+    for (const key of due.keys()) this.inFlight.add(key);
+    const stale = this.connected.size < this.scopes.length;
+    const fresh = stale ? this.readAgain(due, serverNow) : Promise.resolve();
+    const batch = fresh
+      .then(() => (due.size === 0 ? undefined : this.sweepOf('timer', new Set(due.keys()), due)))
+      .catch(() => undefined)
+      .finally(() => {
+        for (const key of due.keys()) this.inFlight.delete(key);
+        this.batches.delete(batch);
+        this.wakeup.notify();
+      })
+      .then(() => undefined);
+    this.batches.add(batch);
+  }
+
+  /** Reads the pods of the `due` Jobs again into the cache; a Job whose pods could not be read leaves `due`, due again shortly. */
+  private async readAgain(due: Map<string, Due>, serverNow: number): Promise<void> {
+    const { gateway } = this.deps.sweepDeps;
+    const pods = [...due.keys()].flatMap((key) => this.cache.podsOf(key).map((pod) => ({ key, pod })));
+    const unread = new Set<string>();
+    await mapBounded(pods, 8, async ({ key, pod }) => {
+      try {
+        this.cache.refresh(pod.uid, await gateway.readPod(pod.namespace, pod.name));
+      } catch (error) {
+        if (describeApiError(error).status === 404) this.cache.refresh(pod.uid, undefined);
+        else unread.add(key);
+      }
+    });
+    for (const key of unread) {
+      this.deps.timers.set(key, { atMs: serverNow + DISCONNECTED_RECHECK_MS, reason: due.get(key)!.reason });
+      due.delete(key);
+      this.inFlight.delete(key);
+    }
+  }
+
+  /**
+   * One sweep: of the given keys from the cache, of every key from the cache (undefined), or
+   * listing (`list`: the watch cannot be trusted). Sets the timers of what it judged.
+   */
+  private async sweepOf(
+    trigger: WatchTrigger,
+    keys: ReadonlySet<string> | 'list' | 'running' | undefined,
+    fired: Map<string, Due>,
+    lean = false,
+  ) {
+    const { deps } = this;
+    const { sweepDeps, clock } = deps;
+    deps.metrics?.swept(trigger);
+    const writes = recordingWrites(this.reading(sweepDeps.gateway), this.monotonicMs);
+    const policy = await this.currentPolicy();
+    const reservedHere = new Set<string>();
+    const deps2: SweepDeps = {
+      ...sweepDeps,
+      gateway: writes.gateway,
+      ...(keys === 'list'
+        ? {}
+        : keys === 'running'
+          ? { observe: (g: KubeGateway, o: ObserveOptions) => observeStuckContainers(g, { ...o, phases: ['Running'] }) }
+          : { observe: () => Promise.resolve(this.cache.observation(keys)) }),
+    };
+    const started = deps.wallClock();
+    const startedMono = this.monotonicMs();
+    let result: SweepResult | undefined;
+    try {
+      result = await deps.sweep(deps2, {
+        ...this.options,
+        signal: this.leading,
+        batch: {
+          ...(policy && keys !== 'list' && keys !== 'running' ? { outage: this.cache.outage(policy.limits.outage) } : {}),
+          spent: () => this.spentNow(),
+          onJudged: (decisions) => {
+            for (const d of decisions) {
+              if (d.plan !== 'fail') continue;
+              const key = this.keyOf(d);
+              this.reserved.set(key, d.namespace);
+              reservedHere.add(key);
+            }
+          },
+          logs: (r) => this.logs(r),
+          focused:
+            lean ||
+            (fired.size > 0 && [...fired.values()].every((d) => d.reason === 'grace' || d.reason === 'error' || d.reason === 'deferred')),
+        },
+      });
+    } catch (error) {
+      this.logger.error('sweep crashed', { error: (error as Error).message });
+    }
+    for (const key of reservedHere) this.reserved.delete(key);
+    const finished = deps.wallClock();
+    deps.onSweep?.(result, (finished.getTime() - started.getTime()) / 1000, finished);
+    const nowMs = clock.serverNowMs(this.monotonicMs()) ?? 0;
+    if (!result || !(result.status === 'done' || result.status === 'actions-failed')) {
+      // Nothing was judged: an invalid policy waits for its edit (or the backstop); anything else backs off.
+      if (result?.status !== 'invalid-policy') {
+        for (const key of fired.keys()) this.backOff(key, nowMs, fired.get(key)!);
+      }
+      return result;
+    }
+    const loaded = await loadPolicy(writes.replayingPolicy(), this.options.policy).catch(() => undefined);
+    const limits = loaded?.ok ? loaded.policy.limits : undefined;
+    if (loaded?.ok) this.policy = loaded.policy;
+    const startedAtMs = result.summary ? Date.parse(result.summary.startedAt) : nowMs - (this.monotonicMs() - startedMono);
+    const seen = new Set<string>();
+    for (const r of result.results) {
+      const key = this.keyOf(r.decision);
+      const firstForKey = !seen.has(key);
+      seen.add(key);
+      if (r.outcome === 'failed' || r.outcome === 'would-fail') this.spend(r.decision.namespace);
+      const firedFor = fired.get(key);
+      const wroteAt = writes.firstWrite(r.decision.namespace, r.decision.job ?? r.decision.pod);
+      if (firedFor && wroteAt !== undefined && (r.outcome === 'failed' || r.outcome === 'reported' || r.outcome === 'retried')) {
+        deps.metrics?.reacted(firedFor.reason, ((clock.serverNowMs(wroteAt) ?? 0) - firedFor.atMs) / 1000);
+      }
+      if (!limits) continue;
+      const failures = r.outcome === 'error' ? (this.failures.get(key) ?? 0) + 1 : 0;
+      if (failures > 0) this.failures.set(key, failures);
+      else this.failures.delete(key);
+      const errorDelayMs = backOffMs(failures, FIRST_BACK_OFF_MS, this.periodMs);
+      let due = dueOf(r.decision, r.outcome, { nowMs, limits, claimedAtMs: startedAtMs, dryRun: this.options.dryRun, errorDelayMs });
+      // A back-off as long as the period is the backstop's to retry.
+      if (due?.reason === 'error' && errorDelayMs >= this.periodMs) due = undefined;
+      const known = firstForKey ? undefined : deps.timers.get(key);
+      if (!known || (due && due.atMs < known.atMs)) deps.timers.set(key, due);
+    }
+    return result;
+  }
+
+  private backOff(key: string, nowMs: number, was: Due): void {
+    const failures = (this.failures.get(key) ?? 0) + 1;
+    this.failures.set(key, failures);
+    const delayMs = backOffMs(failures, FIRST_BACK_OFF_MS, this.periodMs);
+    if (delayMs < this.periodMs)
+      this.deps.timers.set(key, { atMs: nowMs + delayMs, reason: was.reason === 'grace' ? 'error' : was.reason });
+  }
+
+  private spend(namespace: string): void {
+    this.spent.total += 1;
+    this.spent.byNamespace.set(namespace, (this.spent.byNamespace.get(namespace) ?? 0) + 1);
+  }
+
+  /** The period's failures so far, and those the sweeps in flight judged to fail. */
+  private spentNow(): Spent {
+    const byNamespace = new Map(this.spent.byNamespace);
+    for (const namespace of this.reserved.values()) byNamespace.set(namespace, (byNamespace.get(namespace) ?? 0) + 1);
+    return { total: this.spent.total + this.reserved.size, byNamespace };
+  }
+
+  private async currentPolicy(): Promise<Policy | undefined> {
+    const loaded = await loadPolicy(this.reading(this.deps.sweepDeps.gateway), this.options.policy).catch(() => undefined);
+    if (loaded?.ok) this.policy = loaded.policy;
+    return loaded?.ok ? loaded.policy : this.policy;
+  }
+
+  /** Pre-judges the Jobs whose stuck pods changed: their timers (reads only; followers too). */
+  private async prejudgeDirty(): Promise<void> {
+    const { deps } = this;
+    const snapshot = new Map(this.dirty);
+    const policy = await this.currentPolicy();
+    if (!policy) {
+      // The sweep reports the policy's problem; the timers wait for it to be fixed.
+      for (const [key, count] of snapshot) if (this.dirty.get(key) === count) this.dirty.delete(key);
+      return;
+    }
+    const stuck = [];
+    for (const key of snapshot.keys()) for (const pod of this.cache.podsOf(key)) stuck.push(...pod.stuck);
+    let decisions: ActResult['decision'][];
+    try {
+      decisions = await prejudge(this.reading(deps.sweepDeps.gateway), stuck, policy, {
+        now: () => new Date(deps.clock.serverNowMs(this.monotonicMs()) ?? 0),
+        outage: this.cache.outage(policy.limits.outage),
+      });
+    } catch (error) {
+      this.logger.warn('could not pre-judge pods that wait on their image; trying again in 5 s, and the next sweep judges them', {
+        error: (error as Error).message,
+      });
+      this.dirtySinceMs = this.monotonicMs() + FIRST_BACK_OFF_MS;
+      this.prejudged = false;
+      return;
+    }
+    const nowMs = deps.clock.serverNowMs(this.monotonicMs()) ?? 0;
+    for (const d of decisions) {
+      const due = dueOf(d, undefined, { nowMs, limits: policy.limits, dryRun: this.options.dryRun });
+      const key = this.keyOf(d);
+      const known = deps.timers.get(key);
+      if (due && (!known || known.reason !== 'grace' || due.atMs < known.atMs)) deps.timers.set(key, due);
+      else if (!due && known?.reason === 'grace') deps.timers.delete(key);
+    }
+    for (const [key, count] of snapshot) if (this.dirty.get(key) === count) this.dirty.delete(key);
+    this.dirtySinceMs = this.monotonicMs();
+    if (this.dirty.size === 0) this.prejudged = true;
+  }
+
+  /** A few short probes, beside the loop, until the server's Date turns a second: the offset to within their spacing. */
+  private calibrate(): void {
+    if (this.calibrating || this.monotonicMs() - this.calibratedAtMs < 5_000) return;
+    this.calibrating = true;
+    this.calibratedAtMs = this.monotonicMs();
+    const signal = this.watching.signal;
+    void (async () => {
+      let previous: number | undefined;
+      for (let i = 0; i < 30 && !signal.aborted; i += 1) {
+        const date = await this.deps.probe(signal).catch(() => undefined);
+        if (date === undefined) break;
+        const second = date.getTime();
+        if (previous !== undefined && second !== previous) break;
+        previous = second;
+        await this.deps.sleep(40, signal);
+      }
+    })().finally(() => {
+      this.calibrating = false;
+      this.wakeup.notify();
+    });
+  }
+}

@@ -1,0 +1,383 @@
+// The loop of `run --watch` (src/watch/loop.ts) turn by turn, on a fake clock, fed by a scripted
+// watch gateway (events, BOOKMARK, ERROR 410, drops) and judging with the real sweep against a
+// scripted API. The pods are the real kubelet's recorded statuses. That the real API server
+// watches, bookmarks and expires this way: test/e2e/watch*.test.ts.
+import assert from 'node:assert/strict';
+import { PassThrough } from 'node:stream';
+import { describe, it } from 'node:test';
+import type { V1Job, V1Pod } from '@kubernetes/client-node';
+import { findStuckContainers } from '../../src/classify/index.ts';
+import type { KubeGateway } from '../../src/kube/gateway.ts';
+import { WatchExpiredError, type Collection, type WatchEvent, type WatchGateway, type WatchStream } from '../../src/kube/watch.ts';
+import { createLogger } from '../../src/report/logger.ts';
+import type { Schedule } from '../../src/run/scheduler.ts';
+import { sweep, type SweepOptions } from '../../src/sweep.ts';
+import { ServerClock } from '../../src/watch/clock.ts';
+import { TimerQueue } from '../../src/watch/due.ts';
+import { WatchLoop } from '../../src/watch/loop.ts';
+import { withRetries } from '../../src/kube/retrying.ts';
+import { apiError, scriptedGateway } from '../support/scripted-gateway.ts';
+import { REAL_NODE } from './real-node.ts';
+
+/** Virtual time: the monotonic clock, the wall and server clocks (equal here), and sleeps that end as it advances. */
+class FakeTime {
+  mono = 0;
+  readonly base: number;
+  private sleepers: { at: number; done: () => void }[] = [];
+  constructor(base: number) {
+    this.base = base;
+  }
+  wall = () => new Date(this.base + this.mono);
+  sleep = (ms: number, signal: AbortSignal) =>
+    new Promise<void>((resolve) => {
+      if (signal.aborted) return resolve();
+      const aborted = () => resolve();
+      const entry = {
+        at: this.mono + ms,
+        done: () => {
+          signal.removeEventListener('abort', aborted);
+          resolve();
+        },
+      };
+      this.sleepers.push(entry);
+      signal.addEventListener('abort', aborted, { once: true });
+    });
+  async advance(ms: number): Promise<void> {
+    const until = this.mono + ms;
+    for (;;) {
+      const next = this.sleepers.filter((s) => s.at <= until).sort((a, b) => a.at - b.at)[0];
+      if (!next) break;
+      this.mono = Math.max(this.mono, next.at);
+      this.sleepers = this.sleepers.filter((s) => s !== next);
+      next.done();
+      await settle();
+    }
+    this.mono = until;
+    await settle();
+  }
+}
+
+const settle = async () => {
+  for (let i = 0; i < 20; i += 1) await new Promise((resolve) => setImmediate(resolve));
+};
+
+const recorded = REAL_NODE.cases.find((c) => c.id === 'repo-missing')!.pods.ImagePullBackOff!;
+const since = findStuckContainers(recorded)[0]!.stuckSince.getTime();
+
+function stuckPod(job: string, over: { rv?: string } = {}): V1Pod {
+  const pod = structuredClone(recorded);
+  pod.metadata = {
+    ...pod.metadata,
+    name: `${job}-pod`,
+    namespace: 'ci',
+    uid: `pod-${job}`,
+    resourceVersion: over.rv ?? '1',
+    ownerReferences: [{ apiVersion: 'batch/v1', kind: 'Job', name: job, uid: `job-${job}`, controller: true }],
+  };
+  return pod;
+}
+
+const jobObject = (name: string): V1Job => ({
+  metadata: { name, namespace: 'ci', uid: `job-${name}`, resourceVersion: '10' },
+  spec: { template: { spec: { containers: [{ name: 'main', image: 'x' }] } } },
+  status: {},
+});
+
+/** A watch gateway whose one pod watch the test drives. */
+class ScriptedWatch implements WatchGateway {
+  pods: V1Pod[] = [];
+  lists = 0;
+  watches: string[] = [];
+  private current: { emit: (e: WatchEvent<V1Pod>) => void; end: (error?: Error) => void } | undefined;
+  async list<T>(collection: Collection): Promise<{ items: T[]; continueToken: undefined; resourceVersion: string }> {
+    assert.match(collection.path, /pods/);
+    this.lists += 1;
+    return { items: this.pods as T[], continueToken: undefined, resourceVersion: `list-${this.lists}` };
+  }
+  watch<T>(_c: Collection, opts: WatchStream, onEvent: (e: WatchEvent<T>) => void): Promise<void> {
+    this.watches.push(opts.resourceVersion);
+    return new Promise<void>((resolve, reject) => {
+      const end = (error?: Error) => {
+        this.current = undefined;
+        if (error) reject(error);
+        else resolve();
+      };
+      opts.signal.addEventListener('abort', () => end(), { once: true });
+      opts.onAccepted?.();
+      this.current = { emit: onEvent as (e: WatchEvent<V1Pod>) => void, end };
+    });
+  }
+  async probeDate(): Promise<Date | undefined> {
+    return undefined;
+  }
+  emit(e: WatchEvent<V1Pod>): void {
+    this.current!.emit(e);
+  }
+  drop(error: Error = Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' })): void {
+    this.current!.end(error);
+  }
+  get connected(): boolean {
+    return this.current !== undefined;
+  }
+}
+
+const EVERY_2_MIN: Schedule = { next: (after) => new Date((Math.floor(after.getTime() / 120_000) + 1) * 120_000) };
+
+interface Setup {
+  policy?: string;
+  jobs: string[];
+  /** The claim of these Jobs is refused (403, as an admission policy answers). */
+  refused?: string[];
+  /** A claim of these Jobs hangs until released. */
+  slow?: Map<string, Promise<void>>;
+  /** What a read of a pod answers, by name (a 404 otherwise). */
+  pods?: Record<string, V1Pod>;
+}
+
+function setup(s: Setup) {
+  const policyText = s.policy ?? 'defaults: { grace: { permanent: 30s } }\n';
+  // The recorded pod got stuck at `since`; the clocks start there.
+  const time = new FakeTime(since);
+  const clock = new ServerClock();
+  const claims: string[] = [];
+  const started: string[] = [];
+  // The Jobs as the API server keeps them: a claim's annotations stay.
+  const annotations = new Map<string, Record<string, string>>();
+  const scripted = scriptedGateway(
+    {
+      readJob: [
+        (_ns: string, name: string) => {
+          const j = jobObject(name);
+          j.metadata!.annotations = annotations.get(name);
+          return j;
+        },
+      ],
+      readServerVersion: [{ major: '1', minor: '37', gitVersion: 'v1.37.2' }],
+      // A namespace's Jobs listed (10 or more wanted); the pending ones (a label selector): none here.
+      listJobs: [
+        (opts: { labelSelector?: string }) => ({
+          items: opts.labelSelector
+            ? []
+            : s.jobs.map((name) => ({ ...jobObject(name), metadata: { ...jobObject(name).metadata, annotations: annotations.get(name) } })),
+          continueToken: undefined,
+        }),
+      ],
+      readPod: [(_ns: string, name: string) => s.pods?.[name] ?? apiError(404, 'NotFound', `pods "${name}" not found`)],
+      mergePatchJob: [
+        async (_ns: string, name: string, patch: { metadata?: { annotations?: Record<string, string> } }) => {
+          started.push(name);
+          await s.slow?.get(name);
+          claims.push(name);
+          if (s.refused?.includes(name)) return apiError(403, 'Forbidden', 'denied by the admission policy');
+          annotations.set(name, { ...annotations.get(name), ...patch.metadata?.annotations });
+          return undefined;
+        },
+      ],
+    },
+    { repeatLast: true },
+  );
+  // The retry layer as the CLI stacks it (one attempt: a refusal is not retried anyway), over the scripted API.
+  const gateway: KubeGateway = {
+    ...withRetries(scripted.gateway, { attempts: 1 }),
+    lastServerDate: () => ({ date: time.wall(), ageMs: 0 }),
+  };
+  const watch = new ScriptedWatch();
+  watch.pods = s.jobs.map((j) => stuckPod(j));
+  const out = new PassThrough();
+  const lines: Record<string, unknown>[] = [];
+  out.on('data', (chunk: Buffer) => {
+    for (const l of chunk.toString('utf8').split('\n')) if (l.trim()) lines.push(JSON.parse(l) as Record<string, unknown>);
+  });
+  const sweeps: { trigger: string; jobs: string[] }[] = [];
+  const options: SweepOptions = {
+    dryRun: false,
+    namespaces: ['ci'],
+    policy: { kind: 'file', path: '-', stdin: async () => policyText },
+    instance: 'test',
+  };
+  const loop = new WatchLoop(
+    {
+      sweepDeps: { gateway, monotonicMs: () => time.mono, logger: createLogger({ format: 'json', stream: out }) },
+      sweep: async (deps, opts) => {
+        const observation = await deps.observe!(deps.gateway, { namespaces: [], pageSize: 500 });
+        sweeps.push({ trigger: '', jobs: [...new Set(observation.stuck.map((c) => c.controller?.name ?? ''))] });
+        return sweep(deps, opts);
+      },
+      watchGateway: watch,
+      schedule: EVERY_2_MIN,
+      clock,
+      wallClock: time.wall,
+      timers: new TimerQueue(),
+      sleep: time.sleep,
+      probe: async () => {
+        clock.noteAt(time.wall(), time.mono);
+        return time.wall();
+      },
+      random: () => 0,
+    },
+    options,
+  );
+  const stop = new AbortController();
+  /** Turns until `ms` of virtual time passed, as run() would (time moves while the loop waits). */
+  const runFor = async (ms: number) => {
+    const until = time.mono + ms;
+    while (time.mono < until) {
+      clock.noteAt(time.wall(), time.mono);
+      const wait = await loop.turn();
+      await settle();
+      await time.advance(Math.min(Math.max(wait, 10), until - time.mono));
+    }
+  };
+  const start = async (lead = true) => {
+    clock.noteAt(time.wall(), time.mono);
+    loop.start(stop.signal);
+    if (lead) loop.lead(stop.signal);
+    await settle();
+  };
+  return { loop, watch, time, claims, started, sweeps, lines, start, runFor, stop, scripted };
+}
+
+const audit = (lines: Record<string, unknown>[], job: string) => lines.filter((l) => l.job === job && typeof l.outcome === 'string');
+
+describe('the watch loop', () => {
+  it('fails each Job when its grace runs out, in a batch of its own, and says `skipped` once', async () => {
+    const t = setup({ jobs: ['a'] });
+    await t.start();
+    await t.runFor(25_000);
+    assert.deepEqual(t.claims, [], 'nothing before the grace of 30 s');
+    await t.runFor(10_000);
+    assert.deepEqual(t.claims, ['a']);
+    assert.deepEqual(
+      audit(t.lines, 'a').map((l) => l.outcome),
+      ['skipped', 'failed'],
+      'one skipped line (the start sweep), then the failure',
+    );
+    t.stop.abort();
+  });
+
+  it("judges a Job that falls due beside another Job's retries, not behind them", async () => {
+    let release!: () => void;
+    const slow = new Map([['a', new Promise<void>((resolve) => (release = resolve))]]);
+    const t = setup({ jobs: ['a'], slow });
+    await t.start();
+    await t.runFor(32_000);
+    assert.deepEqual(t.started, ['a'], "a's claim is in flight and hangs");
+    // b gets stuck 10 s later than a: due 10 s after a.
+    const b = stuckPod('b', { rv: '5' });
+    for (const c of b.status!.conditions ?? [])
+      if (c.lastTransitionTime) c.lastTransitionTime = new Date(Date.parse(String(c.lastTransitionTime)) + 10_000);
+    t.watch.emit({ type: 'ADDED', object: b, resourceVersion: '5' });
+    await t.runFor(10_000);
+    assert.deepEqual(t.claims, ['b'], 'b was failed while a still waited on its write');
+    release();
+    await t.runFor(1_000);
+    assert.deepEqual(t.claims, ['b', 'a']);
+    t.stop.abort();
+  });
+
+  it('backs a refused write off per Job up to the backstop period: at most 12 attempts in 10 minutes, one line each', async () => {
+    const t = setup({ jobs: ['refused', 'fine'], refused: ['refused'] });
+    await t.start();
+    await t.runFor(10 * 60_000);
+    const attempts = t.claims.filter((j) => j === 'refused').length;
+    assert.ok(attempts >= 5 && attempts <= 12, `${attempts} attempts`);
+    const events = t.scripted.calls
+      .filter((c) => c.method === 'createEvent')
+      .map((c) => (c.args[1] as { regarding?: { name?: string } }).regarding?.name);
+    assert.ok(!events.includes('refused'), 'no Event for a refused claim');
+    assert.deepEqual(
+      audit(t.lines, 'fine')
+        .map((l) => l.outcome)
+        .filter((o) => o === 'failed'),
+      ['failed'],
+      'the other Job was failed once (then only confirmed, as the Job controller never finishes it here)',
+    );
+    assert.equal(audit(t.lines, 'refused').filter((l) => l.outcome === 'error').length, attempts);
+    t.stop.abort();
+  });
+
+  it('counts the limits per backstop period: Jobs over them wait for the next period', async () => {
+    const jobs = ['j1', 'j2', 'j3', 'j4', 'j5'];
+    const t = setup({ jobs, policy: 'defaults: { grace: { permanent: 30s } }\nlimits: { maxJobsPerSweep: 2 }\n' });
+    await t.start();
+    // All five are due at 30 s, in the first period (the backstop slots are every 2 minutes).
+    const firstSlot = EVERY_2_MIN.next(t.time.wall()).getTime() - t.time.wall().getTime();
+    await t.runFor(Math.min(firstSlot - 1_000, 100_000));
+    assert.equal(t.claims.length, 2, 'two in the first period');
+    await t.runFor(120_000);
+    assert.equal(t.claims.length, 4, 'two more in the next one');
+    t.stop.abort();
+  });
+
+  it("shares the period's limits exactly between batches side by side (20 due at once, batches of 8)", async () => {
+    const jobs = Array.from({ length: 20 }, (_, i) => `p${i}`);
+    const t = setup({
+      jobs,
+      policy: 'defaults: { grace: { permanent: 30s } }\nlimits: { maxJobsPerSweep: 10, maxJobsPerNamespace: 10 }\n',
+    });
+    await t.start();
+    await t.runFor(40_000);
+    assert.equal(t.claims.length, 10);
+    assert.equal(
+      audit(t.lines, 'p0').length +
+        jobs.slice(1).reduce((n, j) => n + audit(t.lines, j).filter((l) => l.outcome === 'deferred').length, 0) >=
+        10,
+      true,
+    );
+    t.stop.abort();
+  });
+
+  it('resumes a dropped watch from its resourceVersion, moved on by bookmarks; lists again after 410', async () => {
+    const t = setup({ jobs: [] });
+    await t.start();
+    assert.equal(t.watch.lists, 1);
+    t.watch.emit({ type: 'BOOKMARK', resourceVersion: 'bm-7' });
+    t.watch.drop();
+    await t.runFor(2_000);
+    assert.deepEqual(t.watch.watches, ['list-1', 'bm-7'], 'resumed from the bookmark, no list');
+    assert.equal(t.watch.lists, 1);
+    // A Job stuck while the watch expired is found by the new list.
+    t.watch.pods = [stuckPod('late')];
+    t.watch.drop(new WatchExpiredError('pod watch ci'));
+    await t.runFor(2_000);
+    assert.equal(t.watch.lists, 2);
+    await t.runFor(35_000);
+    assert.deepEqual(t.claims, ['late']);
+    t.stop.abort();
+  });
+
+  it("acts on fresh facts while the pod watch is down: the due Jobs' pods are read again first", async () => {
+    const recovered = stuckPod('recovered');
+    recovered.status = { ...recovered.status, phase: 'Running', containerStatuses: [] };
+    const t = setup({ jobs: ['still', 'recovered'], pods: { 'still-pod': stuckPod('still'), 'recovered-pod': recovered } });
+    await t.start();
+    await t.runFor(20_000);
+    const failing = Object.assign(new Error('connection refused'), { code: 'ECONNREFUSED' });
+    t.watch.watch = () => Promise.reject(failing);
+    t.watch.drop();
+    await t.runFor(20_000);
+    assert.deepEqual(t.claims, ['still'], 'the pod that recovered while the watch was down is not failed');
+    assert.deepEqual(
+      t.scripted.calls
+        .filter((c) => c.method === 'readPod')
+        .map((c) => c.args[1])
+        .sort(),
+      ['recovered-pod', 'still-pod'],
+      "only the due Jobs' pods are read",
+    );
+    t.stop.abort();
+  });
+
+  it('as a follower keeps its timers and writes nothing; on taking the lead acts at once on what fell due', async () => {
+    const t = setup({ jobs: ['a'] });
+    await t.start(false);
+    await t.runFor(60_000);
+    assert.deepEqual(t.claims, []);
+    assert.ok(t.scripted.count('readJob') >= 1, 'the Job was pre-judged as a follower');
+    const leading = new AbortController();
+    t.loop.lead(leading.signal);
+    await t.runFor(100);
+    assert.deepEqual(t.claims, ['a'], 'the first turn after taking the lead');
+    t.stop.abort();
+  });
+});

@@ -1,0 +1,66 @@
+// The pod cache of `run --watch` (src/watch/pod-cache.ts) fed the real kubelet's recorded pods: a
+// status the kubelet rewrites in back-off is no change for the timers, a new class is; the stuck
+// pods are indexed by Job; a relist forgets what it no longer holds.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { V1Pod } from '@kubernetes/client-node';
+import { DEFAULT_LIMITS } from '../../src/policy/defaults.ts';
+import { PodCache } from '../../src/watch/pod-cache.ts';
+import { REAL_NODE } from './real-node.ts';
+
+const recorded = (id: string, reason: 'ErrImagePull' | 'ImagePullBackOff') => REAL_NODE.cases.find((c) => c.id === id)!.pods[reason]!;
+
+function ofJob(pod: V1Pod, job: string, name = `${job}-pod`): V1Pod {
+  const p = structuredClone(pod);
+  p.metadata = {
+    ...p.metadata,
+    name,
+    namespace: 'ci',
+    uid: `uid-${name}`,
+    ownerReferences: [{ apiVersion: 'batch/v1', kind: 'Job', name: job, uid: `job-${job}`, controller: true }],
+  };
+  return p;
+}
+
+describe('the pod cache', () => {
+  it('reports a Job only when what its timer depends on changed, not the kubelet rewriting its back-off', () => {
+    const changed: string[] = [];
+    const cache = new PodCache((key) => changed.push(key));
+    const h = cache.handler('*');
+    h.listStarted();
+    h.listed(ofJob(recorded('repo-missing', 'ErrImagePull'), 'a'));
+    h.listEnded();
+    assert.deepEqual(changed, ['job-a']);
+    h.event('MODIFIED', ofJob(recorded('repo-missing', 'ImagePullBackOff'), 'a'));
+    assert.deepEqual(changed, ['job-a'], 'ErrImagePull -> ImagePullBackOff, same class and time: no change');
+    assert.equal(cache.podsOf('job-a')[0]!.stuck[0]!.reason, 'ImagePullBackOff', 'the newest words are kept');
+    h.event('MODIFIED', ofJob(recorded('service-unavailable', 'ImagePullBackOff'), 'a'));
+    assert.deepEqual(changed, ['job-a', 'job-a'], 'another class: a change');
+    h.event('DELETED', ofJob(recorded('service-unavailable', 'ImagePullBackOff'), 'a'));
+    assert.deepEqual(changed, ['job-a', 'job-a', 'job-a']);
+    assert.equal(cache.stuckKeys, 0);
+  });
+
+  it('keys the stuck pods by Job, observes some Jobs or all, and forgets on a relist what the list no longer holds', () => {
+    const cache = new PodCache(() => undefined);
+    const h = cache.handler('*');
+    h.listStarted();
+    h.listed(ofJob(recorded('repo-missing', 'ImagePullBackOff'), 'a', 'a-1'));
+    h.listed(ofJob(recorded('repo-missing', 'ImagePullBackOff'), 'a', 'a-2'));
+    h.listed(ofJob(recorded('tag-missing', 'ImagePullBackOff'), 'b'));
+    h.listEnded();
+    assert.deepEqual([...cache.keys()].sort(), ['job-a', 'job-b']);
+    assert.equal(cache.podsOf('job-a').length, 2);
+    assert.deepEqual(
+      cache.observation(new Set(['job-b'])).stuck.map((c) => c.pod),
+      ['b-pod'],
+    );
+    assert.equal(cache.observation().stuck.length, 3);
+    assert.equal(cache.outage(DEFAULT_LIMITS.outage).trips.length, 0);
+    h.listStarted();
+    h.listed(ofJob(recorded('tag-missing', 'ImagePullBackOff'), 'b'));
+    h.listEnded();
+    assert.deepEqual([...cache.keys()], ['job-b']);
+    assert.equal(cache.observation().podsScanned, 1);
+  });
+});

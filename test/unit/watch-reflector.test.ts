@@ -1,0 +1,81 @@
+// The reflector (src/watch/reflector.ts) on a scripted watch gateway: a failed page is asked again
+// from its continue token, an expired one starts the list over, and the back-off between failed
+// watches starts afresh once a watch was accepted. On the real API server: test/e2e/watch*.test.ts.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { ApiStatusError } from '../../src/kube/errors.ts';
+import type { Collection, ListPage, WatchGateway, WatchStream } from '../../src/kube/watch.ts';
+import { failureDelayMs, reflect, type ReflectorHandler } from '../../src/watch/reflector.ts';
+
+const COLLECTION: Collection = { path: '/api/v1/pods', what: 'pod watch *' };
+const dropped = () => Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
+const gone = () => new ApiStatusError(410, 'HTTP 410: the continue token expired', '{"kind":"Status","code":410}', {});
+
+function recorder(): ReflectorHandler<string> & { passes: string[][] } {
+  const passes: string[][] = [];
+  return {
+    passes,
+    listStarted: () => passes.push([]),
+    listed: (item) => passes.at(-1)!.push(item),
+    listEnded: () => passes.at(-1)!.push('end'),
+    event: () => undefined,
+  };
+}
+
+describe('the reflector', () => {
+  it('asks a failed page again from its continue token, and starts over only when that token expired', async () => {
+    const asked: (string | undefined)[] = [];
+    const answers: (ListPage<string> | Error)[] = [
+      { items: ['a'], continueToken: 'p2', resourceVersion: '10' },
+      dropped(), // page 2 fails once: asked again with p2
+      { items: ['b'], continueToken: 'p3', resourceVersion: '' },
+      gone(), // p3 expired: a new pass
+      { items: ['a'], continueToken: undefined, resourceVersion: '20' },
+    ];
+    const stop = new AbortController();
+    const gateway: WatchGateway = {
+      async list<T>(_c: Collection, opts: { continueToken?: string }) {
+        asked.push(opts.continueToken);
+        const next = answers.shift()!;
+        if (next instanceof Error) throw next;
+        return next as ListPage<T>;
+      },
+      async watch(_c: Collection, opts: WatchStream) {
+        assert.equal(opts.resourceVersion, '20', 'watched from the complete pass');
+        stop.abort();
+      },
+      probeDate: async () => undefined,
+    };
+    const handler = recorder();
+    await reflect(gateway, COLLECTION, handler, { sleep: async () => undefined, random: () => 0 }, stop.signal);
+    assert.deepEqual(asked, [undefined, 'p2', 'p2', 'p3', undefined]);
+    assert.deepEqual(handler.passes, [
+      ['a', 'b'],
+      ['a', 'end'],
+    ]);
+  });
+
+  it('backs off between failed watches, and starts the back-off afresh once a watch was accepted', async () => {
+    const stop = new AbortController();
+    const sleeps: number[] = [];
+    // Three watches refused, then one accepted that drops, then one refused.
+    const plan = ['refused', 'refused', 'refused', 'accepted', 'refused'];
+    const gateway: WatchGateway = {
+      list: async <T>() => ({ items: [] as T[], continueToken: undefined, resourceVersion: '1' }),
+      async watch(_c: Collection, opts: WatchStream) {
+        const step = plan.shift();
+        if (!step) return stop.abort();
+        if (step === 'accepted') opts.onAccepted?.();
+        throw dropped();
+      },
+      probeDate: async () => undefined,
+    };
+    await reflect(gateway, COLLECTION, recorder(), { sleep: async (ms) => void sleeps.push(ms), random: () => 0 }, stop.signal);
+    assert.deepEqual(sleeps.slice(0, 5), [500, 1000, 2000, 500, 1000]);
+    assert.equal(
+      failureDelayMs(20, () => 0),
+      30_000,
+      'at most 30 s',
+    );
+  });
+});
