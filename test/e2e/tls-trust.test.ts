@@ -1,5 +1,5 @@
 // TLS trust failures (unknown CA, self-signed, host name mismatch) and refused credentials: the
-// built CLI exits 3 at once, after one attempt, with a message an operator can act on. A
+// built CLI exits 3 at once, without retrying, with a message an operator can act on. A
 // faithful proxy (test/support/fault-proxy.ts, no faults) serves the untrusted certificates.
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -108,10 +108,12 @@ describe('a cluster that cannot be trusted or refuses the credentials', () => {
       assert.equal(r.code, 3, text);
       assert.match(text, message);
       assert.doesNotMatch(text, /HTTP-Code|retrying /);
-      // One attempt reached the proxy: one connection, and at most the one request it refused.
+      // No request was tried twice: the sweep's first reads are the namespace's two pod lists
+      // (Pending, and Running pods restarted in place), sent together, each over its own
+      // connection, and at most those two requests were refused.
       const { connections, requests } = proxy.stats();
-      assert.equal(connections, 1, `${connections} connections`);
-      assert.ok(requests <= 1, `${requests} requests`);
+      assert.ok(connections >= 1 && connections <= 2, `${connections} connections`);
+      assert.ok(requests <= 2, `${requests} requests`);
     });
   }
 });
