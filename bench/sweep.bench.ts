@@ -137,6 +137,7 @@ function pagedGateway(total: number, stuckEvery: number): KubeGateway {
     readConfigMap: notUsed,
     mergePatchJob: notUsed,
     patchPodStatus: notUsed,
+    patchJobStatus: notUsed,
     deletePod: notUsed,
     createEvent: notUsed,
     readCronJob: notUsed,

@@ -71,8 +71,10 @@ async function actOne(gateway: KubeGateway, first: Decision, options: ActOptions
           ? await retryJob(gateway, decision, reporter)
           : await failJobOfJobSet(gateway, decision, options.now, () => failJob(gateway, decision, reporter, options.claim));
     switch (written.kind) {
-      case 'done':
-        return written.steps?.length ? { ...planned, error: written.error, steps: written.steps } : { ...planned, error: written.error };
+      case 'done': {
+        const done = { ...planned, decision: written.decision ?? decision, error: written.error };
+        return written.steps?.length ? { ...done, steps: written.steps } : done;
+      }
       case 'gone':
         return stoodDown(decision, 'skip', 'Job or pod no longer exists');
       case 'failed':

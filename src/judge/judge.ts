@@ -98,9 +98,8 @@ function decideGroup(group: OwnerGroup, input: JudgeInput, outage: OutageAssessm
   const blocker = reasonToLeaveAlone(job, effective);
   if (blocker) return { ...skip(blocker.detail), action: blocker.action ?? effective.action };
 
-  const choice = chooseMechanism(job);
-  const shadowed =
-    choice.mechanism === 'activeDeadlineSeconds' && job.podFailureRules.length > 0 ? `; ${choice.why}, so by the deadline` : '';
+  // Failed by its own condition; the pod failure policy's rule is kept for the fallback (act/fail-job.ts).
+  const fallback = chooseMechanism(job);
   return judgeAgainstGrace(worst, input.now, outage, {
     base,
     effective,
@@ -109,7 +108,7 @@ function decideGroup(group: OwnerGroup, input: JudgeInput, outage: OutageAssessm
       : jobGrace,
     annotations: job.annotations,
     spent: spent?.text,
-    failing: { mechanism: choice.mechanism, failJobCondition: choice.conditionType, note: shadowed },
+    failing: { mechanism: 'condition', failJobCondition: fallback.conditionType, note: '' },
   });
 }
 
