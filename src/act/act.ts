@@ -13,6 +13,7 @@ import type { Reporter } from './events.ts';
 import { failJob } from './fail-job.ts';
 import { actOnOwnedPod } from './fail-owned-pod.ts';
 import { failJobOfJobSet } from './jobset.ts';
+import { rememberQueued } from './remember.ts';
 import { reportJob } from './report-job.ts';
 import { retryJob } from './retry-job.ts';
 import type { FreshPod, WriteResult } from './write-result.ts';
@@ -59,6 +60,9 @@ async function actOne(gateway: KubeGateway, first: Decision, options: ActOptions
   let decision = first;
   for (let conflicts = 0; ; conflicts += 1) {
     const planned: ActResult = { decision, outcome: OUTCOME_OF_PLAN[decision.plan].live, error: undefined };
+    if (decision.plan === 'skip' && decision.remember !== undefined) {
+      return options.signal?.aborted ? planned : { ...planned, error: await rememberQueued(gateway, decision) };
+    }
     if (decision.plan !== 'fail' && decision.plan !== 'report' && decision.plan !== 'retry') return planned;
     if (options.signal?.aborted)
       return stoodDown(decision, 'defer', `sweep stopped before acting, waits for the next sweep (was: ${decision.detail})`);

@@ -6,7 +6,7 @@ import { describeApiError, isRefusal } from '../kube/errors.ts';
 import type { KubeGateway } from '../kube/gateway.ts';
 import { tryWrite, type WriteOutcome } from '../kube/write-outcome.ts';
 import type { JobView } from '../model.ts';
-import { ANNOTATIONS, LABELS } from '../policy/annotations.ts';
+import { ANNOTATIONS, LABELS, PENDING } from '../policy/annotations.ts';
 import { truncate } from '../text.ts';
 
 /** The claim's annotations: who failed the Job (the claim id), when, why. */
@@ -28,10 +28,12 @@ export function claimAnnotations(d: Decision, now: Date, claim: string): Record<
  */
 export function claimJob(gateway: KubeGateway, d: Decision, now: Date, claim: string): Promise<WriteOutcome> {
   const job = d.jobView!;
+  // A queued Job's closed admission rides along (judge/queued.ts).
+  const remembered = d.remember === undefined ? {} : { [ANNOTATIONS.stuck]: d.remember };
   const metadata = {
     resourceVersion: job.resourceVersion,
-    annotations: claimAnnotations(d, now, claim),
-    labels: { [LABELS.pending]: 'true' },
+    annotations: { ...claimAnnotations(d, now, claim), ...remembered },
+    labels: { [LABELS.pending]: PENDING.claimed },
   };
   const { namespace, name } = job;
   const send =

@@ -11,7 +11,7 @@ import type { Decision } from './types.ts';
 
 export function formatClaimMessage(d: Decision): string {
   const from = d.graceSource ? ` from ${describeGraceSource(d.graceSource)}` : '';
-  const spent = d.spentBy ? `, ${d.spentBy}` : '';
+  const spent = `${d.spentBy ? `, ${d.spentBy}` : ''}${d.queued ? `, ${d.queued}` : ''}`;
   const grace = d.graceSeconds === undefined ? '' : `, grace ${formatDuration(d.graceSeconds)}${from}${spent}`;
   const pods = d.stuckPods > 1 ? ` (${d.stuckPods} pods stuck)` : '';
   // Before the registry's message, so the Event's size limit never cuts it.

@@ -53,6 +53,10 @@ export interface Decision extends Pick<
   warnings: string[];
   /** The grace was already spent by an earlier restart of the Job's JobSet: says which (judge/jobset.ts). */
   spentBy?: string;
+  /** A Job Kueue queues: what its earlier admissions were stuck (judge/queue.ts), for the detail and the message. */
+  queued?: string;
+  /** A Job Kueue queues: its `imagepull-sweeper/stuck` annotation to write (judge/queue.ts). */
+  remember?: string;
   /** The Job as judged; undefined for pods not owned by a Job. */
   jobView: JobView | undefined;
   /** How many of this Job's pods are stuck. */

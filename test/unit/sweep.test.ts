@@ -93,7 +93,17 @@ describe('sweep()', () => {
       result.results.map((r) => [r.decision.job, r.outcome]),
       [['a', 'failed']],
     );
-    assert.deepEqual(methods(), ['listPodRows', 'readPod', 'readServerVersion', 'readJob', 'listJobs', 'patchJobStatus', 'createEvent']);
+    // readConfigMap: Kueue's configuration, once per process (no Kueue here: 404, nothing said).
+    assert.deepEqual(methods(), [
+      'listPodRows',
+      'readPod',
+      'readServerVersion',
+      'readJob',
+      'listJobs',
+      'readConfigMap',
+      'patchJobStatus',
+      'createEvent',
+    ]);
     assert.equal(result.summary?.exitCode, 0);
   });
 
