@@ -60,9 +60,12 @@ async function actOne(gateway: KubeGateway, first: Decision, options: ActOptions
   let decision = first;
   for (let conflicts = 0; ; conflicts += 1) {
     const planned: ActResult = { decision, outcome: OUTCOME_OF_PLAN[decision.plan].live, error: undefined };
-    if (decision.plan === 'skip' && decision.remember !== undefined) {
-      return options.signal?.aborted ? planned : { ...planned, error: await rememberQueued(gateway, decision) };
-    }
+    // A Job Kueue queues, not failed: what it is stuck on is kept first (a failure's claim carries it).
+    const kept =
+      decision.remember !== undefined && decision.plan !== 'fail' && !options.signal?.aborted
+        ? await rememberQueued(gateway, decision)
+        : undefined;
+    if (decision.plan === 'skip') return kept ? { ...planned, error: kept } : planned;
     if (decision.plan !== 'fail' && decision.plan !== 'report' && decision.plan !== 'retry') return planned;
     if (options.signal?.aborted)
       return stoodDown(decision, 'defer', `sweep stopped before acting, waits for the next sweep (was: ${decision.detail})`);
@@ -76,7 +79,8 @@ async function actOne(gateway: KubeGateway, first: Decision, options: ActOptions
           : await failJobOfJobSet(gateway, decision, options.now, () => failJob(gateway, decision, reporter, options.claim));
     switch (written.kind) {
       case 'done': {
-        const done = { ...planned, decision: written.decision ?? decision, error: written.error };
+        const error = [written.error, kept].filter(Boolean).join('; ') || undefined;
+        const done = { ...planned, decision: written.decision ?? decision, error };
         return written.steps?.length ? { ...done, steps: written.steps } : done;
       }
       case 'gone':

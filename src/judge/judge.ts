@@ -152,7 +152,8 @@ function queuedDecision(d: Decision, job: JobView, before: Carried | undefined, 
     out.queued = describeCarried(before);
     out.detail = `${d.detail}; ${out.queued}`;
   }
-  if (d.plan === 'skip' && d.graceSeconds !== undefined) {
+  // Within grace, or reported (a report-only rule, the outage breaker): its time stuck is kept.
+  if ((d.plan === 'skip' && d.graceSeconds !== undefined) || d.plan === 'report') {
     const remember = rememberStuck(stuckMemoryOf(job), asIs, input.now);
     if (remember !== undefined) out.remember = remember;
   }

@@ -1,5 +1,6 @@
 // Runs the real sweep in-process against the test cluster and collects its audit lines, plus
 // builders for the scenarios the sweep e2e tests share.
+import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -149,6 +150,17 @@ export async function readJob(kc: KubeConfig, namespace: string, name: string): 
 
 export function trueCondition(job: V1Job, type: string): { reason?: string; message?: string } | undefined {
   return job.status?.conditions?.find((c) => c.type === type && c.status === 'True');
+}
+
+/** The Job ended as the sweeper fails it: `Failed` with reason ImagePullStuck and the sweeper's message (docs/contract.md). */
+export function assertFailedBySweeper(job: V1Job): void {
+  const failed = trueCondition(job, 'Failed');
+  assert.equal(failed?.reason, 'ImagePullStuck', `Job ${job.metadata?.name}: ${JSON.stringify(failed)}`);
+  assert.match(
+    failed?.message ?? '',
+    /^imagepull-sweeper: (?:init|sidecar|regular) container \S+ of pod \S+ /,
+    `Job ${job.metadata?.name}`,
+  );
 }
 
 /** Waits until the real Job controller has marked the Job Failed; returns it. */
