@@ -6,6 +6,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { ApiextensionsV1Api, type KubeConfig, KubernetesObjectApi, PatchStrategy, type KubernetesObject } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
+import { createKubeHttp } from '../../src/kube/http.ts';
 import { waitFor } from './kubelet.ts';
 
 const FIELD_MANAGER = 'imagepull-sweeper-test';
@@ -65,9 +66,20 @@ export function correlatableRulesOnly(crd: KubernetesObject): KubernetesObject {
   return copy;
 }
 
-/** Applies the CRDs and waits until the API server serves each. */
+/**
+ * Applies the CRDs as they are written (server-side apply of the JSON itself: client-node's typed
+ * serializer drops the schema's `x-kubernetes-*` keys, e.g. `x-kubernetes-int-or-string`, which
+ * the API server then refuses) and waits until the API server serves each.
+ */
 export async function applyCrds(kc: KubeConfig, crds: KubernetesObject[]): Promise<void> {
-  await apply(kc, crds);
+  const http = createKubeHttp(kc, 60_000);
+  for (const crd of crds) {
+    await http.send('PATCH', `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd.metadata!.name!}`, {
+      body: crd,
+      contentType: 'application/apply-patch+yaml',
+      query: { fieldManager: FIELD_MANAGER, force: 'true' },
+    });
+  }
   const api = kc.makeApiClient(ApiextensionsV1Api);
   for (const crd of crds) {
     const name = crd.metadata!.name!;

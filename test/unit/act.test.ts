@@ -330,6 +330,41 @@ describe('where the status write is refused: failing a Job by its pod failure po
   });
 });
 
+describe('a Job Kueue queues, not failed: what it is stuck on is kept on it first', () => {
+  const queued = (plan: 'skip' | 'report'): Decision => ({
+    ...decisionFor('q', { queue: { name: 'lq', suspendedSince: undefined } }),
+    plan,
+    remember: '{"image":"x"}',
+  });
+
+  it('within grace: one conditional merge patch, the memory and the queued label', async () => {
+    const { gateway, calls, methods } = scriptedGateway();
+    const [r] = await act(gateway, [queued('skip')], options());
+    assert.deepEqual([r!.outcome, r!.error], ['skipped', undefined]);
+    assert.deepEqual(methods(), ['mergePatchJob']);
+    assert.deepEqual(calls[0]!.args[2], {
+      metadata: { resourceVersion: '100', annotations: { [ANNOTATIONS.stuck]: '{"image":"x"}' }, labels: { [LABELS.pending]: 'queued' } },
+    });
+  });
+
+  it('reported (a report-only rule, the outage breaker): the memory, then the Report Event and its annotation', async () => {
+    const { gateway, methods } = scriptedGateway();
+    const [r] = await act(gateway, [queued('report')], options());
+    assert.deepEqual([r!.outcome, r!.error], ['reported', undefined]);
+    assert.deepEqual(methods(), ['mergePatchJob', 'createEvent', 'mergePatchJob']);
+  });
+
+  it('a Job changed since (409) is left for the next sweep; a refused write is the error', async () => {
+    const changed = scriptedGateway({ mergePatchJob: [apiError(409, 'Conflict', 'modified')] });
+    assert.equal((await act(changed.gateway, [queued('skip')], options()))[0]!.error, undefined);
+    const refused = scriptedGateway({ mergePatchJob: [apiError(403, 'Forbidden', 'guard')] });
+    assert.match(
+      (await act(refused.gateway, [queued('skip')], options()))[0]!.error ?? '',
+      /could not be kept on the Job \(Forbidden: guard\)/,
+    );
+  });
+});
+
 describe('reporting a Job', () => {
   it('writes the Report Event, then marks the Job reported; a Job already reported is left alone', async () => {
     const d = { ...decisionFor('r'), plan: 'report' as const, action: 'report' as const };
