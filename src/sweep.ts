@@ -23,7 +23,7 @@ import { readJobPods } from './observe/job-pods.ts';
 import { readNamespaceLabels } from './observe/namespace-labels.ts';
 import { listPendingJobs } from './observe/pending-jobs.ts';
 import { observeStuckContainers, type ObserveOptions, type Observation } from './observe/pods.ts';
-import { readKueueTimeout } from './observe/kueue-timeout.ts';
+import { readKueueTimeout, type KueueConfigLocation } from './observe/kueue-timeout.ts';
 import { LABELS, PENDING } from './policy/annotations.ts';
 import { loadPolicy, problemSource, type LoadedPolicy, type PolicyLocation } from './policy/load.ts';
 import { formatProblem } from './policy/problems.ts';
@@ -49,6 +49,8 @@ export interface SweepOptions {
   /** Empty: every namespace. */
   namespaces: string[];
   policy: PolicyLocation;
+  /** Kueue's configuration ConfigMap (docs/kueue.md); default kueue-system/kueue-manager-config. */
+  kueueConfig?: KueueConfigLocation;
   /** Identifies this sweeper in Events (pod or host name). */
   instance: string;
   pageSize?: number;
@@ -97,7 +99,7 @@ export async function sweep(liveDeps: SweepDeps, options: SweepOptions): Promise
 
   const observed = await observe(deps.gateway, options, log, loaded.policy, deps.observe);
   if ('status' in observed) return observed;
-  await warnKueueTimeouts(deps.gateway, log, loaded);
+  await warnKueueTimeouts(deps.gateway, log, loaded, options.kueueConfig);
   const nowMs = deps.monotonicMs();
   const now = serverNow(deps.gateway.lastServerDate(), nowMs - startedMs);
   if (!now) return noServerClock(log);
@@ -141,13 +143,18 @@ const startedUp = new WeakSet<object>();
  * warning for each grace of the policy that is not shorter than Kueue's timeout (docs/kueue.md).
  * Says nothing where there is no Kueue, or its configuration cannot be read.
  */
-async function warnKueueTimeouts(gateway: KubeGateway, log: SweepLog, loaded: Extract<LoadedPolicy, { ok: true }>): Promise<void> {
+async function warnKueueTimeouts(
+  gateway: KubeGateway,
+  log: SweepLog,
+  loaded: Extract<LoadedPolicy, { ok: true }>,
+  at: KueueConfigLocation | undefined,
+): Promise<void> {
   if (startedUp.has(log.logger)) return;
   startedUp.add(log.logger);
-  const kueue = await readKueueTimeout(gateway);
+  const kueue = await readKueueTimeout(gateway, at);
   if (!kueue.timeout) return;
   log.info(kueue.said);
-  for (const warning of policyKueueWarnings(loaded.policy, kueue.timeout)) log.warn(`policy ${loaded.description}: ${warning}`);
+  for (const warning of policyKueueWarnings(loaded.policy, kueue.timeout)) log.warn(`start-up: ${warning}`);
 }
 
 /** A client dry run's writes are recorded, never sent; a server dry run's are sent to be judged, not persisted. */
@@ -214,13 +221,19 @@ async function observe(
     }
     return attribution.ownerOf(podUid);
   };
-  const queues = await readForQueues(gateway, policy, log, {
-    stuck: observation.stuck,
-    ownerOf,
-    pending: pendingJobs.jobs,
-    labels,
-    unreadable,
-  });
+  const queues = await readForQueues(
+    gateway,
+    policy,
+    log,
+    {
+      stuck: observation.stuck,
+      ownerOf,
+      pending: pendingJobs.jobs,
+      labels,
+      unreadable,
+    },
+    options.kueueConfig,
+  );
   return {
     observation,
     judgeInput: { stuck: observation.stuck, ownerOf, namespaceLabels: labels, ...queues.judge },
@@ -244,6 +257,7 @@ async function readForQueues(
     labels: Map<string, Record<string, string>>;
     unreadable: Map<string, string>;
   },
+  kueueConfig: KueueConfigLocation | undefined,
 ): Promise<{ judge: Pick<JudgeInput, 'kueueTimeout'>; errors: number }> {
   const queued = seen.pending.filter((j) => j.pendingLabel === PENDING.queued);
   const unread = queued.filter((j) => !seen.labels.has(j.namespace) && !seen.unreadable.has(j.namespace));
@@ -258,7 +272,7 @@ async function readForQueues(
     return owner.kind === 'job' && owner.job.queue !== undefined;
   });
   if (queued.length === 0 && !queuedNow) return { judge: {}, errors };
-  const kueue = await readKueueTimeout(gateway);
+  const kueue = await readKueueTimeout(gateway, kueueConfig);
   log.info(kueue.said);
   return { judge: kueue.timeout ? { kueueTimeout: kueue.timeout } : {}, errors };
 }

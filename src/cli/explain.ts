@@ -2,7 +2,7 @@ import { describeApiError } from '../kube/errors.ts';
 import type { KubeGateway } from '../kube/gateway.ts';
 import { kueueTimeoutWarning } from '../judge/queue.ts';
 import { PULL_CLASSES } from '../model.ts';
-import { readKueueTimeout } from '../observe/kueue-timeout.ts';
+import { readKueueTimeout, type KueueConfigLocation } from '../observe/kueue-timeout.ts';
 import { ANNOTATIONS, ignoredByAnnotation } from '../policy/annotations.ts';
 import type { LoadedPolicy } from '../policy/load.ts';
 import { formatDuration } from '../policy/duration.ts';
@@ -26,6 +26,7 @@ export async function explainPolicy(
   namespace: string,
   jobName: string | undefined,
   format: OutputFormat,
+  kueueConfig?: KueueConfigLocation,
 ): Promise<number> {
   const notes: string[] = [];
   let labels: Record<string, string> | undefined;
@@ -58,7 +59,7 @@ export async function explainPolicy(
   }
 
   // Kueue's timeout against these graces (docs/kueue.md): what was read, and each grace not shorter.
-  const kueue = gateway ? await readKueueTimeout(gateway) : undefined;
+  const kueue = gateway ? await readKueueTimeout(gateway, kueueConfig) : undefined;
   const { grace, sources } = job?.grace ?? graceForJob(effective, {});
   const kueueWarnings = kueue?.timeout
     ? PULL_CLASSES.flatMap(

@@ -9,8 +9,13 @@ import { describeApiError } from '../kube/errors.ts';
 import type { KubeGateway } from '../kube/gateway.ts';
 import { formatDuration, tryParseGoDuration } from '../policy/duration.ts';
 
-/** Where Kueue's manifests and chart put its Configuration. */
+/** Where Kueue's manifests and chart put its Configuration (`--kueue-config` names another ConfigMap). */
 export const KUEUE_CONFIGURATION = { namespace: 'kueue-system', name: 'kueue-manager-config', key: 'controller_manager_config.yaml' };
+
+export interface KueueConfigLocation {
+  namespace: string;
+  name: string;
+}
 
 /** The timeout when it applies, and what was read, in words. */
 export interface KueueTimeoutRead {
@@ -18,12 +23,13 @@ export interface KueueTimeoutRead {
   said: string;
 }
 
-const where = `ConfigMap ${KUEUE_CONFIGURATION.namespace}/${KUEUE_CONFIGURATION.name}`;
+const describe = (at: KueueConfigLocation) => `ConfigMap ${at.namespace}/${at.name}`;
 
-export async function readKueueTimeout(gateway: KubeGateway): Promise<KueueTimeoutRead> {
+export async function readKueueTimeout(gateway: KubeGateway, at: KueueConfigLocation = KUEUE_CONFIGURATION): Promise<KueueTimeoutRead> {
+  const where = describe(at);
   let text: string | undefined;
   try {
-    text = (await gateway.readConfigMap(KUEUE_CONFIGURATION.namespace, KUEUE_CONFIGURATION.name)).data?.[KUEUE_CONFIGURATION.key];
+    text = (await gateway.readConfigMap(at.namespace, at.name)).data?.[KUEUE_CONFIGURATION.key];
   } catch (error) {
     const failure = describeApiError(error);
     if (failure.status === 404) return { timeout: undefined, said: `Kueue's configuration: no ${where}` };
@@ -33,14 +39,15 @@ export async function readKueueTimeout(gateway: KubeGateway): Promise<KueueTimeo
     };
   }
   if (text === undefined) return { timeout: undefined, said: `Kueue's configuration: ${where} has no key ${KUEUE_CONFIGURATION.key}` };
-  return parseKueueConfiguration(text);
+  return parseKueueConfiguration(text, at);
 }
 
 /** Kueue's default timeout in its v1beta1 Configuration, when waitForPodsReady is enabled without one. */
 const V1BETA1_DEFAULT_SECONDS = 300;
 
 /** Pure: the waitForPodsReady timeout of a Kueue Configuration (config.kueue.x-k8s.io v1beta1 or v1beta2). */
-export function parseKueueConfiguration(text: string): KueueTimeoutRead {
+export function parseKueueConfiguration(text: string, at: KueueConfigLocation = KUEUE_CONFIGURATION): KueueTimeoutRead {
+  const where = describe(at);
   let config: unknown;
   try {
     config = parse(text);

@@ -162,12 +162,14 @@ describe('the admission guard', () => {
     const status = (name: string, body: object) => () => saBatch.patchNamespacedJobStatus({ namespace: ns, name, body }, smp);
     const job = await held('status-target');
 
-    await assertGuardDenies('a Complete condition', rule, status(job, { status: { conditions: [{ type: 'Complete', status: 'True' }] } }));
-    await assertGuardDenies(
-      'a Failed condition',
-      rule,
-      status(job, { status: { conditions: [{ type: 'Failed', status: 'True', reason: 'ImagePullStuck' }] } }),
-    );
+    // A Complete or Failed condition: the API server's own validation refuses these first (422).
+    for (const type of ['Complete', 'Failed'])
+      await assert.rejects(
+        status(job, { status: { conditions: [{ type, status: 'True', reason: 'ImagePullStuck' }] } }),
+        (e: unknown) => e instanceof ApiException && [403, 422].includes(e.code),
+        type,
+      );
+    await assertGuardDenies('another condition type', rule, status(job, { status: { conditions: [{ type: 'Other', status: 'True' }] } }));
     await assertGuardDenies(
       'a FailureTarget of another reason',
       rule,

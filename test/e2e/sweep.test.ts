@@ -418,7 +418,7 @@ describe('sweep under real API failures and races', () => {
           failurePolicy: 'Fail',
           matchConstraints: {
             namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns } },
-            resourceRules: [{ apiGroups: ['batch'], apiVersions: ['v1'], operations: ['UPDATE'], resources: ['jobs'] }],
+            resourceRules: [{ apiGroups: ['batch'], apiVersions: ['v1'], operations: ['UPDATE'], resources: ['jobs', 'jobs/status'] }],
           },
           // Denies every update of a Job once it carries the label (so the label itself can be added).
           validations: [

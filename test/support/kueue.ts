@@ -9,8 +9,10 @@
 //     every other Job, pod and JobSet on the shared cluster never meets them;
 //   - its Configuration: waitForPodsReady with a short timeout and requeuing back-off, batch/v1
 //     Jobs only, no leader election, metrics off, the readiness probe on loopback. The same
-//     Configuration is kept where Kueue's manifests keep it (ConfigMap
-//     kueue-system/kueue-manager-config), for the sweeper to read its timeout from;
+//     Configuration is kept in a ConfigMap as Kueue's manifests keep it, in kueue-system but under
+//     a name of the tests' own (KUEUE_CONFIG), for the sweeper to read its timeout from with
+//     --kueue-config: the other files' sweeps on the shared cluster read the default name, and
+//     find no Kueue;
 //   - Kueue v0.17 reads its metrics certificate from /etc/kueue/metrics/certs whenever its own
 //     certificate management is off (cmd/kueue/main.go), even with metrics off: it runs in a
 //     private mount namespace whose /etc is an overlay holding that certificate (root), so the
@@ -56,8 +58,12 @@ export const WEBHOOK_CONFIGURATIONS = {
   mutating: 'imagepull-sweeper-test-kueue-mutating',
   validating: 'imagepull-sweeper-test-kueue-validating',
 } as const;
-/** Where Kueue's manifests keep its Configuration (src/observe/kueue-timeout.ts reads it there). */
-export const KUEUE_CONFIG = { namespace: 'kueue-system', name: 'kueue-manager-config', key: 'controller_manager_config.yaml' };
+/** Where the tests keep Kueue's Configuration for the sweeper (its `--kueue-config`): the key as Kueue's manifests have it. */
+export const KUEUE_CONFIG = {
+  namespace: 'kueue-system',
+  name: 'imagepull-sweeper-e2e-kueue-config',
+  key: 'controller_manager_config.yaml',
+};
 
 /** The waitForPodsReady settings the tests run Kueue with. */
 export const PODS_READY = {

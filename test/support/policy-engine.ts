@@ -3,6 +3,7 @@
 // the sweeper falls back to the deadline (or the Job's podFailurePolicy) and says so. Everyone's
 // other writes, and the Job controller's own, pass.
 import { AdmissionregistrationV1Api, ApiException, BatchV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { describeApiError } from '../../src/kube/errors.ts';
 import { createGateway } from '../../src/kube/gateway.ts';
 import { jobManifest } from './fixtures.ts';
 import type { ClusterHooks } from './hooks.ts';
@@ -65,7 +66,10 @@ async function refusalEnforced(kc: KubeConfig, ns: string): Promise<void> {
     () =>
       dryRun.patchJobStatus(ns, probe.metadata!.name!, { status: { conditions: [condition] } }).then(
         () => false,
-        (error: unknown) => error instanceof ApiException && error.code === 403 && String(error.body).includes(REFUSAL),
+        (error: unknown) => {
+          const failure = describeApiError(error);
+          return failure.status === 403 && failure.message.includes(REFUSAL);
+        },
       ),
     30_000,
     `the refusal of FailureTarget writes enforced in ${ns}`,

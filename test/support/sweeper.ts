@@ -49,7 +49,13 @@ export function policyFile(yaml: string): PolicyLocation {
 
 export async function runSweep(
   kc: KubeConfig,
-  options: { namespaces: string[]; policy: PolicyLocation; dryRun?: boolean; pageSize?: number },
+  options: {
+    namespaces: string[];
+    policy: PolicyLocation;
+    dryRun?: boolean;
+    pageSize?: number;
+    kueueConfig?: { namespace: string; name: string };
+  },
   /** Instead of the plain gateway (e.g. one that injects faults); retries are added around it. */
   plainGateway?: KubeGateway,
 ): Promise<SweepRun> {
@@ -67,6 +73,7 @@ export async function runSweep(
       dryRun: options.dryRun ?? false,
       namespaces: options.namespaces,
       policy: options.policy,
+      ...(options.kueueConfig ? { kueueConfig: options.kueueConfig } : {}),
       instance: 'e2e',
       pageSize: options.pageSize,
     },
