@@ -17,10 +17,17 @@ export interface Reporter {
   now: Date;
 }
 
+/**
+ * The Event of a stuck Job, named by Job uid, action and cause (container, image, reason): a
+ * retried write, or a later sweep's after the annotation that records it was lost, is a 409, not a
+ * second Event.
+ */
 export function stuckJobEvent(d: Decision, action: 'FailJob' | 'Report', reporter: Reporter): EventsV1Event {
   const job = d.jobView!;
   const verb = action === 'FailJob' ? 'Failing Job' : 'Job stuck (report only)';
+  const digest = createHash('sha256').update(`${job.uid}/${action}/${d.container}/${d.image}/${d.reason}`).digest('hex').slice(0, 16);
   return warningEvent(reporter, {
+    name: `${job.name.slice(0, 230)}.${digest}`,
     reason: EVENT_REASON_STUCK,
     action,
     note: `${verb}: ${formatClaimMessage(d)}`,

@@ -12,8 +12,9 @@ import { truncate } from '../text.ts';
 
 /**
  * How the pod steps ended: done, the pod changed since it was judged (its stuck containers now), a
- * write failed, or the delete's outcome is unknown (it failed and the pod could not be read back:
- * the pod may be gone, and the Job controller failing the Job).
+ * write failed, or the delete's outcome is unknown (it failed, and the pod could not be read back
+ * or a request of it may still be carried out: the pod may be deleted, and the Job controller
+ * failing the Job).
  */
 export type PodSteps =
   | { kind: 'done' }
@@ -69,6 +70,8 @@ export async function failPod(gateway: KubeGateway, d: Decision, now: Date): Pro
     if (deleted.landed) return { kind: 'done' };
     const seen = deleting.last();
     if (seen === undefined) return { kind: 'unknown', failure: deleted.failure };
+    // The pod read back is not deleted yet, but a request of this delete may still be carried out.
+    if (deleted.why === 'failed' && deleted.failure.mayHaveLanded) return { kind: 'unknown', failure: deleted.failure };
     if (seen === 'gone' || deleted.why !== 'conflict' || attempt >= DELETE_ATTEMPTS) return { kind: 'failed', failure: deleted.failure };
     // The kubelet wrote the pod in between: delete it as it is now, if it is still stuck.
     if (!marked(seen) || stuckNow(seen).length === 0) return { kind: 'changed', stuck: stuckNow(seen) };

@@ -43,7 +43,24 @@ export interface ApiFailure {
   reason: string;
   message: string;
   retryAfterSeconds: number | undefined;
+  /**
+   * A write that failed so may still land: its request may have reached the API server (a timeout,
+   * a dropped connection, a 5xx other than 503) and be applied after this answer, in this attempt or
+   * an earlier one of the retry layer. Not knowing, the caller must not act as if it never landed.
+   */
+  mayHaveLanded: boolean;
 }
+
+/** Errors the retry layer gave up on after an attempt whose request may have reached the server. */
+const landedUnknown = new WeakSet<object>();
+
+/** Marks `error` (thrown by a write) as one whose request, in some attempt, may still land. */
+export function markMayHaveLanded(error: unknown): void {
+  if (error && typeof error === 'object') landedUnknown.add(error);
+}
+
+/** Codes of a connection that was never made: the request cannot have been sent. */
+const NEVER_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
 
 /** Normalises whatever client-node throws into something the sweep can decide on. */
 export function describeApiError(error: unknown): ApiFailure {
@@ -60,6 +77,8 @@ export function describeApiError(error: unknown): ApiFailure {
       // A 401 body says only "Unauthorized"; the client's own text starts "HTTP-Code: 401".
       message: answered.code === 401 ? REFUSED_CREDENTIALS : (body?.message ?? `HTTP ${answered.code}`),
       retryAfterSeconds: Number.isFinite(retryAfter) && retryAfter >= 0 ? retryAfter : undefined,
+      // 429 and 503 are answered before the request is carried out (API Priority and Fairness, not ready).
+      mayHaveLanded: landedUnknown.has(answered) || (answered.code >= 500 && answered.code !== 503),
     };
   }
   const code = networkCode(error);
@@ -75,6 +94,7 @@ export function describeApiError(error: unknown): ApiFailure {
     reason: code ?? 'Error',
     message: untrusted ? `the cluster's TLS certificate is not trusted: ${firstLine(message)}` : firstLine(message),
     retryAfterSeconds: undefined,
+    mayHaveLanded: landedUnknown.has(error as object) || (!untrusted && !(code !== undefined && NEVER_SENT_CODES.has(code))),
   };
 }
 
@@ -100,10 +120,11 @@ export function isRetryable(f: ApiFailure): boolean {
 
 /**
  * The API server refused the request for good, and it did not land: RBAC or an admission policy
- * (403, or 400/422 from a webhook or validation). Never an answer that may have been lost.
+ * (403, or 400/422 from a webhook or validation), with no earlier attempt of it that may still
+ * land (`mayHaveLanded`). Never an answer that may have been lost.
  */
 export function isRefusal(f: ApiFailure): boolean {
-  return f.status === 400 || f.status === 403 || f.status === 422;
+  return (f.status === 400 || f.status === 403 || f.status === 422) && !f.mayHaveLanded;
 }
 
 /** One phrase for an operator: why the cluster could not be used. */

@@ -1,7 +1,7 @@
 // The retry policy, decided once for every call the sweeper makes: what is safe to repeat, how
 // long to wait, and how a write whose response was lost is made idempotent.
 import type { V1CronJob, V1Job } from '@kubernetes/client-node';
-import { describeApiError, isRetryable, type ApiFailure } from './errors.ts';
+import { describeApiError, isRetryable, markMayHaveLanded, type ApiFailure } from './errors.ts';
 import type { JobSetObject, KubeGateway } from './gateway.ts';
 import type { LeaseGateway } from './leases.ts';
 import { carriesAnnotations, isConditional, isConflict, judgeWriteError } from './write-outcome.ts';
@@ -39,14 +39,18 @@ export function retryDelayMs(policy: RetryPolicy, failure: ApiFailure, attempt: 
 
 /**
  * Retries 429, 5xx and dropped connections. `settle` sees every error with whether an earlier
- * attempt was made; it may turn an error into a result (the request had landed).
+ * attempt was made; it may turn an error into a result (the request had landed). A write given up
+ * on after an attempt that may have reached the server is thrown marked so (`mayHaveLanded`): that
+ * attempt's request can still be carried out after the last answer.
  */
 async function retrying<T>(
   policy: RetryPolicy,
   request: string,
   call: () => Promise<T>,
   settle?: (error: unknown, retried: boolean) => Promise<T | typeof FAILED>,
+  write = false,
 ): Promise<T> {
+  let mayHaveLanded = false;
   for (let attempt = 1; ; attempt += 1) {
     try {
       return await call();
@@ -56,7 +60,11 @@ async function retrying<T>(
         if (settled !== FAILED) return settled;
       }
       const failure = describeApiError(error);
-      if (attempt >= policy.attempts || !isRetryable(failure)) throw error;
+      mayHaveLanded ||= write && failure.mayHaveLanded;
+      if (attempt >= policy.attempts || !isRetryable(failure)) {
+        if (mayHaveLanded) markMayHaveLanded(error);
+        throw error;
+      }
       const delayMs = retryDelayMs(policy, failure, attempt);
       policy.onRetry?.({ request, failure, attempt, delayMs });
       await policy.sleep(delayMs);
@@ -75,13 +83,15 @@ const FAILED = Symbol('failed');
  * - `mergePatchJob` or `patchJobStatus` with a resourceVersion (a claim) that conflicts after a
  *   retry reads the Job: if it carries every annotation the patch sets, the first attempt landed;
  * - `createEvent` sends the same object (same name) every attempt, so a 409 after a retry is done;
- * - `deletePod` resolves when the pod is gone, whoever deleted it (404 is done);
+ * - `deletePod` after a retry resolves when the pod is gone (404 is its earlier attempt's, done); a
+ *   404 on the first attempt is thrown, so the caller tells "already gone" from "deleted";
  * - `mergePatchCronJob` and `mergePatchJobSet` (always with a resourceVersion) are settled like a conditional Job patch.
  */
 export function withRetries(plain: KubeGateway, options: Partial<RetryPolicy> = {}): KubeGateway {
   const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...options };
-  const retry = <T>(request: string, call: () => Promise<T>, settle?: (e: unknown, retried: boolean) => Promise<T | typeof FAILED>) =>
-    retrying(policy, request, call, settle);
+  const retry = <T>(request: string, call: () => Promise<T>) => retrying(policy, request, call);
+  const retryWrite = <T>(request: string, call: () => Promise<T>, settle?: (e: unknown, retried: boolean) => Promise<T | typeof FAILED>) =>
+    retrying(policy, request, call, settle, true);
   // Settling a conditional write reads the object back through these retries too: a lost read
   // must not turn a write that landed into a conflict.
   const gateway: KubeGateway = {
@@ -95,51 +105,53 @@ export function withRetries(plain: KubeGateway, options: Partial<RetryPolicy> = 
     readNamespace: (name) => retry(`readNamespace ${name}`, () => plain.readNamespace(name)),
     readConfigMap: (namespace, name) => retry(`readConfigMap ${namespace}/${name}`, () => plain.readConfigMap(namespace, name)),
     patchPodStatus: (namespace, name, patch) =>
-      retry(`patchPodStatus ${namespace}/${name}`, () => plain.patchPodStatus(namespace, name, patch)),
+      retryWrite(`patchPodStatus ${namespace}/${name}`, () => plain.patchPodStatus(namespace, name, patch)),
     mergePatchJob: (namespace, name, patch) =>
-      retry(
+      retryWrite(
         `mergePatchJob ${namespace}/${name}`,
         () => plain.mergePatchJob(namespace, name, patch),
         settleConditional(patch, () => gateway.readJob(namespace, name)),
       ),
     patchJobStatus: (namespace, name, patch) =>
-      retry(
+      retryWrite(
         `patchJobStatus ${namespace}/${name}`,
         () => plain.patchJobStatus(namespace, name, patch),
         settleConditional(patch, () => gateway.readJob(namespace, name)),
       ),
     // A test operation that fails after a retry is left to the caller, which re-reads the Job.
     jsonPatchJob: (namespace, name, operations) =>
-      retry(`jsonPatchJob ${namespace}/${name}`, () => plain.jsonPatchJob(namespace, name, operations)),
+      retryWrite(`jsonPatchJob ${namespace}/${name}`, () => plain.jsonPatchJob(namespace, name, operations)),
     deletePod: (namespace, name, uid, resourceVersion, options) =>
-      retry(
+      retryWrite(
         `deletePod ${namespace}/${name}`,
         () => plain.deletePod(namespace, name, uid, resourceVersion, options),
-        async (error) => (judgeWriteError('delete', error).landed ? undefined : FAILED),
+        // Only after a retry is a 404 this call's own earlier attempt; on the first it is the
+        // caller's to judge (the pod was already gone).
+        async (error, retried) => (retried && judgeWriteError('delete', error).landed ? undefined : FAILED),
       ),
     createEvent: (namespace, event) =>
-      retry(
+      retryWrite(
         `createEvent ${namespace}/${event.metadata?.name ?? ''}`,
         () => plain.createEvent(namespace, event),
         async (error, retried) => (retried && judgeWriteError('create', error).landed ? undefined : FAILED),
       ),
     readCronJob: (namespace, name) => retry(`readCronJob ${namespace}/${name}`, () => plain.readCronJob(namespace, name)),
     mergePatchCronJob: (namespace, name, patch) =>
-      retry(
+      retryWrite(
         `mergePatchCronJob ${namespace}/${name}`,
         () => plain.mergePatchCronJob(namespace, name, patch),
         settleConditional(patch, () => gateway.readCronJob(namespace, name)),
       ),
     readJobSet: (namespace, name) => retry(`readJobSet ${namespace}/${name}`, () => plain.readJobSet(namespace, name)),
     mergePatchJobSet: (namespace, name, patch) =>
-      retry(
+      retryWrite(
         `mergePatchJobSet ${namespace}/${name}`,
         () => plain.mergePatchJobSet(namespace, name, patch),
         settleConditional(patch, () => gateway.readJobSet(namespace, name)),
       ),
     // Always conditional on the resourceVersion: a retried patch that conflicts is left to the caller, which re-reads the pod.
     mergePatchPod: (namespace, name, patch) =>
-      retry(`mergePatchPod ${namespace}/${name}`, () => plain.mergePatchPod(namespace, name, patch)),
+      retryWrite(`mergePatchPod ${namespace}/${name}`, () => plain.mergePatchPod(namespace, name, patch)),
     lastServerDate: () => plain.lastServerDate(),
     readServerVersion: () => retry('readServerVersion', () => plain.readServerVersion()),
     serverDryRun: () => withRetries(plain.serverDryRun(), options),

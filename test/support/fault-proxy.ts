@@ -5,7 +5,9 @@
 //   reset     the connection is dropped before forwarding
 //   slow      held for `slowMs` (longer than the client's --request-timeout), then forwarded anyway
 //   lost      forwarded (the write lands), then the connection is dropped instead of the answer
-// and, with `stripDate`, answers without a Date header (a proxy that drops it). Watch requests
+// and, with `stripDate`, answers without a Date header (a proxy that drops it). A `script` names
+// the faults of chosen requests exactly (the 1st, 2nd, ... request matching a verb and path), so
+// a sequence seen under random faults can be replayed whatever else runs at the time. Watch requests
 // are streamed through as the API server sends them; `dropWatches` cuts the open ones and
 // `refuseWatches` answers new ones 503 (an API server going away and coming back).
 // It has its own self-signed CA; `writeKubeconfig` gives the sweeper a kubeconfig that trusts it
@@ -40,6 +42,17 @@ export interface FaultProxyOptions {
   altNames?: string[];
   /** Remove the Date header from every answer. */
   stripDate?: boolean;
+  /** Faults of chosen requests, taken before (and instead of) the random draw. */
+  script?: readonly ScriptedFaults[];
+}
+
+/** The faults of the requests matching `method` and `path`, in order; `undefined` lets one through. */
+export interface ScriptedFaults {
+  method: string;
+  path: RegExp;
+  faults: readonly (FaultKind | undefined)[];
+  /** How long this entry's `slow` faults hold a request (default: the proxy's `slowMs`). */
+  slowMs?: number;
 }
 
 export interface FaultStats {
@@ -195,6 +208,14 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
   const upstream = new URL(options.upstream);
   const agent = new https.Agent({ ca: options.upstreamCa, keepAlive: true, maxSockets: 32 });
   const random = seededRandom(options.seed);
+  const script = (options.script ?? []).map((entry) => ({ entry, next: 0 }));
+  /** The scripted fault of this request, if an entry matches it and has faults left. */
+  const scripted = (req: IncomingMessage): { fault: FaultKind | undefined; slowMs?: number } | undefined => {
+    const path = (req.url ?? '').split('?')[0]!;
+    const match = script.find((s) => s.entry.method === req.method && s.entry.path.test(path) && s.next < s.entry.faults.length);
+    if (!match) return undefined;
+    return { fault: match.entry.faults[match.next++], slowMs: match.entry.slowMs };
+  };
   const kinds = options.kinds ?? FAULT_KINDS;
   let faultRate = options.faultRate;
   const slowMs = options.slowMs ?? 3_000;
@@ -266,7 +287,8 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     stats.requests += 1;
     if (write) stats.writes += 1;
     else stats.reads += 1;
-    const fault = random() < faultRate ? kinds[Math.floor(random() * kinds.length)] : undefined;
+    const chosen = scripted(req);
+    const fault = chosen ? chosen.fault : random() < faultRate ? kinds[Math.floor(random() * kinds.length)] : undefined;
     if (fault) {
       stats.faults[fault] += 1;
       if (fault === 'lost' && write) stats.lostWrites += 1;
@@ -282,7 +304,7 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
         req.socket.destroy();
         return;
       case 'slow':
-        await sleep(slowMs);
+        await sleep(chosen?.slowMs ?? slowMs);
         break;
       default:
     }

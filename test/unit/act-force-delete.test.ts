@@ -9,6 +9,7 @@ import { forceDeletePods } from '../../src/act/force-delete.ts';
 import { judgePending } from '../../src/judge/pending.ts';
 import type { Decision } from '../../src/judge/types.ts';
 import { dryRunGateway } from '../../src/kube/dry-run-gateway.ts';
+import { withRetries } from '../../src/kube/retrying.ts';
 import { wordResult } from '../../src/report/wording.ts';
 import { apiError, scriptedGateway } from '../support/scripted-gateway.ts';
 import { job, NOW, secondsAgo } from './judge-fixtures.ts';
@@ -111,6 +112,21 @@ describe('forceDeletePods', () => {
       [...gone.calls, ...other.calls].map((c) => c.method),
       ['deletePod', 'deletePod'],
     );
+  });
+
+  it('through the retry layer: a first-attempt 404 is "already gone" with no Event; a 404 after a lost answer is our delete', async () => {
+    const noWait = { sleep: async () => undefined };
+    const gone = scriptedGateway({ deletePod: [apiError(404, 'NotFound', 'pods "hung-abcde" not found')] });
+    assert.deepEqual(await forceDeletePods(withRetries(gone.gateway, noWait), pendingDecision(70), { instance: 'unit', now: NOW }), {
+      done: [{ kind: 'found', text: 'pod hung-abcde already gone' }],
+      error: undefined,
+    });
+    assert.deepEqual(gone.methods(), ['deletePod']);
+    const dropped = Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
+    const lost = scriptedGateway({ deletePod: [dropped, apiError(404, 'NotFound', 'pods "hung-abcde" not found')] });
+    const r = await forceDeletePods(withRetries(lost.gateway, noWait), pendingDecision(70), { instance: 'unit', now: NOW });
+    assert.deepEqual(r.done, [{ kind: 'force-deleted', pod: 'pod hung-abcde (terminating 1m8s, no container ever started)' }]);
+    assert.deepEqual(lost.methods(), ['deletePod', 'deletePod', 'createEvent']);
   });
 
   it('reports a refused delete (e.g. the guard) or a lost Event as an error', async () => {

@@ -10,6 +10,7 @@ import { hintFor } from '../../src/judge/hint.ts';
 import { judge } from '../../src/judge/judge.ts';
 import type { Decision } from '../../src/judge/types.ts';
 import { dryRunGateway, type RecordedWrites } from '../../src/kube/dry-run-gateway.ts';
+import { withRetries } from '../../src/kube/retrying.ts';
 import { auditLine } from '../../src/report/audit.ts';
 import { wordResult } from '../../src/report/wording.ts';
 import type { JobView } from '../../src/model.ts';
@@ -182,6 +183,16 @@ describe('where the status write is refused: failing a Job by its deadline', () 
     assert.deepEqual(methods(), ['patchJobStatus', 'readJob']);
   });
 
+  it('a refusal after an attempt that may still land (a timeout first) is no refusal: no fallback, the claim read back', async () => {
+    const timedOut = Object.assign(new Error('no answer within the request timeout'), { name: 'TimeoutError' });
+    const d = decisionFor('a');
+    const forbidden = apiError(403, 'Forbidden', 'a webhook, reachable again');
+    const { gateway, methods } = scriptedGateway({ patchJobStatus: [timedOut, forbidden], readJob: [jobObject(d)] });
+    const [r] = await act(withRetries(gateway, { sleep: async () => undefined }), [d], options());
+    assert.equal(r!.outcome, 'error');
+    assert.deepEqual(methods(), ['patchJobStatus', 'patchJobStatus', 'readJob']);
+  });
+
   it('a Job whose pod failure policy has an earlier rule in the way says so in why it fell back to the deadline', async () => {
     const d = decisionFor('a', {
       podFailureRules: [{ action: 'Ignore', onExitCodes: { operator: 'In', values: [137] } }, ...PFP.podFailureRules],
@@ -275,6 +286,35 @@ describe('where the status write is refused: failing a Job by its pod failure po
       ['error', 'ServiceUnavailable: answer lost; the pod may be deleted: claim kept, completed after confirmWithin'],
     );
     assert.deepEqual(methods(), ['patchJobStatus', 'mergePatchJob', 'patchPodStatus', 'deletePod', 'readPod']);
+  });
+
+  it('a delete given up on after an attempt that may still land keeps the claim, though the pod read back is not deleted', async () => {
+    // The first attempt timed out (its request may be carried out later), the others were refused
+    // before reaching the API server: releasing the claim now would let that late delete fail the
+    // Job through its pod failure policy with no claim and no Event.
+    const d = decisionFor('p', PFP);
+    const timedOut = Object.assign(new Error('no answer within the request timeout'), { name: 'TimeoutError' });
+    const throttled = apiError(429, 'TooManyRequests', 'later');
+    const { gateway, methods } = scriptedGateway({
+      patchJobStatus: [REFUSED],
+      deletePod: [timedOut, throttled, throttled, throttled],
+      readPod: [podObject(d, 'marked')],
+    });
+    const [r] = await act(withRetries(gateway, { sleep: async () => undefined }), [d], options());
+    assert.deepEqual(
+      [r!.outcome, r!.error],
+      ['error', 'TooManyRequests: later; the pod may be deleted: claim kept, completed after confirmWithin'],
+    );
+    assert.deepEqual(methods(), [
+      'patchJobStatus',
+      'mergePatchJob',
+      'patchPodStatus',
+      'deletePod',
+      'deletePod',
+      'deletePod',
+      'deletePod',
+      'readPod',
+    ]);
   });
 
   it('a release that fails too leaves the claim for the confirmation rule', async () => {
@@ -373,6 +413,23 @@ describe('reporting a Job', () => {
     assert.equal(r!.outcome, 'reported');
     assert.deepEqual(methods(), ['createEvent', 'mergePatchJob']);
     assert.equal((calls[0]!.args[1] as EventsV1Event).action, 'Report');
+  });
+
+  it('names the Report Event by Job and cause: a report whose annotation was lost is written again as the same Event (409), then marked', async () => {
+    const d = { ...decisionFor('r'), plan: 'report' as const, action: 'report' as const };
+    const first = scriptedGateway({ mergePatchJob: [apiError(503, 'ServiceUnavailable', 'later')] });
+    const [lost] = await act(first.gateway, [d], options());
+    assert.equal(lost!.outcome, 'error');
+    const second = scriptedGateway({ createEvent: [apiError(409, 'AlreadyExists', 'exists')] });
+    const [r] = await act(second.gateway, [d], options({ now: new Date(NOW.getTime() + 120_000), claim: 'claim-2' }));
+    assert.equal(r!.outcome, 'reported');
+    assert.deepEqual(second.methods(), ['createEvent', 'mergePatchJob']);
+    const name = (g: typeof first) => (g.calls[0]!.args[1] as EventsV1Event).metadata?.name;
+    assert.equal(name(second), name(first));
+    assert.match(name(first) ?? '', /^r\.[0-9a-f]{16}$/);
+    const otherCause = scriptedGateway();
+    await act(otherCause.gateway, [{ ...d, image: 'registry.example/other:2' }], options());
+    assert.notEqual(name(otherCause), name(first));
   });
 });
 

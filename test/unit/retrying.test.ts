@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ApiException, type EventsV1Event, type V1Job } from '@kubernetes/client-node';
 import { mapBounded } from '../../src/concurrency.ts';
+import { describeApiError } from '../../src/kube/errors.ts';
 import type { KubeGateway } from '../../src/kube/gateway.ts';
 import { withRetries, type RetryNotice } from '../../src/kube/retrying.ts';
 import { scriptedGateway, type Script } from '../support/scripted-gateway.ts';
@@ -81,9 +82,37 @@ describe('the retrying gateway', () => {
     await assert.rejects(retrying(scripted({ createEvent: [status(409)] }).gateway).createEvent('ns', event));
   });
 
-  it('counts a pod delete answered 404 as done', async () => {
-    await retrying(scripted({ deletePod: [status(404)] }).gateway).deletePod('ns', 'p', 'uid');
+  it('counts a pod delete answered 404 after a retry as done, and leaves a first-attempt 404 (already gone) to the caller', async () => {
     await retrying(scripted({ deletePod: [dropped(), status(404)] }).gateway).deletePod('ns', 'p', 'uid');
+    await assert.rejects(
+      retrying(scripted({ deletePod: [status(404)] }).gateway).deletePod('ns', 'p', 'uid'),
+      (e: unknown) => describeApiError(e).status === 404,
+    );
+  });
+
+  it('marks a write given up on as possibly landed when any attempt may have reached the server', async () => {
+    const mayHaveLanded = (e: unknown) => describeApiError(e).mayHaveLanded;
+    // A timeout first, then answers sent before the request is carried out: the first may still land.
+    const timedOut = Object.assign(new Error('no answer within the request timeout'), { name: 'TimeoutError' });
+    const late = scripted({ deletePod: [timedOut, status(429), status(503), status(503)] });
+    await assert.rejects(retrying(late.gateway).deletePod('ns', 'p', 'uid', '7'), mayHaveLanded);
+    assert.equal(late.count('deletePod'), 4);
+    // Nothing sent (connection refused) or answered before carrying it out (429, 503): it did not land.
+    const refused = Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
+    const never = scripted({ mergePatchJob: [refused, status(429), status(503), status(503)] });
+    await assert.rejects(
+      retrying(never.gateway).mergePatchJob('ns', 'j', { metadata: { annotations: { a: '1' } } }),
+      (e: unknown) => !mayHaveLanded(e),
+    );
+    // A 500 or a dropped connection on the last attempt may have landed on its own.
+    await assert.rejects(retrying(scripted({ createEvent: [status(500)] }).gateway).createEvent('ns', event), mayHaveLanded);
+    await assert.rejects(retrying(scripted({ jsonPatchJob: [status(429), dropped()] }).gateway).jsonPatchJob('ns', 'j', []), mayHaveLanded);
+    // A read is never marked: it changes nothing.
+    const reads = scripted({ readJob: [timedOut, status(503)] });
+    await assert.rejects(
+      retrying(reads.gateway).readJob('ns', 'j'),
+      (e: unknown) => describeApiError(e).status === 503 && !mayHaveLanded(e),
+    );
   });
 });
 

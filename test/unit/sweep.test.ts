@@ -93,8 +93,10 @@ describe('sweep()', () => {
       result.results.map((r) => [r.decision.job, r.outcome]),
       [['a', 'failed']],
     );
+    // The namespace's Pending pods, then its Running ones (a container restarted in place);
     // readConfigMap: Kueue's configuration, once per process (no Kueue here: 404, nothing said).
     assert.deepEqual(methods(), [
+      'listPodRows',
       'listPodRows',
       'readPod',
       'readServerVersion',
