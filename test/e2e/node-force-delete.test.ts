@@ -113,7 +113,7 @@ function forceDeleteOn(
     });
 
     it(
-      `both mechanisms Failed within ${afterS + 30} s of the sweep that failed them; a pod whose init container ran is never forced`,
+      `its own condition and the podFailurePolicy fallback: Failed within ${afterS + 30} s of the sweep that failed them; a pod whose init container ran is never forced`,
       TIMEOUT,
       async () => {
         const ns = await env.namespace('node-force');
@@ -223,9 +223,9 @@ function forceDeleteOn(
             .map((l) => [l.job, l.outcome])
             .sort(),
           [
-            ['plain', 'skipped'],
             ['init-hung', 'skipped'],
             ['pfp', 'skipped'],
+            ['plain', 'skipped'],
             ['ran', 'skipped'],
           ],
         );
