@@ -3,10 +3,20 @@
 // applied and established, its webhooks pointed at it on loopback, and the process itself.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
-import { ApiextensionsV1Api, type KubeConfig, KubernetesObjectApi, PatchStrategy, type KubernetesObject } from '@kubernetes/client-node';
+import {
+  AdmissionregistrationV1Api,
+  ApiextensionsV1Api,
+  type KubeConfig,
+  KubernetesObjectApi,
+  PatchStrategy,
+  type KubernetesObject,
+} from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
 import { createKubeHttp } from '../../src/kube/http.ts';
+import { freePort } from './cluster.ts';
+import { makeCertificates } from './fault-proxy.ts';
 import { waitFor } from './kubelet.ts';
 
 const FIELD_MANAGER = 'imagepull-sweeper-test';
@@ -159,4 +169,36 @@ export function loopbackWebhooks(
     });
     return config;
   });
+}
+
+/** Where a controller runs: a run directory, a serving certificate for 127.0.0.1 and its CA, two free loopback ports. */
+export interface LoopbackServing {
+  runDir: string;
+  /** Holds tls.crt and tls.key (the names controller-runtime's webhook server reads). */
+  certDir: string;
+  caPem: string;
+  webhookPort: number;
+  probePort: number;
+}
+
+export async function loopbackServing(name: string): Promise<LoopbackServing> {
+  const runDir = fs.mkdtempSync(path.join(os.tmpdir(), `ips-${name}-`));
+  const certDir = path.join(runDir, 'certs');
+  fs.mkdirSync(certDir);
+  const { caPem, certPem, keyPem } = makeCertificates(runDir, ['IP:127.0.0.1'], '127.0.0.1');
+  fs.writeFileSync(path.join(certDir, 'tls.crt'), certPem);
+  fs.writeFileSync(path.join(certDir, 'tls.key'), keyPem, { mode: 0o600 });
+  return { runDir, certDir, caPem, webhookPort: await freePort(), probePort: await freePort() };
+}
+
+/** Removes the controller's webhook configurations (they would refuse what they match once it is gone), then kills it. */
+export async function stopController(
+  kc: KubeConfig,
+  webhooks: { mutating: string; validating: string },
+  controller: ControllerProcess,
+): Promise<void> {
+  const admission = kc.makeApiClient(AdmissionregistrationV1Api);
+  await admission.deleteMutatingWebhookConfiguration({ name: webhooks.mutating }).catch(() => undefined);
+  await admission.deleteValidatingWebhookConfiguration({ name: webhooks.validating }).catch(() => undefined);
+  controller.kill();
 }

@@ -8,12 +8,10 @@
 //   - the admin kubeconfig; no leader election; metrics off; the readiness probe on loopback.
 // stop() removes its webhook configurations and stops it; it dies with the test process anyway.
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
-import { AdmissionregistrationV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { REPO } from './cli.ts';
 import { toolBinary } from './tools.ts';
-import { freePort } from './cluster.ts';
 import {
   apply,
   applyCrds,
@@ -22,9 +20,10 @@ import {
   moduleDir,
   objectsOf,
   pinnedVersion,
+  loopbackServing,
   startController,
+  stopController,
 } from './controllers.ts';
-import { makeCertificates } from './fault-proxy.ts';
 import { waitFor } from './kubelet.ts';
 
 const TOOL_DIR = path.join(REPO, 'test', 'tools', 'jobset');
@@ -61,13 +60,7 @@ export function jobSetController(kc: KubeConfig, kubeconfigPath: string): Promis
 async function start(kc: KubeConfig, kubeconfigPath: string): Promise<JobSetController> {
   const version = jobSetVersion();
   const [bin, dir] = [await toolBinary('jobset', 'jobset-controller'), moduleDir(TOOL_DIR, MODULE, version, CRD_FILE)];
-  const runDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ips-jobset-'));
-  const certDir = path.join(runDir, 'certs');
-  fs.mkdirSync(certDir);
-  const { caPem, certPem, keyPem } = makeCertificates(runDir, ['IP:127.0.0.1'], '127.0.0.1');
-  fs.writeFileSync(path.join(certDir, 'tls.crt'), certPem);
-  fs.writeFileSync(path.join(certDir, 'tls.key'), keyPem, { mode: 0o600 });
-  const [webhookPort, probePort] = [await freePort(), await freePort()];
+  const { runDir, certDir, caPem, webhookPort, probePort } = await loopbackServing('jobset');
   const configFile = path.join(runDir, 'config.yaml');
   fs.writeFileSync(
     configFile,
@@ -91,7 +84,6 @@ async function start(kc: KubeConfig, kubeconfigPath: string): Promise<JobSetCont
     [`--config=${configFile}`, `--kubeconfig=${kubeconfigPath}`, '--zap-log-level=info'],
     { logFile, probePort },
   );
-  const admission = kc.makeApiClient(AdmissionregistrationV1Api);
   await apply(
     kc,
     loopbackWebhooks(path.join(dir, WEBHOOKS_FILE), WEBHOOK_CONFIGURATIONS, webhookPort, caPem, (hook) =>
@@ -126,9 +118,7 @@ async function start(kc: KubeConfig, kubeconfigPath: string): Promise<JobSetCont
     logFile,
     version,
     async stop() {
-      await admission.deleteMutatingWebhookConfiguration({ name: WEBHOOK_CONFIGURATIONS.mutating }).catch(() => undefined);
-      await admission.deleteValidatingWebhookConfiguration({ name: WEBHOOK_CONFIGURATIONS.validating }).catch(() => undefined);
-      controller.kill();
+      await stopController(kc, WEBHOOK_CONFIGURATIONS, controller);
       started = undefined;
     },
   };

@@ -19,19 +19,9 @@
 //     host's /etc is never written.
 // stop() removes its webhook configurations and stops it; it dies with the test process anyway.
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
-import {
-  AdmissionregistrationV1Api,
-  BatchV1Api,
-  CoreV1Api,
-  CustomObjectsApi,
-  type KubeConfig,
-  type KubernetesObject,
-  type V1Job,
-} from '@kubernetes/client-node';
+import { BatchV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig, type KubernetesObject, type V1Job } from '@kubernetes/client-node';
 import { REPO } from './cli.ts';
-import { freePort } from './cluster.ts';
 import {
   apply,
   applyCrds,
@@ -40,9 +30,10 @@ import {
   moduleDir,
   objectsOf,
   pinnedVersion,
+  loopbackServing,
   startController,
+  stopController,
 } from './controllers.ts';
-import { makeCertificates } from './fault-proxy.ts';
 import { waitFor } from './kubelet.ts';
 import { toolBinary } from './tools.ts';
 
@@ -159,13 +150,7 @@ function kueueCrds(dir: string, port: number, caPem: string): KubernetesObject[]
 async function start(kc: KubeConfig, kubeconfigPath: string): Promise<Kueue> {
   const version = kueueVersion();
   const [bin, dir] = [await toolBinary('kueue', 'kueue'), moduleDir(TOOL_DIR, MODULE, version, WEBHOOKS_FILE)];
-  const runDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ips-kueue-'));
-  const certDir = path.join(runDir, 'certs');
-  fs.mkdirSync(certDir);
-  const { caPem, certPem, keyPem } = makeCertificates(runDir, ['IP:127.0.0.1'], '127.0.0.1');
-  fs.writeFileSync(path.join(certDir, 'tls.crt'), certPem);
-  fs.writeFileSync(path.join(certDir, 'tls.key'), keyPem, { mode: 0o600 });
-  const [webhookPort, probePort] = [await freePort(), await freePort()];
+  const { runDir, certDir, caPem, webhookPort, probePort } = await loopbackServing('kueue');
   const configFile = path.join(runDir, 'config.yaml');
   fs.writeFileSync(configFile, kueueConfiguration({ port: webhookPort, certDir }, probePort));
 
@@ -217,14 +202,11 @@ async function start(kc: KubeConfig, kubeconfigPath: string): Promise<Kueue> {
     30_000,
     `Kueue's webhooks called by the API server (log ${logFile})`,
   );
-  const admission = kc.makeApiClient(AdmissionregistrationV1Api);
   return {
     version,
     logFile,
     async stop() {
-      await admission.deleteMutatingWebhookConfiguration({ name: WEBHOOK_CONFIGURATIONS.mutating }).catch(() => undefined);
-      await admission.deleteValidatingWebhookConfiguration({ name: WEBHOOK_CONFIGURATIONS.validating }).catch(() => undefined);
-      controller.kill();
+      await stopController(kc, WEBHOOK_CONFIGURATIONS, controller);
       started = undefined;
     },
   };
