@@ -70,19 +70,22 @@ for (const runtime of testRuntimes())
       node = await testNode(env.cluster.kubeconfigPath, { runtime });
     });
 
+    /** A Job on the node whose image is missing, past FAST's grace after its first failed pull; resolves to its pod's name. */
+    const stuckOnNode = async (ns: string, name: string, spec: Partial<NonNullable<V1Job['spec']>> = {}): Promise<string> => {
+      const job = onNode(node, name, `${node.registry}/team/missing:1`, spec);
+      await env.kc.makeApiClient(BatchV1Api).createNamespacedJob({ namespace: ns, body: job });
+      const [pod] = await waitForJobPods(env.kc.makeApiClient(CoreV1Api), ns, name);
+      await observeReasons(env.kc, ns, pod!.metadata!.name!, PULL);
+      await pastGrace();
+      return pod!.metadata!.name!;
+    };
+
     it(
       "its own condition: Job Failed/ImagePullStuck with the sweeper's message, its spec untouched; the kubelet stops the pod",
       TIMEOUT,
       async () => {
         const ns = await env.namespace('node-condition');
-        const core = env.kc.makeApiClient(CoreV1Api);
-        await env.kc
-          .makeApiClient(BatchV1Api)
-          .createNamespacedJob({ namespace: ns, body: onNode(node, 'build', `${node.registry}/team/missing:1`) });
-        const [pod] = await waitForJobPods(core, ns, 'build');
-        const podName = pod!.metadata!.name!;
-        await observeReasons(env.kc, ns, podName, PULL);
-        await pastGrace();
+        const podName = await stuckOnNode(ns, 'build');
 
         const t0 = Date.now();
         const run = await runSweep(env.kc, { namespaces: [ns], policy: FAST });
@@ -112,14 +115,7 @@ for (const runtime of testRuntimes())
       async () => {
         const ns = await env.namespace('node-deadline');
         await refuseStatusWrites(env, ns);
-        const core = env.kc.makeApiClient(CoreV1Api);
-        await env.kc
-          .makeApiClient(BatchV1Api)
-          .createNamespacedJob({ namespace: ns, body: onNode(node, 'build', `${node.registry}/team/missing:1`) });
-        const [pod] = await waitForJobPods(core, ns, 'build');
-        const podName = pod!.metadata!.name!;
-        await observeReasons(env.kc, ns, podName, PULL);
-        await pastGrace();
+        const podName = await stuckOnNode(ns, 'build');
 
         const t0 = Date.now();
         const run = await runSweep(env.kc, { namespaces: [ns], policy: FAST });
@@ -144,19 +140,12 @@ for (const runtime of testRuntimes())
       async () => {
         const ns = await env.namespace('node-pfp');
         await refuseStatusWrites(env, ns);
-        const core = env.kc.makeApiClient(CoreV1Api);
         const watch = await watchPods(env.kc, ns);
         try {
           const spec = {
             podFailurePolicy: { rules: [{ action: 'FailJob', onPodConditions: [{ type: 'ImagePullStuck', status: 'True' }] }] },
           };
-          await env.kc
-            .makeApiClient(BatchV1Api)
-            .createNamespacedJob({ namespace: ns, body: onNode(node, 'tenant-run', `${node.registry}/team/missing:1`, spec) });
-          const [pod] = await waitForJobPods(core, ns, 'tenant-run');
-          const podName = pod!.metadata!.name!;
-          await observeReasons(env.kc, ns, podName, PULL);
-          await pastGrace();
+          const podName = await stuckOnNode(ns, 'tenant-run', spec);
 
           const t0 = Date.now();
           const run = await runSweep(env.kc, { namespaces: [ns], policy: FAST });
@@ -192,7 +181,6 @@ for (const runtime of testRuntimes())
       async () => {
         const ns = await env.namespace('node-pfp-ignore');
         await refuseStatusWrites(env, ns);
-        const core = env.kc.makeApiClient(CoreV1Api);
         const spec = {
           podFailurePolicy: {
             rules: [
@@ -201,12 +189,7 @@ for (const runtime of testRuntimes())
             ],
           },
         };
-        await env.kc
-          .makeApiClient(BatchV1Api)
-          .createNamespacedJob({ namespace: ns, body: onNode(node, 'ignores-137', `${node.registry}/team/missing:1`, spec) });
-        const [pod] = await waitForJobPods(core, ns, 'ignores-137');
-        await observeReasons(env.kc, ns, pod!.metadata!.name!, PULL);
-        await pastGrace();
+        await stuckOnNode(ns, 'ignores-137', spec);
         const run = await runSweep(env.kc, { namespaces: [ns], policy: FAST });
         assert.equal(run.lines[0]!.outcome, 'failed');
         assert.match(
