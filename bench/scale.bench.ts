@@ -31,7 +31,6 @@ import { BatchV1Api, KubeConfig } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
 import { startCluster } from '../test/support/cluster.ts';
 import { mapBounded } from '../src/concurrency.ts';
-import { passedDeadlineSeconds } from '../src/act/claim.ts';
 import { createPods, createStuckJobs, markRunning, rawClient, type Raw } from './scale-setup.ts';
 import { runtimeConfig } from '../test/support/dockerfile.ts';
 
@@ -370,9 +369,10 @@ type Obj = {
   [k: string]: unknown;
 };
 
-function startTimeOf(job: Obj): Date | undefined {
-  const started = (job.status as { startTime?: string } | undefined)?.startTime;
-  return started ? new Date(started) : undefined;
+/** The sweeper's FailureTarget on a Job it failed. */
+function failureTargetOf(job: Obj): object[] {
+  const conditions = (job.status as { conditions?: { type: string; reason?: string }[] } | undefined)?.conditions ?? [];
+  return conditions.filter((c) => c.type === 'FailureTarget' && c.reason === 'ImagePullStuck');
 }
 
 async function listAll(raw: Raw, path: string): Promise<Obj[]> {
@@ -382,10 +382,9 @@ async function listAll(raw: Raw, path: string): Promise<Obj[]> {
 }
 
 /**
- * What the sweep wrote to each of its Jobs (read back: its patch's annotations, label and
- * deadline, and its Event), addressed to the same-named Job of the other batch: the writes floor's
- * plan. The patch keeps the sweep's resourceVersion precondition, with the other Job's version, and
- * its deadline is one the other Job has passed.
+ * What the sweep wrote to each of its Jobs (read back: its status patch's annotations, label and
+ * FailureTarget, and its Event), addressed to the same-named Job of the other batch: the writes
+ * floor's plan. The patch keeps the sweep's resourceVersion precondition, with the other Job's version.
  */
 async function writesPlan(raw: Raw, kc: KubeConfig, swept: string[], target: string[]): Promise<{ file: string; jobs: number }> {
   const chains: { method: string; path: string; contentType: string; body: string }[][] = [];
@@ -407,9 +406,8 @@ async function writesPlan(raw: Raw, kc: KubeConfig, swept: string[], target: str
           annotations: mine(job.metadata!.annotations),
           labels: mine(job.metadata!.labels),
         },
-        // Passed for the target Job, as the sweep's was for its own: the Job controller fails it at
-        // once, within the writer's window, however old the swept Jobs were.
-        spec: { activeDeadlineSeconds: passedDeadlineSeconds({ startTime: startTimeOf(other) }, new Date()) },
+        // The sweep's own FailureTarget: the Job controller fails the target Job at once, as it did the swept one.
+        status: { conditions: failureTargetOf(job) },
       };
       const { metadata, regarding, related, ...rest } = event as Obj & {
         regarding: Record<string, unknown>;
@@ -428,8 +426,8 @@ async function writesPlan(raw: Raw, kc: KubeConfig, swept: string[], target: str
       chains.push([
         {
           method: 'PATCH',
-          path: `/apis/batch/v1/namespaces/${target[i]}/jobs/${other.metadata!.name}`,
-          contentType: 'application/merge-patch+json',
+          path: `/apis/batch/v1/namespaces/${target[i]}/jobs/${other.metadata!.name}/status`,
+          contentType: 'application/strategic-merge-patch+json',
           body: JSON.stringify(patch),
         },
         {

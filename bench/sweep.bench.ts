@@ -159,6 +159,7 @@ function pagedGateway(pending: number, stuckEvery: number, running = 0, runningS
     readConfigMap: notUsed,
     mergePatchJob: notUsed,
     patchPodStatus: notUsed,
+    patchJobStatus: notUsed,
     deletePod: notUsed,
     createEvent: notUsed,
     readCronJob: notUsed,

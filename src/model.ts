@@ -138,6 +138,18 @@ export interface JobView {
   startTime: Date | undefined;
   /** The JobSet that owns this Job, if any. */
   jobSet?: JobSetMembership;
+  /** Its `imagepull-sweeper/pending` label: `true` once claimed, `queued` while its time stuck is kept. */
+  pendingLabel?: string;
+  /** The Kueue queue the Job waits in, if Kueue manages it (docs/kueue.md). */
+  queue?: QueueMembership;
+}
+
+/** A Job Kueue manages (label `kueue.x-k8s.io/queue-name`): Kueue suspends it to evict it and resumes it to admit it. */
+export interface QueueMembership {
+  /** Its LocalQueue. */
+  name: string;
+  /** While suspended: when (its `Suspended` condition's last transition to True, on the API server's clock). */
+  suspendedSince: Date | undefined;
 }
 
 /** One rule of a Job's spec.podFailurePolicy, as far as the judge evaluates it. */

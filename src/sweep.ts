@@ -8,7 +8,10 @@ import { attributeToJobs } from './attribute/attribute.ts';
 import { statusOfActions, type SweepStatus } from './exit.ts';
 import { capacityByJob, withCapacity } from './judge/capacity.ts';
 import { judge, rejudgeJob, type JudgeInput } from './judge/judge.ts';
+import { applyLimits } from './judge/limits.ts';
 import { dueForForceDelete, judgePending, type PendingJudgement } from './judge/pending.ts';
+import { policyKueueWarnings } from './judge/queue.ts';
+import { judgeQueued } from './judge/queued.ts';
 import type { Decision, Judgement, OutageAssessment } from './judge/types.ts';
 import type { LimitsSpent } from './judge/limits.ts';
 import { dryRunGateway } from './kube/dry-run-gateway.ts';
@@ -21,7 +24,8 @@ import { readJobPods } from './observe/job-pods.ts';
 import { readNamespaceLabels } from './observe/namespace-labels.ts';
 import { listPendingJobs } from './observe/pending-jobs.ts';
 import { observeStuckContainers, type ObserveOptions, type Observation } from './observe/pods.ts';
-import { LABELS } from './policy/annotations.ts';
+import { readKueueTimeout, type KueueConfigLocation } from './observe/kueue-timeout.ts';
+import { LABELS, PENDING } from './policy/annotations.ts';
 import { loadPolicy, problemSource, type LoadedPolicy, type PolicyLocation } from './policy/load.ts';
 import { formatProblem } from './policy/problems.ts';
 import type { Policy } from './policy/types.ts';
@@ -46,6 +50,8 @@ export interface SweepOptions {
   /** Empty: every namespace. */
   namespaces: string[];
   policy: PolicyLocation;
+  /** Kueue's configuration ConfigMap (docs/kueue.md); default kueue-system/kueue-manager-config. */
+  kueueConfig?: KueueConfigLocation;
   /** Identifies this sweeper in Events (pod or host name). */
   instance: string;
   pageSize?: number;
@@ -115,6 +121,7 @@ export async function sweep(liveDeps: SweepDeps, options: SweepOptions): Promise
 
   const observed = await observe(deps.gateway, options, log, loaded.policy, deps.observe);
   if ('status' in observed) return observed;
+  await warnKueueTimeouts(deps.gateway, log, loaded, options.kueueConfig);
   const nowMs = deps.monotonicMs();
   const now = serverNow(deps.gateway.lastServerDate(), nowMs - startedMs);
   if (!now) return noServerClock(log);
@@ -161,6 +168,28 @@ export async function sweep(liveDeps: SweepDeps, options: SweepOptions): Promise
     cronJobs: acted.cronJobs,
     ...(loaded.builtin ? { policyMissing: 'default' as const } : {}),
   };
+}
+
+/** The loggers of the processes whose first sweep has run: the start-up checks are made once per process. */
+const startedUp = new WeakSet<object>();
+
+/**
+ * At start-up (the first sweep of `sweep` or `run`): when Kueue's configuration can be read, a
+ * warning for each grace of the policy that is not shorter than Kueue's timeout (docs/kueue.md).
+ * Says nothing where there is no Kueue, or its configuration cannot be read.
+ */
+async function warnKueueTimeouts(
+  gateway: KubeGateway,
+  log: SweepLog,
+  loaded: Extract<LoadedPolicy, { ok: true }>,
+  at: KueueConfigLocation | undefined,
+): Promise<void> {
+  if (startedUp.has(log.logger)) return;
+  startedUp.add(log.logger);
+  const kueue = await readKueueTimeout(gateway, at);
+  if (!kueue.timeout) return;
+  log.info(kueue.said);
+  for (const warning of policyKueueWarnings(loaded.policy, kueue.timeout)) log.warn(`start-up: ${warning}`);
 }
 
 /** A client dry run's writes are recorded, never sent; a server dry run's are sent to be judged, not persisted. */
@@ -229,7 +258,60 @@ async function observe(
     }
     return attribution.ownerOf(podUid);
   };
-  return { observation, judgeInput: { stuck: observation.stuck, ownerOf, namespaceLabels: labels }, pendingJobs: pendingJobs.jobs, errors };
+  const queues = await readForQueues(
+    gateway,
+    policy,
+    log,
+    {
+      stuck: observation.stuck,
+      ownerOf,
+      pending: pendingJobs.jobs,
+      labels,
+      unreadable,
+    },
+    options.kueueConfig,
+  );
+  return {
+    observation,
+    judgeInput: { stuck: observation.stuck, ownerOf, namespaceLabels: labels, ...queues.judge },
+    pendingJobs: pendingJobs.jobs.filter((j) => !unreadable.has(j.namespace) || j.pendingLabel !== PENDING.queued),
+    errors: errors + queues.errors,
+  };
+}
+
+/**
+ * Jobs Kueue queues (docs/kueue.md): the labels of the namespaces of those it suspended (they
+ * have no stuck pod), and Kueue's timeout, read only when such a Job is judged.
+ */
+async function readForQueues(
+  gateway: KubeGateway,
+  policy: Policy,
+  log: SweepLog,
+  seen: {
+    stuck: Observation['stuck'];
+    ownerOf: (podUid: string) => PodOwner;
+    pending: readonly JobView[];
+    labels: Map<string, Record<string, string>>;
+    unreadable: Map<string, string>;
+  },
+  kueueConfig: KueueConfigLocation | undefined,
+): Promise<{ judge: Pick<JudgeInput, 'kueueTimeout'>; errors: number }> {
+  const queued = seen.pending.filter((j) => j.pendingLabel === PENDING.queued);
+  const unread = queued.filter((j) => !seen.labels.has(j.namespace) && !seen.unreadable.has(j.namespace));
+  const more = await readNamespaceLabels(gateway, policy, unread, CONCURRENT_READS);
+  for (const [name, labels] of more.labels) seen.labels.set(name, labels);
+  for (const [name, why] of more.unreadable) seen.unreadable.set(name, why);
+  // Their Jobs are not judged this sweep (the labels decide their rule): each namespace counts as a failure.
+  for (const [namespace, message] of more.unreadable) log.error('could not read Namespace labels', { namespace, error: message });
+  const errors = more.unreadable.size;
+  const queuedNow = seen.stuck.some((c) => {
+    const owner = seen.ownerOf(c.podUid);
+    return owner.kind === 'job' && owner.job.queue !== undefined;
+  });
+  if (queued.length === 0 && !queuedNow) return { judge: {}, errors };
+  const kueue = await readKueueTimeout(gateway, kueueConfig);
+  log.info(kueue.said);
+  return { judge: kueue.timeout ? { kueueTimeout: kueue.timeout } : {}, errors };
 }
 
 /** Act on the decisions (each audited as it completes), settle the finished pending Jobs, then the CronJobs. */
@@ -288,7 +370,10 @@ async function decide(
   const due = dueForForceDelete({ labelled, decisions: judgement.decisions, forceDeleteAfterSeconds, now });
   const podsByJob = await readJobPods(gateway, due, CONCURRENT_READS);
   const pending = judgePending({ labelled, decisions: judgement.decisions, confirmWithinSeconds, forceDeleteAfterSeconds, podsByJob, now });
-  const decisions = withCapacity(pending.decisions, capacityByJob(observation.stuck, observation.podCapacity, now));
+  const queued = judgeQueued({ ...judgeInput, labelled, decisions: judgement.decisions });
+  // A queued Job failed while it waits counts against the limits like any other.
+  if (queued.some((d) => d.plan === 'fail')) applyLimits(pending.decisions.concat(queued), policy, judgeInput.spent);
+  const decisions = withCapacity(pending.decisions.concat(queued), capacityByJob(observation.stuck, observation.podCapacity, now));
   return { ...pending, decisions, outage: judgement.outage };
 }
 

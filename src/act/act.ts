@@ -13,6 +13,7 @@ import type { Reporter } from './events.ts';
 import { failJob } from './fail-job.ts';
 import { actOnOwnedPod } from './fail-owned-pod.ts';
 import { failJobOfJobSet } from './jobset.ts';
+import { rememberQueued } from './remember.ts';
 import { reportJob } from './report-job.ts';
 import { retryJob } from './retry-job.ts';
 import type { FreshPod, WriteResult } from './write-result.ts';
@@ -59,6 +60,12 @@ async function actOne(gateway: KubeGateway, first: Decision, options: ActOptions
   let decision = first;
   for (let conflicts = 0; ; conflicts += 1) {
     const planned: ActResult = { decision, outcome: OUTCOME_OF_PLAN[decision.plan].live, error: undefined };
+    // A Job Kueue queues, not failed: what it is stuck on is kept first (a failure's claim carries it).
+    const kept =
+      decision.remember !== undefined && decision.plan !== 'fail' && !options.signal?.aborted
+        ? await rememberQueued(gateway, decision)
+        : undefined;
+    if (decision.plan === 'skip') return kept ? { ...planned, error: kept } : planned;
     if (decision.plan !== 'fail' && decision.plan !== 'report' && decision.plan !== 'retry') return planned;
     if (options.signal?.aborted)
       return stoodDown(decision, 'defer', `sweep stopped before acting, waits for the next sweep (was: ${decision.detail})`);
@@ -71,8 +78,11 @@ async function actOne(gateway: KubeGateway, first: Decision, options: ActOptions
           ? await retryJob(gateway, decision, reporter)
           : await failJobOfJobSet(gateway, decision, options.now, () => failJob(gateway, decision, reporter, options.claim));
     switch (written.kind) {
-      case 'done':
-        return written.steps?.length ? { ...planned, error: written.error, steps: written.steps } : { ...planned, error: written.error };
+      case 'done': {
+        const error = [written.error, kept].filter(Boolean).join('; ') || undefined;
+        const done = { ...planned, decision: written.decision ?? decision, error };
+        return written.steps?.length ? { ...done, steps: written.steps } : done;
+      }
       case 'gone':
         return stoodDown(decision, 'skip', 'Job or pod no longer exists');
       case 'failed':

@@ -1,20 +1,31 @@
-// Fails a Job. Deadline path: one conditional patch claims and fails it at once. podFailurePolicy
-// path: claim, mark the pod, delete it; when a pod step fails the claim is released (or, if that
-// fails too, left for the confirmation rule to complete). A delete that may have landed keeps the
-// claim: the Job controller may be failing the Job, and only the claim brings its Event.
+// Fails a Job. By its own condition: one conditional patch of its status claims it and adds the
+// FailureTarget at once. Where the API server refuses that write (RBAC, a policy engine), a
+// fallback: the deadline path (one conditional patch claims and fails it at once) or the
+// podFailurePolicy path (claim, mark the pod, delete it; when a pod step fails the claim is
+// released, or, if that fails too, left for the confirmation rule to complete). A delete that may
+// have landed keeps the claim: the Job controller may be failing the Job, and only the claim
+// brings its Event.
 import type { Decision } from '../judge/types.ts';
 import type { KubeGateway } from '../kube/gateway.ts';
 import { failureText, tryWrite } from '../kube/write-outcome.ts';
-import { claimAnnotations, claimJob, releaseClaim } from './claim.ts';
+import { chooseMechanism, type MechanismChoice } from '../judge/mechanism.ts';
+import { isRefusal, type ApiFailure } from '../kube/errors.ts';
+import { claimAnnotations, claimJob, FAILURE_REASON, releaseClaim } from './claim.ts';
 import { failedJobEvent, type Reporter } from './events.ts';
 import { failPod } from './fail-pod.ts';
 import { notLanded, type WriteResult } from './write-result.ts';
 
 const CLAIM_KEPT = 'claim kept, completed after confirmWithin';
 
-export async function failJob(gateway: KubeGateway, d: Decision, reporter: Reporter, claim: string): Promise<WriteResult> {
-  const job = d.jobView!;
-  const claimed = await claimJob(gateway, d, reporter.now, claim);
+export async function failJob(gateway: KubeGateway, judged: Decision, reporter: Reporter, claim: string): Promise<WriteResult> {
+  const job = judged.jobView!;
+  let d = judged;
+  let claimed = await claimJob(gateway, d, reporter.now, claim);
+  // Refused for good (it did not land): the same claim by the fallback. Never after an answer that may have been lost.
+  if (!claimed.landed && d.mechanism === 'condition' && claimed.why === 'failed' && isRefusal(claimed.failure)) {
+    d = withFallback(d, claimed.failure);
+    claimed = await claimJob(gateway, d, reporter.now, claim);
+  }
   if (!claimed.landed) return notLanded(claimed);
   if (d.mechanism === 'podFailurePolicy') {
     const steps = await failPod(gateway, d, reporter.now);
@@ -37,5 +48,23 @@ export async function failJob(gateway: KubeGateway, d: Decision, reporter: Repor
   const claimedJob = { ...job, annotations: { ...job.annotations, ...claimAnnotations(d, reporter.now, claim) } };
   const event = failedJobEvent(claimedJob, reporter, { name: d.pod, uid: d.podUid });
   const written = await tryWrite('create', () => gateway.createEvent(job.namespace, event));
-  return { kind: 'done', error: written.landed ? undefined : `Job failed, but its Event was not written: ${written.failure.message}` };
+  const error = written.landed ? undefined : `Job failed, but its Event was not written: ${written.failure.message}`;
+  return d === judged ? { kind: 'done', error } : { kind: 'done', error, decision: d };
+}
+
+/** The decision carried out by its fallback, saying why: its pod failure policy where that fits, else its deadline. */
+export function withFallback(d: Decision, refusal: ApiFailure, choice: MechanismChoice = chooseMechanism(d.jobView!)): Decision {
+  const shadowed =
+    choice.why && choice.mechanism === 'activeDeadlineSeconds' && d.jobView!.podFailureRules.length > 0 ? `; ${choice.why}` : '';
+  const fallback = `the status write was refused (${failureText(refusal)})${shadowed}`;
+  const warning =
+    `the FailureTarget status write was refused, so the Job was failed by ${choice.mechanism} and does not carry the reason ` +
+    `${FAILURE_REASON}: grant patch on jobs/status and allow it in the admission guard (docs/security.md)`;
+  return {
+    ...d,
+    mechanism: choice.mechanism,
+    failJobCondition: choice.conditionType,
+    fallback,
+    warnings: [...d.warnings, warning],
+  };
 }

@@ -1,15 +1,17 @@
-// A pending Job (docs/contract.md "How a Job is failed", steps 3 and 4): its never-started pods
-// force-deleted, and, once confirmWithin has passed (mechanism set), failed again by its deadline
-// (idempotent) with its Event if missing.
+// A pending Job (docs/contract.md "How a Job is failed", steps 2 and 3): its never-started pods
+// force-deleted; and what it still needs re-sent (mechanism set): its FailureTarget (conditional,
+// idempotent), or, where that status write is refused, its deadline; once confirmWithin has
+// passed, what was found of its pods and its Event if missing.
 import type { V1Pod } from '@kubernetes/client-node';
 import { jobPodsSelector } from '../attribute/job-view.ts';
 import type { Decision } from '../judge/types.ts';
-import { describeApiError } from '../kube/errors.ts';
+import { describeApiError, isRefusal } from '../kube/errors.ts';
 import type { KubeGateway } from '../kube/gateway.ts';
-import { tryWrite } from '../kube/write-outcome.ts';
+import { tryWrite, type WriteOutcome } from '../kube/write-outcome.ts';
 import { formatDuration } from '../policy/duration.ts';
-import { passedDeadlineSeconds } from './claim.ts';
+import { passedDeadlineSeconds, resendFailureTarget } from './claim.ts';
 import { failedJobEvent, type Reporter } from './events.ts';
+import { withFallback } from './fail-job.ts';
 import { forceDeletePods } from './force-delete.ts';
 import { notLanded, type WriteResult } from './write-result.ts';
 
@@ -18,20 +20,35 @@ export async function retryJob(gateway: KubeGateway, d: Decision, reporter: Repo
   const forced = await forceDeletePods(gateway, d, reporter);
   const steps = forced.done;
   const errors = forced.error ? [forced.error] : [];
-  if (d.mechanism === 'activeDeadlineSeconds') {
+  let carried = d;
+  if (d.mechanism !== undefined || d.overdue) {
     const found = await gateway
       .listPods({ namespace: job.namespace, labelSelector: jobPodsSelector(job.uid), limit: 100 })
       .then((page) => describePodsFound(page.items, reporter.now))
       .catch((error: unknown) => `its pods could not be listed (${describeApiError(error).message})`);
-    const deadline = { spec: { activeDeadlineSeconds: passedDeadlineSeconds(job, reporter.now) } };
-    const patched = await tryWrite('update', () => gateway.mergePatchJob(job.namespace, job.name, deadline));
-    if (!patched.landed) return notLanded(patched);
+    if (d.mechanism !== undefined) {
+      let sent = await resend(gateway, d, reporter.now);
+      if (!sent.landed && d.mechanism === 'condition' && sent.why === 'failed' && isRefusal(sent.failure)) {
+        carried = withFallback(d, sent.failure, { mechanism: 'activeDeadlineSeconds', conditionType: undefined, why: '' });
+        sent = await resend(gateway, carried, reporter.now);
+      }
+      if (!sent.landed) return notLanded(sent);
+    }
     const event = failedJobEvent(job, reporter);
     const written = await tryWrite('create', () => gateway.createEvent(job.namespace, event));
     if (!written.landed) errors.push(`Job failed, but its Event was not written: ${written.failure.message}`);
     steps.push({ kind: 'found', text: `found ${found}` });
   }
-  return { kind: 'done', steps, error: errors.length > 0 ? errors.join('; ') : undefined };
+  const error = errors.length > 0 ? errors.join('; ') : undefined;
+  return carried === d ? { kind: 'done', steps, error } : { kind: 'done', steps, error, decision: carried };
+}
+
+/** Its FailureTarget, or its deadline (idempotent: a deadline already passed). */
+function resend(gateway: KubeGateway, d: Decision, now: Date): Promise<WriteOutcome> {
+  const job = d.jobView!;
+  if (d.mechanism === 'condition') return resendFailureTarget(gateway, job, now);
+  const deadline = { spec: { activeDeadlineSeconds: passedDeadlineSeconds(job, now) } };
+  return tryWrite('update', () => gateway.mergePatchJob(job.namespace, job.name, deadline));
 }
 
 /** What a retry found of the Job's pods, e.g. `2 pod(s) terminating for 3m on node(s) n1`. Pure. */

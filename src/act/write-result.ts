@@ -1,6 +1,6 @@
 import { failureText, type WriteOutcome } from '../kube/write-outcome.ts';
 import type { StuckContainer } from '../model.ts';
-import type { ActStep } from '../judge/types.ts';
+import type { ActStep, Decision } from '../judge/types.ts';
 
 /** The pod a precondition failed on, as it is now (no stuck containers: gone or recovered). */
 export interface FreshPod {
@@ -11,14 +11,15 @@ export interface FreshPod {
 /**
  * How one Job's write sequence ended:
  * - `done`: as planned; `steps` says what it did beyond the plan; `error` says what part failed
- *   without undoing it (e.g. its Event);
+ *   without undoing it (e.g. its Event); `decision`, the decision as carried out when it took a
+ *   fallback mechanism;
  * - `gone`: the Job (or its pod) no longer exists;
  * - `changed`: a precondition failed: the Job is read and judged again; `error` is audited when
  *   it keeps changing;
  * - `failed`: a write failed; nothing more is tried this sweep.
  */
 export type WriteResult =
-  | { kind: 'done'; steps?: ActStep[]; error: string | undefined }
+  | { kind: 'done'; steps?: ActStep[]; error: string | undefined; decision?: Decision }
   | { kind: 'gone' }
   | { kind: 'changed'; error: string; freshPod?: FreshPod }
   | { kind: 'failed'; error: string };

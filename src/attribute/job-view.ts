@@ -1,6 +1,7 @@
 import type { V1Job, V1ObjectMeta, V1PodFailurePolicy } from '@kubernetes/client-node';
 import { controllerRefOf } from '../classify/index.ts';
-import type { JobView, OwnerRef, PodFailureRule } from '../model.ts';
+import type { JobView, OwnerRef, PodFailureRule, QueueMembership } from '../model.ts';
+import { KUEUE_QUEUE_LABEL, LABELS } from '../policy/annotations.ts';
 import { JOBSET_GROUP, jobSetMembership } from './jobset.ts';
 
 /** Conditions that mean the Job has ended or is on its way to an end it cannot leave. */
@@ -36,6 +37,8 @@ export function toJobView(job: V1Job): JobView {
   const failing = isTrue('FailureTarget') && !isTrue('Failed') && job.status?.completionTime === undefined;
   const podSpec = job.spec?.template?.spec;
   const jobSet = jobSetMembership(meta);
+  const queue = queueMembership(job);
+  const pendingLabel = meta.labels?.[LABELS.pending];
   return {
     ...objectIdentity(meta),
     finished,
@@ -51,7 +54,18 @@ export function toJobView(job: V1Job): JobView {
     owners: controller ? [controller] : [],
     startTime: job.status?.startTime ? new Date(job.status.startTime) : undefined,
     ...(jobSet ? { jobSet } : {}),
+    ...(queue ? { queue } : {}),
+    ...(pendingLabel !== undefined ? { pendingLabel } : {}),
   };
+}
+
+/** The Kueue LocalQueue of a Job, and since when it is suspended (Kueue's eviction), if it is. */
+function queueMembership(job: V1Job): QueueMembership | undefined {
+  const name = job.metadata?.labels?.[KUEUE_QUEUE_LABEL];
+  if (name === undefined) return undefined;
+  const suspended = (job.status?.conditions ?? []).find((c) => c.type === 'Suspended' && c.status === 'True');
+  const since = suspended?.lastTransitionTime ? new Date(suspended.lastTransitionTime) : undefined;
+  return { name, suspendedSince: job.spec?.suspend === true && since && !Number.isNaN(since.getTime()) ? since : undefined };
 }
 
 /** The rules of spec.podFailurePolicy, reduced to what decides which rule matches a pod. */

@@ -11,7 +11,7 @@ import type { OutputFormat } from '../report/logger.ts';
 import type { DryRunMode, SweepDeps, SweepOptions } from '../sweep.ts';
 import { dryRunOptions } from './dry-run.ts';
 import { UsageError } from './errors.ts';
-import { instanceName, policyLocation } from './kube.ts';
+import { instanceName, kueueConfigLocation, policyLocation } from './kube.ts';
 
 export interface CliIo {
   stdout: Writable & { isTTY?: boolean };
@@ -32,6 +32,8 @@ export interface ConnectionFlags {
 export interface PolicyFlags {
   policyConfigmap?: string;
   policyFile?: string;
+  /** Kueue's configuration ConfigMap, NS/NAME (docs/kueue.md). */
+  kueueConfig?: string;
 }
 
 export interface SweepFlags extends ConnectionFlags, PolicyFlags {
@@ -104,6 +106,7 @@ export async function prepareSweep(
       ...dryRunOptions(flags.dryRun),
       namespaces: flags.namespace ?? [],
       policy,
+      kueueConfig: kueueConfigLocation(flags.kueueConfig),
       instance: instanceName(),
     },
   };

@@ -1,6 +1,8 @@
 import { describeApiError } from '../kube/errors.ts';
 import type { KubeGateway } from '../kube/gateway.ts';
+import { kueueTimeoutWarning } from '../judge/queue.ts';
 import { PULL_CLASSES } from '../model.ts';
+import { readKueueTimeout, type KueueConfigLocation } from '../observe/kueue-timeout.ts';
 import { ANNOTATIONS, ignoredByAnnotation } from '../policy/annotations.ts';
 import type { LoadedPolicy } from '../policy/load.ts';
 import { formatDuration } from '../policy/duration.ts';
@@ -24,6 +26,7 @@ export async function explainPolicy(
   namespace: string,
   jobName: string | undefined,
   format: OutputFormat,
+  kueueConfig?: KueueConfigLocation,
 ): Promise<number> {
   const notes: string[] = [];
   let labels: Record<string, string> | undefined;
@@ -55,9 +58,19 @@ export async function explainPolicy(
     }
   }
 
+  // Kueue's timeout against these graces (docs/kueue.md): what was read, and each grace not shorter.
+  const kueue = gateway ? await readKueueTimeout(gateway, kueueConfig) : undefined;
+  const { grace, sources } = job?.grace ?? graceForJob(effective, {});
+  const kueueWarnings = kueue?.timeout
+    ? PULL_CLASSES.flatMap(
+        (c) => kueueTimeoutWarning(c, { seconds: grace[c], from: describeGraceSource(sources[c]) }, kueue.timeout!) ?? [],
+      )
+    : [];
+
   if (format === 'json') {
+    const kueueJson = kueue ? { timeoutSeconds: kueue.timeout?.seconds ?? null, read: kueue.said, warnings: kueueWarnings } : null;
     out.write(
-      `${JSON.stringify({ policy: loaded.description, namespace, labels: labels ?? null, ...effective, rules, limits: loaded.policy.limits, job: job ? { name: job.name, ignored: job.ignored, grace: job.grace } : null, notes })}\n`,
+      `${JSON.stringify({ policy: loaded.description, namespace, labels: labels ?? null, ...effective, rules, limits: loaded.policy.limits, job: job ? { name: job.name, ignored: job.ignored, grace: job.grace } : null, kueue: kueueJson, notes })}\n`,
     );
     return EXIT.ok;
   }
@@ -89,6 +102,7 @@ export async function explainPolicy(
     }
     for (const w of jobGrace.warnings) lines.push(`  warning: ${w}`);
   }
+  if (kueue) lines.push(`Kueue:       ${kueue.said}`, ...kueueWarnings.map((w) => `  warning: ${w}`));
   for (const n of notes) lines.push(`Note: ${n}`);
   out.write(`${lines.join('\n')}\n`);
   return EXIT.ok;

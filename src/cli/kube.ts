@@ -1,5 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
+import { KUEUE_CONFIGURATION } from '../observe/kueue-timeout.ts';
 import { DEFAULT_POLICY_CONFIGMAP, type PolicyLocation } from '../policy/load.ts';
 import { UsageError } from './errors.ts';
 
@@ -23,6 +24,16 @@ export function instanceName(env: NodeJS.ProcessEnv = process.env): string {
   return env.POD_NAME || hostname();
 }
 
+/** --kueue-config NS/NAME, else where Kueue's manifests and chart keep its configuration. */
+export function kueueConfigLocation(flag: string | undefined): { namespace: string; name: string } {
+  if (flag === undefined) return { namespace: KUEUE_CONFIGURATION.namespace, name: KUEUE_CONFIGURATION.name };
+  const match = OBJECT_REFERENCE.exec(flag);
+  if (!match) throw new UsageError(`--kueue-config ${flag}: expected NAMESPACE/NAME`);
+  return { namespace: match[1]!, name: match[3]! };
+}
+
+const OBJECT_REFERENCE = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)\/([a-z0-9]([-.a-z0-9]*[a-z0-9])?)$/;
+
 /** --policy-file wins; else --policy-configmap NS/NAME; else the default ConfigMap in our namespace. */
 export function policyLocation(options: { policyFile?: string; policyConfigmap?: string }, stdin?: () => Promise<string>): PolicyLocation {
   if (options.policyFile && options.policyConfigmap) {
@@ -30,7 +41,7 @@ export function policyLocation(options: { policyFile?: string; policyConfigmap?:
   }
   if (options.policyFile) return { kind: 'file', path: options.policyFile, ...(options.policyFile === '-' && stdin ? { stdin } : {}) };
   if (options.policyConfigmap) {
-    const match = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)\/([a-z0-9]([-.a-z0-9]*[a-z0-9])?)$/.exec(options.policyConfigmap);
+    const match = OBJECT_REFERENCE.exec(options.policyConfigmap);
     if (!match) throw new UsageError(`--policy-configmap ${options.policyConfigmap}: expected NAMESPACE/NAME`);
     return { kind: 'configmap', namespace: match[1]!, name: match[3]! };
   }

@@ -24,7 +24,7 @@ import { SHELLS, type Shell, completionScript } from './completion.ts';
 import { UsageError, asUsageError } from './errors.ts';
 import { EXIT, exitStatusOf } from './exit.ts';
 import { explainPolicy } from './explain.ts';
-import { invokedName, policyLocation } from './kube.ts';
+import { invokedName, kueueConfigLocation, policyLocation } from './kube.ts';
 import { dryRunOption } from './dry-run.ts';
 import { type LeaderElectFlags, runAsLeader, withLeaderElectOptions } from './leader-elect.ts';
 import { packageVersion } from '../version.ts';
@@ -33,7 +33,8 @@ import { packageVersion } from '../version.ts';
 function withPolicyOptions(cmd: Command): Command {
   return cmd
     .option('--policy-configmap <ns/name>', "policy ConfigMap (default: imagepull-sweeper-policy in the sweeper's namespace)")
-    .option('--policy-file <file>', 'read the policy from a file instead of a ConfigMap');
+    .option('--policy-file <file>', 'read the policy from a file instead of a ConfigMap')
+    .option('--kueue-config <ns/name>', "Kueue's configuration ConfigMap, for its timeout (default: kueue-system/kueue-manager-config)");
 }
 
 function withOutputAndConnectionOptions(cmd: Command): Command {
@@ -230,7 +231,8 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
         setExitCode(EXIT.unreachable);
         return;
       }
-      const code = await explainPolicy(io.stdout, gateway, loaded, flags.namespace, flags.job, outputFormat(flags.output, io));
+      const kueue = kueueConfigLocation(flags.kueueConfig);
+      const code = await explainPolicy(io.stdout, gateway, loaded, flags.namespace, flags.job, outputFormat(flags.output, io), kueue);
       setExitCode(code);
     });
 

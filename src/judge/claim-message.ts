@@ -6,11 +6,12 @@ import { PULL_CLASSES, type ContainerKind, type PullClass } from '../model.ts';
 import { formatDuration } from '../policy/duration.ts';
 import { describeGraceSource } from '../policy/resolve.ts';
 import { describeCapacity } from './capacity.ts';
+import { hintFor } from './hint.ts';
 import type { Decision } from './types.ts';
 
 export function formatClaimMessage(d: Decision): string {
   const from = d.graceSource ? ` from ${describeGraceSource(d.graceSource)}` : '';
-  const spent = d.spentBy ? `, ${d.spentBy}` : '';
+  const spent = `${d.spentBy ? `, ${d.spentBy}` : ''}${d.queued ? `, ${d.queued}` : ''}`;
   const grace = d.graceSeconds === undefined ? '' : `, grace ${formatDuration(d.graceSeconds)}${from}${spent}`;
   const pods = d.stuckPods > 1 ? ` (${d.stuckPods} pods stuck)` : '';
   // Before the registry's message, so the Event's size limit never cuts it.
@@ -19,11 +20,23 @@ export function formatClaimMessage(d: Decision): string {
   const volume = d.volume === undefined ? '' : ` of volume ${d.volume}`;
   const owners = d.owners.length > 0 ? `; owners ${d.owners.join(', ')}` : '';
   const note = reasonNote(d.reason, d.message);
+  // The hint and the fallback before the kubelet's words, so a size limit cuts only those.
+  const fallback = d.fallback ? ` ${describeFallback(d)}.` : '';
   return (
     `${d.containerKind} container ${d.container} of pod ${d.pod}${pods} waited ${formatDuration(d.stuckSeconds)} ` +
     `on image ${d.image}${volume} (class ${d.pullClass}, rule ${d.rule}${grace}${capacity}${owners}): ` +
-    `${d.reason}${note ? ` (${note})` : ''}: ${d.message}`
+    `${hintFor(d)}.${fallback} ${d.reason}${note ? ` (${note})` : ''}: ${d.message}`
   );
+}
+
+const FALLBACK_WORDS: Readonly<Record<string, string>> = {
+  activeDeadlineSeconds: 'its deadline (activeDeadlineSeconds)',
+  podFailurePolicy: 'its pod failure policy',
+};
+
+/** `Failed by its deadline (activeDeadlineSeconds), not by its own condition: <why>`. */
+export function describeFallback(d: Pick<Decision, 'mechanism' | 'fallback'>): string {
+  return `Failed by ${FALLBACK_WORDS[d.mechanism ?? ''] ?? d.mechanism}, not by its own condition: ${d.fallback}`;
 }
 
 /** What a claim message says of the stuck container; undefined when it is not one. */

@@ -1,6 +1,16 @@
 import { formatOwners, type Action, type JobView, type PodOwner, type StuckContainer } from '../model.ts';
+import {
+  carriedFor,
+  describeCarried,
+  kueueTimeoutWarning,
+  rememberStuck,
+  stuckMemoryOf,
+  withCarried,
+  type Carried,
+  type KueueTimeout,
+} from './queue.ts';
 import { ANNOTATIONS, ignoredByAnnotation } from '../policy/annotations.ts';
-import { graceForJob, resolveForNamespace } from '../policy/resolve.ts';
+import { describeGraceSource, graceForJob, resolveForNamespace } from '../policy/resolve.ts';
 import type { EffectivePolicy, Policy } from '../policy/types.ts';
 import { decideOwnedPod } from './owned-pod.ts';
 import { keepJobSetMemory, spentByJobSet } from './jobset.ts';
@@ -24,6 +34,8 @@ export interface JudgeInput {
   outage?: OutageAssessment;
   /** Failures already spent in this schedule period (`run --watch`); none in a sweep of its own. */
   spent?: LimitsSpent;
+  /** Kueue's waitForPodsReady timeout, when Kueue queues Jobs and its configuration was read (docs/kueue.md). */
+  kueueTimeout?: KueueTimeout;
 }
 
 /** Pure: stuck containers + their owners + policy + now → one decision per Job (or per non-Job pod). */
@@ -92,7 +104,18 @@ function decideGroup(group: OwnerGroup, input: JudgeInput, outage: OutageAssessm
   const job = owner.job;
   const jobGrace = graceForJob(effective, job.annotations);
   const spent = spentByJobSet(job, group.containers);
-  const worst = spent?.container ?? mostOverdue(group.containers, jobGrace.grace, input.now);
+  // A Job Kueue queues: its containers stuck on the remembered cause carry their earlier admissions.
+  const memory = stuckMemoryOf(job);
+  const asIs = new Map<StuckContainer, StuckContainer>();
+  const carried = new Map<StuckContainer, Carried>();
+  const containers = group.containers.map((c) => {
+    const k = carriedFor(memory, c);
+    const judged = withCarried(c, k);
+    asIs.set(judged, c);
+    if (k && (k.seconds > 0 || k.evictions > 0)) carried.set(judged, k);
+    return judged;
+  });
+  const worst = spent?.container ?? mostOverdue(containers, jobGrace.grace, input.now);
   const stuckPods = new Set(group.containers.map((c) => c.podUid)).size;
   const base = { rule: effective.rule, action: effective.action, job, stuckPods, ...(spent ? { spentBy: spent.text } : {}) };
   const skip = (detail: string): Decision => makeDecision(worst, input.now, { ...base, plan: 'skip', detail });
@@ -100,19 +123,48 @@ function decideGroup(group: OwnerGroup, input: JudgeInput, outage: OutageAssessm
   const blocker = reasonToLeaveAlone(job, effective);
   if (blocker) return { ...skip(blocker.detail), action: blocker.action ?? effective.action };
 
-  const choice = chooseMechanism(job);
-  const shadowed =
-    choice.mechanism === 'activeDeadlineSeconds' && job.podFailureRules.length > 0 ? `; ${choice.why}, so by the deadline` : '';
-  return judgeAgainstGrace(worst, input.now, outage, {
+  // Failed by its own condition; the pod failure policy's rule is kept for the fallback (act/fail-job.ts).
+  const fallback = chooseMechanism(job);
+  const before = carried.get(worst);
+  // A permanent cause already known when Kueue ended an admission: its image is not pulled again (docs/kueue.md).
+  const known =
+    before && before.evictions > 0 && worst.pullClass === 'permanent'
+      ? `its permanent cause is known (${describeCarried(before)}): failed at once`
+      : undefined;
+  const decided = judgeAgainstGrace(worst, input.now, outage, {
     base,
     effective,
     grace: job.jobSet?.unreadable
       ? { ...jobGrace, warnings: [...jobGrace.warnings, `${job.jobSet.unreadable}: its restarts get a full grace`] }
       : jobGrace,
     annotations: job.annotations,
-    spent: spent?.text,
-    failing: { mechanism: choice.mechanism, failJobCondition: choice.conditionType, note: shadowed },
+    spent: spent?.text ?? known,
+    failing: { mechanism: 'condition', failJobCondition: fallback.conditionType, note: '' },
   });
+  return job.queue ? queuedDecision(decided, job, before, asIs.get(worst) ?? worst, input) : decided;
+}
+
+/**
+ * A Job Kueue queues, as decided: what its earlier admissions carried, the memory to write while
+ * it is within grace, and a warning when its grace is not shorter than Kueue's timeout.
+ */
+function queuedDecision(d: Decision, job: JobView, before: Carried | undefined, asIs: StuckContainer, input: JudgeInput): Decision {
+  const out: Decision = { ...d, warnings: [...d.warnings] };
+  if (before) {
+    out.queued = describeCarried(before);
+    out.detail = `${d.detail}; ${out.queued}`;
+  }
+  // Within grace, or reported (a report-only rule, the outage breaker): its time stuck is kept.
+  if ((d.plan === 'skip' && d.graceSeconds !== undefined) || d.plan === 'report') {
+    const remember = rememberStuck(stuckMemoryOf(job), asIs, input.now);
+    if (remember !== undefined) out.remember = remember;
+  }
+  if (input.kueueTimeout && d.graceSeconds !== undefined && d.graceSource) {
+    const grace = { seconds: d.graceSeconds, from: describeGraceSource(d.graceSource) };
+    const warning = kueueTimeoutWarning(d.pullClass, grace, input.kueueTimeout);
+    if (warning) out.warnings.push(warning);
+  }
+  return out;
 }
 
 /** Why this Job must not be touched, or undefined. Checked before grace. */

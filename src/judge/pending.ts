@@ -82,37 +82,57 @@ function pendingDecision(job: JobView, stuckLine: Decision | undefined, input: P
   const base = stuckLine ?? fromAnnotations(job, Number.isNaN(failedAt.getTime()) ? input.now : failedAt, input.now);
   const { forceDelete, notes } = forceDeleteFor(job, age, input);
   const withNotes = (detail: string) => [detail, ...notes].join('; ');
+  // Suspended with its FailureTarget (Kueue evicted it, or it waits in its queue): the Job
+  // controller fails it when it is resumed, before it creates a pod (docs/kueue.md).
+  if (job.suspended && job.failing) {
+    return {
+      ...base,
+      jobView: job,
+      plan: 'skip',
+      mechanism: undefined,
+      failJobCondition: undefined,
+      detail: `${since}; suspended with its FailureTarget: the Job controller fails it when it is resumed (admitted again)`,
+    };
+  }
   if (age < input.confirmWithinSeconds) {
     const forcing = forceDelete.length > 0;
     // The Job controller judges a pod failure policy only on pods in phase Failed, which the
-    // kubelet never writes while the pull hangs: a Job not yet given up on (no FailureTarget)
-    // ends only by its deadline, once its force-deleted pods are gone.
-    const byDeadline = forcing && !job.failed;
+    // kubelet never writes while the pull hangs: a Job not yet given up on (no FailureTarget, it
+    // was failed by a fallback) gets its own condition now, which ends it once its force-deleted
+    // pods are gone.
+    const resend = forcing && !job.failed;
     const forced = `${since}; pods still terminating after forceDeleteAfter ${formatDuration(input.forceDeleteAfterSeconds ?? 0)}`;
     return {
       ...base,
       jobView: job,
       plan: forcing ? 'retry' : 'skip',
-      mechanism: byDeadline ? 'activeDeadlineSeconds' : undefined,
+      mechanism: resend ? 'condition' : undefined,
       failJobCondition: undefined,
       forceDelete,
       detail: withNotes(
         !forcing
           ? `${since}; waiting for the Job controller (${formatDuration(Math.floor(age))} of confirmWithin ${confirmWithin})`
-          : byDeadline
-            ? `${forced}, and the Job controller has not given up on it (its pod failure policy waits for a Failed pod): failing it by its deadline too`
+          : resend
+            ? `${forced}, and the Job controller has not given up on it (its pod failure policy waits for a Failed pod): adding its FailureTarget too`
             : forced,
       ),
     };
   }
+  const overdue = `${since}, not finished after confirmWithin ${confirmWithin}`;
   return {
     ...base,
     jobView: job,
     plan: 'retry',
-    mechanism: 'activeDeadlineSeconds',
+    // What the Job still needs: its FailureTarget, unless it has one and the Job controller waits for its pods.
+    mechanism: job.failed ? undefined : 'condition',
     failJobCondition: undefined,
+    overdue: true,
     forceDelete,
-    detail: withNotes(`${since}, not finished after confirmWithin ${confirmWithin}: failing it again by its deadline`),
+    detail: withNotes(
+      job.failed
+        ? `${overdue}: the Job controller has given up on it and waits for its pods to end`
+        : `${overdue}: failing it again by its own condition`,
+    ),
   };
 }
 

@@ -4,8 +4,15 @@ import type { GraceSource } from '../policy/types.ts';
 import type { StuckCapacity } from './capacity.ts';
 import type { ForceDeleteTarget } from './force-delete.ts';
 
-/** A Job's two ways (docs/contract.md "How a Job is failed"), and a pod's own deadline under an `owners` rule. */
-export type FailMechanism = 'podFailurePolicy' | 'activeDeadlineSeconds' | 'podActiveDeadlineSeconds';
+/**
+ * How a Job is failed (docs/contract.md "How a Job is failed"): by its own `FailureTarget`
+ * condition; where that status write is refused, by a fallback (its podFailurePolicy, or its
+ * deadline); and a pod under an `owners` rule, by its own deadline.
+ */
+export type FailMechanism = 'condition' | 'podFailurePolicy' | 'activeDeadlineSeconds' | 'podActiveDeadlineSeconds';
+
+/** The mechanisms a Job falls back to when its status write is refused. */
+export type FallbackMechanism = Extract<FailMechanism, 'podFailurePolicy' | 'activeDeadlineSeconds'>;
 
 /** One decision per Job (or per pod without a Job), about its most overdue stuck container. */
 export interface Decision extends Pick<
@@ -39,15 +46,23 @@ export interface Decision extends Pick<
   /** Why, in a few words an operator can act on. */
   detail: string;
   mechanism: FailMechanism | undefined;
-  /** The pod condition type to add, on the podFailurePolicy path. */
+  /** Why a fallback mechanism was used: the status write was refused (the audit's `mechanism` and the message say so). */
+  fallback?: string;
+  /** The pod condition type to add, on the podFailurePolicy path (the fallback a Job's own policy allows). */
   failJobCondition: string | undefined;
   warnings: string[];
   /** The grace was already spent by an earlier restart of the Job's JobSet: says which (judge/jobset.ts). */
   spentBy?: string;
+  /** A Job Kueue queues: what its earlier admissions were stuck (judge/queue.ts), for the detail and the message. */
+  queued?: string;
+  /** A Job Kueue queues: its `imagepull-sweeper/stuck` annotation to write (judge/queue.ts). */
+  remember?: string;
   /** The Job as judged; undefined for pods not owned by a Job. */
   jobView: JobView | undefined;
   /** How many of this Job's pods are stuck. */
   stuckPods: number;
+  /** A pending Job not finished `confirmWithin` after it was failed: its retry says what it found of its pods. */
+  overdue?: boolean;
   /** A pending Job's never-started pods to delete with grace period 0 (plan `retry`). */
   forceDelete?: readonly ForceDeleteTarget[];
   /** What the Job's stuck pods request and how long they held it (judge/capacity.ts). */

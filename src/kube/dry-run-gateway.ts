@@ -7,6 +7,7 @@ type WriteMethod =
   | 'mergePatchJob'
   | 'jsonPatchJob'
   | 'patchPodStatus'
+  | 'patchJobStatus'
   | 'deletePod'
   | 'createEvent'
   | 'mergePatchCronJob'
@@ -33,6 +34,7 @@ export function dryRunGateway(real: KubeGateway, recorded: RecordedWrites = { me
     jsonPatchJob: () => record('jsonPatchJob'),
     // The pod as the patch would leave it is not known; the caller keeps the resourceVersion it had.
     patchPodStatus: async () => (await record('patchPodStatus'), {} as V1Pod),
+    patchJobStatus: () => record('patchJobStatus'),
     deletePod: () => record('deletePod'),
     createEvent: () => record('createEvent'),
     mergePatchCronJob: () => record('mergePatchCronJob'),

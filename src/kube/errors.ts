@@ -118,6 +118,15 @@ export function isRetryable(f: ApiFailure): boolean {
   return f.status === 429 || (f.status >= 500 && f.status !== 501);
 }
 
+/**
+ * The API server refused the request for good, and it did not land: RBAC or an admission policy
+ * (403, or 400/422 from a webhook or validation), with no earlier attempt of it that may still
+ * land (`mayHaveLanded`). Never an answer that may have been lost.
+ */
+export function isRefusal(f: ApiFailure): boolean {
+  return (f.status === 400 || f.status === 403 || f.status === 422) && !f.mayHaveLanded;
+}
+
 /** One phrase for an operator: why the cluster could not be used. */
 export function explainFailure(f: ApiFailure): string {
   if (f.status === 401) return REFUSED_CREDENTIALS;

@@ -52,6 +52,12 @@ export interface KubeGateway {
   /** Strategic merge patch of the status subresource: conditions merge by type. */
   patchPodStatus(namespace: string, name: string, patch: object): Promise<V1Pod>;
   /**
+   * Strategic merge patch of a Job's status subresource: conditions merge by type. The Job's status
+   * strategy keeps the patch's metadata, so one write carries the claim's annotations and label, a
+   * `FailureTarget` condition and the resourceVersion precondition (docs/how-it-works.md).
+   */
+  patchJobStatus(namespace: string, name: string, patch: object): Promise<void>;
+  /**
    * Deletes only that pod (uid) as it was seen (resourceVersion, when given); `gracePeriodSeconds: 0`
    * removes it without waiting for the kubelet (docs/contract.md "How a Job is failed", step 4:
    * never-started pods only).
@@ -182,6 +188,13 @@ function gatewayOver(http: KubeHttp, writeQuery: Record<string, string>): KubeGa
       await raw.send('PATCH', `/apis/batch/v1/namespaces/${path(namespace)}/jobs/${path(name)}`, {
         body,
         contentType: JSON_PATCH,
+        ignoreAnswer,
+      });
+    },
+    async patchJobStatus(namespace, name, body) {
+      await raw.send('PATCH', `/apis/batch/v1/namespaces/${path(namespace)}/jobs/${path(name)}/status`, {
+        body,
+        contentType: STRATEGIC_MERGE_PATCH,
         ignoreAnswer,
       });
     },

@@ -93,8 +93,8 @@ const FAILED = Symbol('failed');
  * - `mergePatchJob` without a resourceVersion gives the same result twice; `patchPodStatus` and
  *   `jsonPatchJob` carry preconditions, so a repeat after a lost answer fails and the caller
  *   re-reads the object to learn whether the first attempt landed;
- * - `mergePatchJob` with a resourceVersion (a claim) that conflicts after a retry reads the Job:
- *   if it carries every annotation the patch sets, the first attempt landed;
+ * - `mergePatchJob` or `patchJobStatus` with a resourceVersion (a claim) that conflicts after a
+ *   retry reads the Job: if it carries every annotation the patch sets, the first attempt landed;
  * - `createEvent` sends the same object (same name) every attempt, so a 409 after a retry is done;
  * - `deletePod` after a retry resolves when the pod is gone (404 is its earlier attempt's, done); a
  *   404 on the first attempt is thrown, so the caller tells "already gone" from "deleted";
@@ -123,6 +123,12 @@ export function withRetries(plain: KubeGateway, options: Partial<RetryPolicy> = 
       retryWrite(
         `mergePatchJob ${namespace}/${name}`,
         () => plain.mergePatchJob(namespace, name, patch),
+        settleConditional(patch, () => gateway.readJob(namespace, name)),
+      ),
+    patchJobStatus: (namespace, name, patch) =>
+      retryWrite(
+        `patchJobStatus ${namespace}/${name}`,
+        () => plain.patchJobStatus(namespace, name, patch),
         settleConditional(patch, () => gateway.readJob(namespace, name)),
       ),
     // A test operation that fails after a retry is left to the caller, which re-reads the Job.

@@ -9,7 +9,7 @@ import type { Policy } from '../policy/types.ts';
 export async function readNamespaceLabels(
   gateway: KubeGateway,
   policy: Policy,
-  stuck: readonly StuckContainer[],
+  stuck: readonly Pick<StuckContainer, 'namespace'>[],
   concurrency: number,
 ): Promise<{ labels: Map<string, Record<string, string>>; unreadable: Map<string, string> }> {
   const labels = new Map<string, Record<string, string>>();

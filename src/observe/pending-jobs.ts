@@ -1,9 +1,13 @@
-// The Jobs the sweeper claimed and has not yet seen finish, found by their label on the server.
+// The Jobs the sweeper claimed and has not yet seen finish, and the Jobs Kueue queues whose time
+// stuck it keeps (docs/kueue.md), found by their label on the server: one list for both.
 import { toJobView } from '../attribute/job-view.ts';
 import type { KubeGateway } from '../kube/gateway.ts';
 import { listFromStart } from '../kube/paging.ts';
 import type { JobView } from '../model.ts';
-import { LABELS } from '../policy/annotations.ts';
+import { LABELS, PENDING } from '../policy/annotations.ts';
+
+/** Both values of the pending label. */
+export const PENDING_SELECTOR = `${LABELS.pending} in (${PENDING.claimed},${PENDING.queued})`;
 
 /** Empty `namespaces`: every namespace, in one list. */
 export async function listPendingJobs(
@@ -15,7 +19,7 @@ export async function listPendingJobs(
   const jobs: JobView[] = [];
   for (const namespace of scopes) {
     const listPage = (continueToken: string | undefined) =>
-      gateway.listJobs({ namespace, labelSelector: `${LABELS.pending}=true`, limit: 500, continueToken });
+      gateway.listJobs({ namespace, labelSelector: PENDING_SELECTOR, limit: 500, continueToken });
     const views = await listFromStart(
       listPage,
       (): JobView[] => [],

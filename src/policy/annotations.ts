@@ -22,12 +22,23 @@ export const ANNOTATIONS = {
   jobSetSpent: `${ANNOTATION_PREFIX}spent`,
   /** The claim id of the sweep that failed the Job: unique per sweep, names its Event. */
   claim: `${ANNOTATION_PREFIX}claim`,
+  /** On a Job Kueue queues: what it was stuck on and for how long, across admissions (docs/kueue.md). */
+  stuck: `${ANNOTATION_PREFIX}stuck`,
 } as const;
 
 export const LABELS = {
-  /** "true" from the claim until the sweeper has seen the Job finish: found by a label selector on every sweep. */
+  /**
+   * Found by a label selector on every sweep until the sweeper has seen the Job finish: "true"
+   * from the claim; "queued" on a Job Kueue queues whose time stuck the sweeper keeps (docs/kueue.md).
+   */
   pending: `${ANNOTATION_PREFIX}pending`,
 } as const;
+
+/** The values of the `pending` label. */
+export const PENDING = { claimed: 'true', queued: 'queued' } as const;
+
+/** The label Kueue manages a Job by: its LocalQueue. */
+export const KUEUE_QUEUE_LABEL = 'kueue.x-k8s.io/queue-name';
 
 /**
  * `imagepull-sweeper/ignore`. Fails safe: any value other than "false" (case-insensitive)

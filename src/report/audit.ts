@@ -1,6 +1,7 @@
 import { truncate } from '../text.ts';
 import type { ActResult, CronJobResult, OutageAssessment } from '../judge/types.ts';
 import { sumCapacity, type StuckCapacity } from '../judge/capacity.ts';
+import { hintFor } from '../judge/hint.ts';
 import { exitStatusOf, statusOfActions } from '../exit.ts';
 import { isActionError, type CronJobOutcome } from '../outcomes.ts';
 import type { GraceSourceKind } from '../policy/types.ts';
@@ -34,6 +35,9 @@ export interface AuditLine {
   outcome: Outcome;
   dryRun: boolean;
   detail: string;
+  /** What to do about the cause, in a few words (the Job's message and Event carry it too). */
+  hint: string;
+  /** How the Job was failed: `condition`, or the fallback and why (`activeDeadlineSeconds (the status write was refused ...)`). */
   mechanism: string | null;
   error: string | null;
   warnings: string[];
@@ -71,7 +75,8 @@ export function auditLine(sweepId: string, result: ActResult, dryRun: boolean): 
     outcome: result.outcome,
     dryRun,
     detail: d.detail,
-    mechanism: d.mechanism ?? null,
+    hint: hintFor(d),
+    mechanism: d.mechanism === undefined ? null : d.fallback ? `${d.mechanism} (${d.fallback})` : d.mechanism,
     error: result.error ?? null,
     warnings: d.warnings,
     waitingMessage: truncate(d.message, WAITING_MESSAGE_LIMIT),

@@ -2,7 +2,7 @@ import type { Writable } from 'node:stream';
 import winston from 'winston';
 import TransportStream from 'winston-transport';
 import { describeTrip } from '../judge/outage.ts';
-import { isActionError, outcomeWord } from '../outcomes.ts';
+import { isActionError, liveOutcome, outcomeWord, type Outcome } from '../outcomes.ts';
 import { formatDuration } from '../policy/duration.ts';
 import type { AuditLine, CronJobAuditLine, SweepSummary } from './audit.ts';
 import { describeCapacity } from '../judge/capacity.ts';
@@ -76,6 +76,9 @@ function renderText(info: winston.Logform.TransformableInfo): string {
   return [`${info.level}: ${String(info.message)}`, ...extras].join(' ');
 }
 
+/** The outcomes whose text line shows the hint: a Job failed or reported for its cause. */
+const HINTED: ReadonlySet<Outcome> = new Set(['failed', 'reported', 'retried']);
+
 function renderDecision(l: AuditLine): string {
   const word = outcomeWord(l.outcome, l.dryRun);
   const target = l.job ? `job/${l.job}${l.cronJob ? ` (cronjob/${l.cronJob})` : ''}` : `pod/${l.pod}`;
@@ -88,6 +91,7 @@ function renderDecision(l: AuditLine): string {
   ];
   const freed = describeCapacity(l.freed ?? undefined);
   if (freed) lines.push(`             ${l.dryRun ? 'would free' : 'freed'} ${freed}`);
+  if (HINTED.has(liveOutcome(l.outcome))) lines.push(`             hint: ${l.hint}`);
   if (l.error) lines.push(`             error: ${l.error}`);
   for (const w of l.warnings) lines.push(`             warning: ${w}`);
   return lines.join('\n');

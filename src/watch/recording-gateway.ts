@@ -25,6 +25,7 @@ export function recordingWrites(gateway: KubeGateway, monotonicMs: () => number)
     mergePatchJob: (namespace, name, patch) => (noted(namespace, name), g.mergePatchJob(namespace, name, patch)),
     jsonPatchJob: (namespace, name, ops) => (noted(namespace, name), g.jsonPatchJob(namespace, name, ops)),
     patchPodStatus: (namespace, name, patch) => (noted(namespace, name), g.patchPodStatus(namespace, name, patch)),
+    patchJobStatus: (namespace, name, patch) => (noted(namespace, name), g.patchJobStatus(namespace, name, patch)),
     deletePod: (namespace, name, ...rest) => (noted(namespace, name), g.deletePod(namespace, name, ...rest)),
     readConfigMap: async (namespace, name) => {
       try {

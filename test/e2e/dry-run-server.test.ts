@@ -59,9 +59,10 @@ describe('sweep --dry-run=server', () => {
       const run = await sweepCli(guarded, ns, '--dry-run=server');
       assert.equal(run.code, 0, run.output);
       const byJob = new Map(decisions(run.lines).map((l) => [l.job, l]));
+      // Both by their own condition: the status write, sent with dryRun=All, judged by RBAC and the guard.
       for (const [job, mechanism] of [
-        ['deadline', 'activeDeadlineSeconds'],
-        ['pfp', 'podFailurePolicy'],
+        ['deadline', 'condition'],
+        ['pfp', 'condition'],
       ]) {
         const line = byJob.get(job);
         assert.equal(line?.outcome, 'would-fail', run.output);
@@ -121,18 +122,22 @@ describe('sweep --dry-run=server', () => {
       );
     });
 
-    it('a server dry run: the refused claim is an error, logged at error, exit 1; nothing changed', TIMEOUT, async () => {
-      const before = await settledSnapshot(kc, ns);
-      const run = await sweepCli(readOnly, ns, '--dry-run=server');
-      assert.equal(run.code, 1, run.output);
-      const [line, ...others] = decisions(run.lines);
-      assert.deepEqual(others, [], run.output);
-      assert.equal(line?.job, 'build', run.output);
-      assert.equal(line?.outcome, 'error', run.output);
-      assert.equal(line?.level, 'error', run.output);
-      assert.match(String(line?.error), /forbidden/i, run.output);
-      assert.equal(run.lines.find((l) => l.message === 'summary')?.actionErrors, 1, run.output);
-      assert.deepEqual(await settledSnapshot(kc, ns), before);
-    });
+    it(
+      'a server dry run: the refused claim (the status write, then its fallback) is an error, logged at error, exit 1; nothing changed',
+      TIMEOUT,
+      async () => {
+        const before = await settledSnapshot(kc, ns);
+        const run = await sweepCli(readOnly, ns, '--dry-run=server');
+        assert.equal(run.code, 1, run.output);
+        const [line, ...others] = decisions(run.lines);
+        assert.deepEqual(others, [], run.output);
+        assert.equal(line?.job, 'build', run.output);
+        assert.equal(line?.outcome, 'error', run.output);
+        assert.equal(line?.level, 'error', run.output);
+        assert.match(String(line?.error), /forbidden/i, run.output);
+        assert.equal(run.lines.find((l) => l.message === 'summary')?.actionErrors, 1, run.output);
+        assert.deepEqual(await settledSnapshot(kc, ns), before);
+      },
+    );
   });
 });

@@ -1,6 +1,8 @@
 // The admission guard (manifests/guard.yaml) on the real API server, with a token of the shipped
-// ServiceAccount: a sweep still does everything it does (both mechanisms, Events, annotations),
-// and every other write that RBAC lets through is refused with the guard's message.
+// ServiceAccount: a sweep still does everything it does (a Job's own condition, and the fallbacks
+// where a policy engine refuses that, Events, annotations), and every other write that RBAC lets
+// through is refused with the guard's message: the one status write allowed is exactly one
+// FailureTarget with reason ImagePullStuck.
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import {
@@ -22,7 +24,17 @@ import { assertGuardDenies, guardEnforced, installGuardedSweeper } from '../supp
 import { useTestCluster } from '../support/hooks.ts';
 import { addPodCondition, waitFor, waitForJobPods } from '../support/kubelet.ts';
 import { INSTALL_NS, SERVICE_ACCOUNT } from '../support/manifests.ts';
-import { createStuckJob, policyFile, readJob, runSweep, sweeperEvents, trueCondition, waitForJobFailed } from '../support/sweeper.ts';
+import { refuseStatusWrites } from '../support/policy-engine.ts';
+import {
+  assertFailedBySweeper,
+  createStuckJob,
+  policyFile,
+  readJob,
+  runSweep,
+  sweeperEvents,
+  trueCondition,
+  waitForJobFailed,
+} from '../support/sweeper.ts';
 import { jobManifest } from '../support/fixtures.ts';
 import { createGateway } from '../../src/kube/gateway.ts';
 
@@ -55,45 +67,167 @@ describe('the admission guard', () => {
     await guardEnforced(kc, saKc, ns);
   });
 
-  it('lets a sweep do all it does: both mechanisms, report-only, Events and annotations', TIMEOUT, async () => {
+  it('lets a sweep do all it does: its own condition, the fallbacks, report-only, Events and annotations', TIMEOUT, async () => {
     const failNs = await env.namespace('guard-fail');
+    // A policy engine refuses the status write here: the deadline and the pod failure policy.
+    const fallbackNs = await env.namespace('guard-fallback');
+    await refuseStatusWrites(env, fallbackNs);
     const reportNs = await env.namespace('guard-report');
-    await createStuckJob(kc, failNs, 'deadline', { stuckFor: 9999 });
+    await createStuckJob(kc, failNs, 'plain', { stuckFor: 9999 });
     await createStuckJob(kc, failNs, 'pfp', { stuckFor: 9999, spec: PFP_SPEC });
+    await createStuckJob(kc, fallbackNs, 'deadline', { stuckFor: 9999 });
+    await createStuckJob(kc, fallbackNs, 'pfp', { stuckFor: 9999, spec: PFP_SPEC });
     await createStuckJob(kc, reportNs, 'watched', { stuckFor: 9999 });
     const policy = policyFile(`rules:\n  - name: report-only\n    namespaces: ["${reportNs}"]\n    action: report\n`);
 
-    const run = await runSweep(saKc, { namespaces: [failNs, reportNs], policy });
+    const namespaces = [failNs, fallbackNs, reportNs];
+    const run = await runSweep(saKc, { namespaces, policy });
     const detail = JSON.stringify(run.records, null, 1);
     assert.equal(run.exitCode, 0, detail);
-    const byJob = new Map(run.lines.map((l) => [l.job, l]));
-    assert.equal(byJob.get('deadline')?.outcome, 'failed', detail);
-    assert.equal(byJob.get('pfp')?.outcome, 'failed', detail);
-    assert.equal(byJob.get('watched')?.outcome, 'reported', detail);
+    assert.deepEqual(
+      run.lines
+        .map((l) => [
+          l.namespace === failNs ? 'own' : l.namespace === fallbackNs ? 'fallback' : 'report',
+          l.job,
+          l.outcome,
+          l.mechanism?.split(' ')[0] ?? null,
+        ])
+        .sort(),
+      [
+        ['fallback', 'deadline', 'failed', 'activeDeadlineSeconds'],
+        ['fallback', 'pfp', 'failed', 'podFailurePolicy'],
+        ['own', 'pfp', 'failed', 'condition'],
+        ['own', 'plain', 'failed', 'condition'],
+        ['report', 'watched', 'reported', null],
+      ],
+      detail,
+    );
     assert.equal(run.summary?.actionErrors, 0, detail);
 
-    const deadline = await waitForJobFailed(kc, failNs, 'deadline');
-    assert.equal(trueCondition(deadline, 'Failed')?.reason, 'DeadlineExceeded');
-    const pfp = await waitForJobFailed(kc, failNs, 'pfp');
-    assert.equal(trueCondition(pfp, 'Failed')?.reason, 'PodFailurePolicy');
-    for (const job of [deadline, pfp]) {
+    const failed = {
+      plain: await waitForJobFailed(kc, failNs, 'plain'),
+      pfp: await waitForJobFailed(kc, failNs, 'pfp'),
+      deadline: await waitForJobFailed(kc, fallbackNs, 'deadline'),
+      fallbackPfp: await waitForJobFailed(kc, fallbackNs, 'pfp'),
+    };
+    assertFailedBySweeper(failed.plain);
+    assertFailedBySweeper(failed.pfp);
+    assert.equal(trueCondition(failed.deadline, 'Failed')?.reason, 'DeadlineExceeded');
+    assert.equal(trueCondition(failed.fallbackPfp, 'Failed')?.reason, 'PodFailurePolicy');
+    for (const job of Object.values(failed)) {
       const annotations = job.metadata?.annotations ?? {};
       for (const key of ['failed-at', 'reason', 'message'])
         assert.ok(annotations[`imagepull-sweeper/${key}`], `${job.metadata?.name}: ${key}`);
     }
     assert.ok((await readJob(kc, reportNs, 'watched')).metadata?.annotations?.['imagepull-sweeper/reported-at']);
-    const failEvents = await sweeperEvents(kc, failNs);
-    assert.deepEqual(failEvents.map((e) => `${e.regarding?.name} ${e.action}`).sort(), ['deadline FailJob', 'pfp FailJob']);
+    for (const ns of [failNs, fallbackNs]) {
+      const failEvents = await sweeperEvents(kc, ns);
+      assert.equal(failEvents.filter((e) => e.action === 'FailJob').length, 2, ns);
+    }
     assert.deepEqual(
       (await sweeperEvents(kc, reportNs)).map((e) => `${e.regarding?.name} ${e.action}`),
       ['watched Report'],
     );
 
     // A second sweep takes the pending labels off the finished Jobs, and is not refused.
-    const again = await runSweep(saKc, { namespaces: [failNs, reportNs], policy });
+    const again = await runSweep(saKc, { namespaces, policy });
     assert.equal(again.exitCode, 0, JSON.stringify(again.records, null, 1));
-    for (const name of ['deadline', 'pfp'])
-      assert.equal((await readJob(kc, failNs, name)).metadata?.labels?.['imagepull-sweeper/pending'], undefined, name);
+    for (const job of Object.values(failed)) {
+      const { namespace, name } = job.metadata!;
+      assert.equal((await readJob(kc, namespace!, name!)).metadata?.labels?.['imagepull-sweeper/pending'], undefined, name ?? '');
+    }
+  });
+
+  it("refuses Job status writes other than the sweeper's one FailureTarget (reason ImagePullStuck) and its claim", TIMEOUT, async () => {
+    const batch = kc.makeApiClient(BatchV1Api);
+    const saBatch = saKc.makeApiClient(BatchV1Api);
+    const smp = setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch);
+    const rule = 'jobs/status: only one FailureTarget condition';
+    // Suspended: no pod, and the Job controller does not finish it whatever its conditions.
+    const held = async (name: string, extra: { annotations?: Record<string, string>; managedBy?: string } = {}) => {
+      const body = jobManifest(name, 'registry.invalid/app:1', {
+        suspend: true,
+        ...(extra.managedBy ? { managedBy: extra.managedBy } : {}),
+      });
+      body.metadata = { ...body.metadata, labels: { team: 'a' }, annotations: extra.annotations };
+      await batch.createNamespacedJob({ namespace: ns, body });
+      return name;
+    };
+    const target = (reason = 'ImagePullStuck', status = 'True') => ({
+      type: 'FailureTarget',
+      status,
+      reason,
+      message: 'imagepull-sweeper: x',
+    });
+    const status = (name: string, body: object) => () => saBatch.patchNamespacedJobStatus({ namespace: ns, name, body }, smp);
+    const job = await held('status-target');
+
+    // A Complete or Failed condition: the API server's own validation refuses these first (422).
+    for (const type of ['Complete', 'Failed'])
+      await assert.rejects(
+        status(job, { status: { conditions: [{ type, status: 'True', reason: 'ImagePullStuck' }] } }),
+        (e: unknown) => e instanceof ApiException && [403, 422].includes(e.code),
+        type,
+      );
+    await assertGuardDenies('another condition type', rule, status(job, { status: { conditions: [{ type: 'Other', status: 'True' }] } }));
+    await assertGuardDenies(
+      'a FailureTarget of another reason',
+      rule,
+      status(job, { status: { conditions: [target('BackoffLimitExceeded')] } }),
+    );
+    await assertGuardDenies('a FailureTarget False', rule, status(job, { status: { conditions: [target('ImagePullStuck', 'False')] } }));
+    await assertGuardDenies('two conditions', rule, status(job, { status: { conditions: [target(), { type: 'Other', status: 'True' }] } }));
+    await assertGuardDenies('a counter', rule, status(job, { status: { failed: 3, conditions: [target()] } }));
+    await assertGuardDenies(
+      'another label',
+      rule,
+      status(job, { metadata: { labels: { team: 'b' } }, status: { conditions: [target()] } }),
+    );
+    await assertGuardDenies(
+      'another annotation',
+      rule,
+      status(job, { metadata: { annotations: { 'owner/x': 'y' } }, status: { conditions: [target()] } }),
+    );
+    await assertGuardDenies(
+      'no condition added (a label only)',
+      rule,
+      status(job, { metadata: { labels: { 'imagepull-sweeper/pending': 'true' } } }),
+    );
+    await assertGuardDenies("removing the Job controller's condition", rule, () =>
+      saBatch.patchNamespacedJobStatus({ namespace: ns, name: job, body: [{ op: 'remove', path: '/status/conditions/0' }] }, jsonPatch),
+    );
+    // A Job already given up on: the admin's FailureTarget first (nobody else is fenced).
+    const failing = await held('status-failing');
+    await batch.patchNamespacedJobStatus(
+      { namespace: ns, name: failing, body: { status: { conditions: [target('DeadlineExceeded')] } } },
+      smp,
+    );
+    await assertGuardDenies('a Job already failing', rule, status(failing, { status: { conditions: [target()] } }));
+    const other = await held('status-managed', { managedBy: 'example.com/other-controller' });
+    await assertGuardDenies('a Job another controller runs', rule, status(other, { status: { conditions: [target()] } }));
+    const ignored = await held('status-ignored', { annotations: { 'imagepull-sweeper/ignore': 'true' } });
+    await assertGuardDenies(
+      'an ignored Job',
+      'jobs, cronjobs: never one annotated imagepull-sweeper/ignore',
+      status(ignored, { status: { conditions: [target()] } }),
+    );
+
+    // What the sweeper sends, as its gateway sends it: the claim and the FailureTarget, conditional.
+    const current = await batch.readNamespacedJob({ namespace: ns, name: job });
+    await createGateway(saKc).patchJobStatus(ns, job, {
+      metadata: {
+        resourceVersion: current.metadata!.resourceVersion,
+        annotations: { 'imagepull-sweeper/failed-at': '2026-12-05T00:00:00Z', 'imagepull-sweeper/claim': 'guard-e2e' },
+        labels: { 'imagepull-sweeper/pending': 'true' },
+      },
+      status: { conditions: [target()] },
+    });
+    const written = await batch.readNamespacedJob({ namespace: ns, name: job });
+    assert.equal(trueCondition(written, 'FailureTarget')?.reason, 'ImagePullStuck');
+    assert.equal(written.metadata?.labels?.['imagepull-sweeper/pending'], 'true');
+    assert.equal(written.metadata?.labels?.team, 'a');
+    assert.equal(written.metadata?.annotations?.['imagepull-sweeper/claim'], 'guard-e2e');
+    assert.equal(written.spec?.suspend, true, 'nothing of the spec');
   });
 
   it("refuses pod status writes other than one added condition on a Job's pod", TIMEOUT, async () => {

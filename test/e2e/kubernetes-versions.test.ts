@@ -5,7 +5,7 @@
 // on and the kubelet refuses to turn it off, so that case runs on the older pins only).
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { BatchV1Api, CoreV1Api, type KubeConfig, type V1Job, type V1Pod } from '@kubernetes/client-node';
+import { BatchV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type KubeConfig, type V1Job, type V1Pod } from '@kubernetes/client-node';
 import { createGateway } from '../../src/kube/gateway.ts';
 import { serverVersionWarning } from '../../src/kube/server-version.ts';
 import { controlPlaneBinaries, K8S_VERSION_ENV, versionOfBinaries } from '../support/cluster.ts';
@@ -14,7 +14,7 @@ import { useTestCluster } from '../support/hooks.ts';
 import { waitFor, waitForJobPods } from '../support/kubelet.ts';
 import { addRegistryHost, hungServer, nodeSkipReason, startNode, testNode, type RunningNode } from '../support/node.ts';
 import { nodePodSpec } from '../support/node-cases.ts';
-import { policyFile, runSweep, trueCondition, waitForJobFailed } from '../support/sweeper.ts';
+import { assertFailedBySweeper, policyFile, runSweep, trueCondition, waitForJobFailed } from '../support/sweeper.ts';
 
 const env = useTestCluster();
 const minor = process.env[K8S_VERSION_ENV] ?? '1.37';
@@ -53,6 +53,65 @@ async function waitingPod(kc: KubeConfig, ns: string, job: string, reasons: stri
 }
 
 describe(`Kubernetes ${minor}`, () => {
+  it(
+    "a Job's status write carries the claim (conditional on its resourceVersion); on a suspended Job its FailureTarget waits, and the Job is Failed on resume before any pod",
+    TIMEOUT,
+    async () => {
+      const ns = await env.namespace('k8s-failure-target');
+      const batch = env.kc.makeApiClient(BatchV1Api);
+      const gateway = createGateway(env.kc);
+      const job = await batch.createNamespacedJob({
+        namespace: ns,
+        body: jobManifest('queued', 'registry.invalid/app:1', { suspend: true }),
+      });
+      const target = { type: 'FailureTarget', status: 'True', reason: 'ImagePullStuck', message: 'imagepull-sweeper: known cause' };
+      const stale = job.metadata!.resourceVersion!;
+      await waitFor(
+        async () => trueCondition(await batch.readNamespacedJob({ namespace: ns, name: 'queued' }), 'Suspended'),
+        30_000,
+        'Suspended',
+      );
+      await assert.rejects(
+        gateway.patchJobStatus(ns, 'queued', { metadata: { resourceVersion: stale }, status: { conditions: [target] } }),
+        (e: unknown) => (e as { code?: number }).code === 409,
+        'a stale resourceVersion is a conflict',
+      );
+      const current = await batch.readNamespacedJob({ namespace: ns, name: 'queued' });
+      await gateway.patchJobStatus(ns, 'queued', {
+        metadata: {
+          resourceVersion: current.metadata!.resourceVersion,
+          annotations: { 'imagepull-sweeper/claim': 'k8s-versions' },
+          labels: { 'imagepull-sweeper/pending': 'true' },
+        },
+        status: { conditions: [target] },
+      });
+      const claimed = await batch.readNamespacedJob({ namespace: ns, name: 'queued' });
+      assert.equal(claimed.metadata?.annotations?.['imagepull-sweeper/claim'], 'k8s-versions', 'the status write kept the annotation');
+      assert.equal(claimed.metadata?.labels?.['imagepull-sweeper/pending'], 'true', 'and the label');
+      await sleep(3_000);
+      assert.equal(
+        trueCondition(await batch.readNamespacedJob({ namespace: ns, name: 'queued' }), 'Failed'),
+        undefined,
+        'not while suspended',
+      );
+      const resumed = Date.now();
+      await batch.patchNamespacedJob(
+        { namespace: ns, name: 'queued', body: { spec: { suspend: false } } },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      );
+      const failed = await waitForJobFailed(env.kc, ns, 'queued', 30_000);
+      const condition = trueCondition(failed, 'Failed')!;
+      assert.deepEqual([condition.reason, condition.message], [target.reason, target.message]);
+      const pods = await env.kc.makeApiClient(CoreV1Api).listNamespacedPod({ namespace: ns, labelSelector: 'job-name=queued' });
+      assert.deepEqual(
+        pods.items.map((p) => p.metadata?.name),
+        [],
+        'no pod created',
+      );
+      process.stderr.write(`[k8s] ${minor}: a suspended Job's FailureTarget: Failed ${Date.now() - resumed} ms after the resume, no pod\n`);
+    },
+  );
+
   it('the API server and the node run the pinned release of the chosen minor', TIMEOUT, async () => {
     const version = await createGateway(env.kc).readServerVersion();
     assert.equal(`${version.major}.${version.minor}`, minor);
@@ -173,7 +232,7 @@ describe(`Kubernetes ${minor}`, () => {
           'the Job whose pull errors is failed; the hung pull is not seen as stuck',
         );
         const failed = await waitForJobFailed(env.kc, ns, 'missing');
-        assert.equal(trueCondition(failed, 'Failed')?.reason, 'DeadlineExceeded');
+        assertFailedBySweeper(failed);
         const hungJob = await env.kc.makeApiClient(BatchV1Api).readNamespacedJob({ namespace: ns, name: 'hung' });
         assert.equal(trueCondition(hungJob, 'Failed'), undefined);
       },

@@ -4,14 +4,16 @@
 // stuck Jobs by both mechanisms with the shipped policy; and that identity is refused everything
 // it has no business doing.
 import assert from 'node:assert/strict';
-import { readdirSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
+import { parse as parseYaml } from 'yaml';
 import {
   ApiException,
   BatchV1Api,
   CoreV1Api,
   KubeConfig,
+  KubernetesObjectApi,
   PatchStrategy,
   setHeaderOptions,
   type V1CronJob,
@@ -19,7 +21,17 @@ import {
 } from '@kubernetes/client-node';
 import { useTestCluster } from '../support/hooks.ts';
 import { waitFor } from '../support/kubelet.ts';
-import { createCronJob, createStuckJob, ownedBy, readCronJob, sweeperEvents, trueCondition, waitForJobFailed } from '../support/sweeper.ts';
+import { refuseStatusWrites } from '../support/policy-engine.ts';
+import {
+  assertFailedBySweeper,
+  createCronJob,
+  createStuckJob,
+  ownedBy,
+  readCronJob,
+  sweeperEvents,
+  trueCondition,
+  waitForJobFailed,
+} from '../support/sweeper.ts';
 import { CLI, ensureBuilt, exec } from '../support/cli.ts';
 import {
   allObjects,
@@ -53,7 +65,8 @@ const CLUSTER_ROLE_GRANTS = [
   'jobset.x-k8s.io/jobsets get', // readJobSet: what owns the JobSet of a stuck Job (the audit's owner chain)
   'batch/jobs get', //    readJob: the owner of a stuck pod; `policy explain --job`
   'batch/jobs list', //   listJobs: many stuck pods in one namespace; pending Jobs by label
-  'batch/jobs patch', //  mergePatchJob: claim annotations + pending label, spec.activeDeadlineSeconds; jsonPatchJob: release
+  'batch/jobs patch', //  mergePatchJob: where the status write is refused, claim + spec.activeDeadlineSeconds; the pending label; jsonPatchJob: release
+  'batch/jobs/status patch', // patchJobStatus: the claim and the Job's FailureTarget, in one write
   'batch/cronjobs get', //   readCronJob: the owner of failed Jobs (cronJobs.suspendAfter)
   'batch/cronjobs patch', // mergePatchCronJob: the run count annotations, spec.suspend
   'jobset.x-k8s.io/jobsets get', //   readJobSet: the JobSet owning a stuck Job (docs/jobset.md)
@@ -212,41 +225,107 @@ describe('the imagepull-sweeper ServiceAccount', () => {
     return { code: r.code, records, output: `exit ${r.code ?? r.signal}\nstdout:\n${r.stdout}\nstderr:\n${r.stderr}` };
   }
 
-  it('sweeps with the shipped policy ConfigMap and fails a stuck Job (Failed/DeadlineExceeded)', TIMEOUT, async () => {
-    const ns = await namespace('manifests-deadline');
-    const { pod } = await createStuckJob(kc, ns, 'build', { stuckFor: 9999 });
-    const run = await sweepAsServiceAccount(ns);
-    assert.equal(run.code, 0, run.output);
-    const summary = run.records.find((r) => r.message === 'summary');
-    assert.equal(summary?.policy, `ConfigMap ${INSTALL_NS}/${POLICY_CONFIGMAP}`, run.output);
-    const lines = run.records.filter((r) => r.message === 'decision');
-    assert.equal(lines.length, 1, run.output);
-    assert.equal(lines[0]!.outcome, 'failed', run.output);
-    assert.equal(lines[0]!.job, 'build');
-    assert.equal(lines[0]!.pod, pod);
-    assert.equal(lines[0]!.rule, 'defaults');
-    assert.equal(lines[0]!.mechanism, 'activeDeadlineSeconds');
+  it(
+    'sweeps with the shipped policy ConfigMap and fails a stuck Job by its own condition (jobs/status patch): Failed/ImagePullStuck',
+    TIMEOUT,
+    async () => {
+      const ns = await namespace('manifests-condition');
+      const { pod } = await createStuckJob(kc, ns, 'build', { stuckFor: 9999 });
+      const run = await sweepAsServiceAccount(ns);
+      assert.equal(run.code, 0, run.output);
+      const summary = run.records.find((r) => r.message === 'summary');
+      assert.equal(summary?.policy, `ConfigMap ${INSTALL_NS}/${POLICY_CONFIGMAP}`, run.output);
+      const lines = run.records.filter((r) => r.message === 'decision');
+      assert.equal(lines.length, 1, run.output);
+      assert.equal(lines[0]!.outcome, 'failed', run.output);
+      assert.equal(lines[0]!.job, 'build');
+      assert.equal(lines[0]!.pod, pod);
+      assert.equal(lines[0]!.rule, 'defaults');
+      assert.equal(lines[0]!.mechanism, 'condition');
 
-    const job = await waitForJobFailed(kc, ns, 'build');
-    assert.equal(trueCondition(job, 'Failed')?.reason, 'DeadlineExceeded');
-    assert.equal(job.metadata!.annotations!['imagepull-sweeper/reason'], 'ImagePullBackOff');
-    const [event] = await sweeperEvents(kc, ns);
-    assert.equal(event?.action, 'FailJob');
-    assert.equal(event?.reportingInstance, POD_NAME);
-  });
+      const job = await waitForJobFailed(kc, ns, 'build');
+      assertFailedBySweeper(job);
+      assert.equal(job.metadata!.annotations!['imagepull-sweeper/reason'], 'ImagePullBackOff');
+      const [event] = await sweeperEvents(kc, ns);
+      assert.equal(event?.action, 'FailJob');
+      assert.equal(event?.reportingInstance, POD_NAME);
+    },
+  );
 
-  it('fails a Job through its podFailurePolicy (pods/status patch, pods delete): Failed/PodFailurePolicy', TIMEOUT, async () => {
-    const ns = await namespace('manifests-pfp');
-    const { pod } = await createStuckJob(kc, ns, 'tenant-run', { stuckFor: 9999, spec: PFP_SPEC });
-    const run = await sweepAsServiceAccount(ns);
-    assert.equal(run.code, 0, run.output);
-    const lines = run.records.filter((r) => r.message === 'decision');
-    assert.equal(lines.length, 1, run.output);
-    assert.equal(lines[0]!.outcome, 'failed', run.output);
-    assert.equal(lines[0]!.mechanism, 'podFailurePolicy');
-    assert.equal(lines[0]!.pod, pod);
-    const job = await waitForJobFailed(kc, ns, 'tenant-run');
-    assert.equal(trueCondition(job, 'Failed')?.reason, 'PodFailurePolicy');
+  it(
+    'where a policy engine refuses the status write: the deadline (jobs patch), the podFailurePolicy (pods/status patch, pods delete)',
+    TIMEOUT,
+    async () => {
+      const ns = await namespace('manifests-fallback');
+      await refuseStatusWrites(env, ns);
+      await createStuckJob(kc, ns, 'build', { stuckFor: 9999 });
+      const { pod } = await createStuckJob(kc, ns, 'tenant-run', { stuckFor: 9999, spec: PFP_SPEC });
+      const run = await sweepAsServiceAccount(ns);
+      assert.equal(run.code, 0, run.output);
+      const lines = new Map(run.records.filter((r) => r.message === 'decision').map((l) => [l.job, l]));
+      assert.equal(lines.size, 2, run.output);
+      for (const [name, mechanism] of [
+        ['build', 'activeDeadlineSeconds'],
+        ['tenant-run', 'podFailurePolicy'],
+      ]) {
+        const line = lines.get(name)!;
+        assert.equal(line.outcome, 'failed', run.output);
+        assert.match(String(line.mechanism), new RegExp(`^${mechanism} \\(the status write was refused \\(Forbidden: `), run.output);
+        assert.equal(line.level, 'warn', 'its warning says so');
+      }
+      assert.equal(lines.get('tenant-run')!.pod, pod);
+      assert.equal(trueCondition(await waitForJobFailed(kc, ns, 'build'), 'Failed')?.reason, 'DeadlineExceeded');
+      assert.equal(trueCondition(await waitForJobFailed(kc, ns, 'tenant-run'), 'Failed')?.reason, 'PodFailurePolicy');
+      const notes = (await sweeperEvents(kc, ns)).map((e) => e.note ?? '');
+      assert.equal(
+        notes.filter((n) =>
+          /Failed by its (deadline|pod failure policy)[^.]*, not by its own condition: the status write was refused/.test(n),
+        ).length,
+        2,
+        notes.join('\n'),
+      );
+    },
+  );
+
+  it("with the Component manifests/kueue: reads Kueue's configuration, and nothing else of Kueue's namespace", TIMEOUT, async () => {
+    const component = parseYaml(readFileSync(join(MANIFESTS, 'kueue', 'kustomization.yaml'), 'utf8')) as {
+      kind: string;
+      resources: string[];
+    };
+    assert.deepEqual([component.kind, component.resources], ['Component', ['kueue-rbac.yaml']]);
+    const objects = loadManifest('kueue/kueue-rbac.yaml');
+    const role = objects.find((o) => o.kind === 'Role') as unknown as { metadata: { namespace: string }; rules: unknown[] };
+    assert.deepEqual(role.rules, [{ apiGroups: [''], resources: ['configmaps'], resourceNames: ['kueue-manager-config'], verbs: ['get'] }]);
+    const core = kc.makeApiClient(CoreV1Api);
+    // Kueue's namespace (node-kueue.test.ts may have made it, and Kueue's ConfigMap, already).
+    await core.createNamespace({ body: { metadata: { name: role.metadata.namespace } } }).catch((e: unknown) => {
+      if (!(e instanceof ApiException && e.code === 409)) throw e;
+    });
+    const api = KubernetesObjectApi.makeApiClient(kc);
+    for (const o of objects) {
+      await api.create(o);
+      env.onCleanup(() => api.delete(o));
+    }
+    const read = (name: string) => saKc.makeApiClient(CoreV1Api).readNamespacedConfigMap({ namespace: 'kueue-system', name });
+    // Allowed: found, or not found (no Kueue here); never refused. RBAC is enforced at once, but its cache may lag a moment.
+    await waitFor(
+      () =>
+        read('kueue-manager-config').then(
+          () => true,
+          (e: unknown) => e instanceof ApiException && e.code === 404,
+        ),
+      30_000,
+      "the ServiceAccount may read Kueue's configuration",
+    );
+    await assertForbidden('another ConfigMap of kueue-system', () => read('kueue-other'));
+    await assertForbidden('list ConfigMaps of kueue-system', () =>
+      saKc.makeApiClient(CoreV1Api).listNamespacedConfigMap({ namespace: 'kueue-system' }),
+    );
+    await assertForbidden("Kueue's configuration, updated", () =>
+      saKc
+        .makeApiClient(CoreV1Api)
+        .patchNamespacedConfigMap({ namespace: 'kueue-system', name: 'kueue-manager-config', body: { data: {} } }, mergePatch),
+    );
   });
 
   it('reads Namespace labels for a namespaceSelector rule (namespaces get)', TIMEOUT, async () => {

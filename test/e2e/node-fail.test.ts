@@ -1,14 +1,18 @@
-// Both ways of failing a Job, end to end on the real node of each runtime of the run: a real pull fails, the sweeper acts,
-// the real Job controller fails the Job and the real kubelet terminates the pod. Also the stuck
-// clock on the conditions a real kubelet stamps.
+// Every way of failing a Job, end to end on the real node of each runtime of the run (and on every
+// minor, in the compatibility subsets): a real pull fails, the sweeper acts, the real Job
+// controller fails the Job and the real kubelet terminates the pod. By the Job's own condition;
+// and, where a policy engine refuses that status write, by the deadline or the Job's
+// podFailurePolicy. Also the stuck clock on the conditions a real kubelet stamps.
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import { BatchV1Api, CoreV1Api, Watch, type KubeConfig, type V1Job, type V1Pod } from '@kubernetes/client-node';
+import { createGateway } from '../../src/kube/gateway.ts';
 import { jobManifest } from '../support/fixtures.ts';
 import { useTestCluster } from '../support/hooks.ts';
 import { waitFor, waitForJobPods } from '../support/kubelet.ts';
 import { nodeSkipReason, runtimeLabel, testNode, testRuntimes, type TestNodeHandle } from '../support/node.ts';
 import { nodePodSpec, observeReasons } from '../support/node-cases.ts';
+import { refuseStatusWrites } from '../support/policy-engine.ts';
 import { policyFile, runSweep, sweeperEvents, trueCondition, waitForJobFailed } from '../support/sweeper.ts';
 
 const skip = nodeSkipReason();
@@ -66,54 +70,86 @@ for (const runtime of testRuntimes())
       node = await testNode(env.cluster.kubeconfigPath, { runtime });
     });
 
-    it('activeDeadlineSeconds: Job Failed/DeadlineExceeded, the kubelet stops the pod', TIMEOUT, async () => {
-      const ns = await env.namespace('node-deadline');
-      const core = env.kc.makeApiClient(CoreV1Api);
-      await env.kc
-        .makeApiClient(BatchV1Api)
-        .createNamespacedJob({ namespace: ns, body: onNode(node, 'build', `${node.registry}/team/missing:1`) });
-      const [pod] = await waitForJobPods(core, ns, 'build');
-      const podName = pod!.metadata!.name!;
-      await observeReasons(env.kc, ns, podName, PULL);
+    /** A Job on the node whose image is missing, past FAST's grace after its first failed pull; resolves to its pod's name. */
+    const stuckOnNode = async (ns: string, name: string, spec: Partial<NonNullable<V1Job['spec']>> = {}): Promise<string> => {
+      const job = onNode(node, name, `${node.registry}/team/missing:1`, spec);
+      await env.kc.makeApiClient(BatchV1Api).createNamespacedJob({ namespace: ns, body: job });
+      const [pod] = await waitForJobPods(env.kc.makeApiClient(CoreV1Api), ns, name);
+      await observeReasons(env.kc, ns, pod!.metadata!.name!, PULL);
       await pastGrace();
-
-      const t0 = Date.now();
-      const run = await runSweep(env.kc, { namespaces: [ns], policy: FAST });
-      assert.equal(run.exitCode, 0);
-      assert.equal(run.lines[0]!.mechanism, 'activeDeadlineSeconds');
-      assert.equal(run.lines[0]!.outcome, 'failed');
-      const job = await waitForJobFailed(env.kc, ns, 'build');
-      const failedMs = Date.now() - t0;
-      assert.equal(trueCondition(job, 'Failed')?.reason, 'DeadlineExceeded');
-      const goneMs = await podGone(env.kc, ns, podName);
-      process.stderr.write(
-        `[node] ${runtime} deadline path: Job Failed ${failedMs} ms after the sweep started; pod gone ${goneMs} ms later\n`,
-      );
-      assert.equal((await sweeperEvents(env.kc, ns)).length, 1);
-    });
+      return pod!.metadata!.name!;
+    };
 
     it(
-      'podFailurePolicy: Job Failed/PodFailurePolicy; the kubelet leaves the pod Failed with 137 ContainerStatusUnknown',
+      "its own condition: Job Failed/ImagePullStuck with the sweeper's message, its spec untouched; the kubelet stops the pod",
+      TIMEOUT,
+      async () => {
+        const ns = await env.namespace('node-condition');
+        const podName = await stuckOnNode(ns, 'build');
+
+        const t0 = Date.now();
+        const run = await runSweep(env.kc, { namespaces: [ns], policy: FAST });
+        assert.equal(run.exitCode, 0);
+        assert.deepEqual([run.lines[0]!.mechanism, run.lines[0]!.outcome], ['condition', 'failed']);
+        const job = await waitForJobFailed(env.kc, ns, 'build');
+        const failedMs = Date.now() - t0;
+        const failed = trueCondition(job, 'Failed')!;
+        assert.equal(failed.reason, 'ImagePullStuck');
+        assert.match(
+          failed.message ?? '',
+          /^imagepull-sweeper: regular container main of pod build-\S+ waited \S+ on image \S+\/team\/missing:1 \(class permanent, rule defaults, grace 1s from defaults\): the image or tag does not exist .* ErrImagePull: /,
+        );
+        assert.equal(job.spec?.activeDeadlineSeconds, undefined, 'no spec change');
+        assert.equal(job.metadata?.annotations?.['imagepull-sweeper/message'], failed.message?.replace(/^imagepull-sweeper: /, ''));
+        const goneMs = await podGone(env.kc, ns, podName);
+        process.stderr.write(
+          `[node] ${runtime} ${(await createGateway(env.kc).readServerVersion()).gitVersion} condition path: Job Failed ${failedMs} ms after the sweep started (${failed.reason}); pod gone ${goneMs} ms later\n`,
+        );
+        assert.equal((await sweeperEvents(env.kc, ns)).length, 1);
+      },
+    );
+
+    it(
+      'activeDeadlineSeconds, where the status write is refused: Job Failed/DeadlineExceeded, the kubelet stops the pod',
+      TIMEOUT,
+      async () => {
+        const ns = await env.namespace('node-deadline');
+        await refuseStatusWrites(env, ns);
+        const podName = await stuckOnNode(ns, 'build');
+
+        const t0 = Date.now();
+        const run = await runSweep(env.kc, { namespaces: [ns], policy: FAST });
+        assert.equal(run.exitCode, 0);
+        assert.match(run.lines[0]!.mechanism ?? '', /^activeDeadlineSeconds \(the status write was refused \(Forbidden: /);
+        assert.match(run.lines[0]!.warnings.join('\n'), /the FailureTarget status write was refused/);
+        assert.equal(run.lines[0]!.outcome, 'failed');
+        const job = await waitForJobFailed(env.kc, ns, 'build');
+        const failedMs = Date.now() - t0;
+        assert.equal(trueCondition(job, 'Failed')?.reason, 'DeadlineExceeded');
+        const goneMs = await podGone(env.kc, ns, podName);
+        process.stderr.write(
+          `[node] ${runtime} deadline path: Job Failed ${failedMs} ms after the sweep started; pod gone ${goneMs} ms later\n`,
+        );
+        assert.equal((await sweeperEvents(env.kc, ns)).length, 1);
+      },
+    );
+
+    it(
+      'podFailurePolicy, where the status write is refused: Job Failed/PodFailurePolicy; the kubelet leaves the pod Failed with 137 ContainerStatusUnknown',
       TIMEOUT,
       async () => {
         const ns = await env.namespace('node-pfp');
-        const core = env.kc.makeApiClient(CoreV1Api);
+        await refuseStatusWrites(env, ns);
         const watch = await watchPods(env.kc, ns);
         try {
           const spec = {
             podFailurePolicy: { rules: [{ action: 'FailJob', onPodConditions: [{ type: 'ImagePullStuck', status: 'True' }] }] },
           };
-          await env.kc
-            .makeApiClient(BatchV1Api)
-            .createNamespacedJob({ namespace: ns, body: onNode(node, 'tenant-run', `${node.registry}/team/missing:1`, spec) });
-          const [pod] = await waitForJobPods(core, ns, 'tenant-run');
-          const podName = pod!.metadata!.name!;
-          await observeReasons(env.kc, ns, podName, PULL);
-          await pastGrace();
+          const podName = await stuckOnNode(ns, 'tenant-run', spec);
 
           const t0 = Date.now();
           const run = await runSweep(env.kc, { namespaces: [ns], policy: FAST });
-          assert.equal(run.lines[0]!.mechanism, 'podFailurePolicy');
+          assert.match(run.lines[0]!.mechanism ?? '', /^podFailurePolicy \(the status write was refused /);
           const job = await waitForJobFailed(env.kc, ns, 'tenant-run');
           const failedMs = Date.now() - t0;
           assert.equal(trueCondition(job, 'Failed')?.reason, 'PodFailurePolicy');
@@ -137,34 +173,35 @@ for (const runtime of testRuntimes())
     );
 
     // SPEC "How a Job is failed" (2026-11-30): with an earlier rule that matches the pod the kubelet
-    // leaves behind (exit code 137 → Ignore), the condition path cannot end the Job, so the sweeper
-    // uses the deadline.
-    it('podFailurePolicy with an earlier onExitCodes In [137] Ignore rule: the Job still ends Failed', TIMEOUT, async () => {
-      const ns = await env.namespace('node-pfp-ignore');
-      const core = env.kc.makeApiClient(CoreV1Api);
-      const spec = {
-        podFailurePolicy: {
-          rules: [
-            { action: 'Ignore', onExitCodes: { operator: 'In', values: [137] } },
-            { action: 'FailJob', onPodConditions: [{ type: 'ImagePullStuck', status: 'True' }] },
-          ],
-        },
-      };
-      await env.kc
-        .makeApiClient(BatchV1Api)
-        .createNamespacedJob({ namespace: ns, body: onNode(node, 'ignores-137', `${node.registry}/team/missing:1`, spec) });
-      const [pod] = await waitForJobPods(core, ns, 'ignores-137');
-      await observeReasons(env.kc, ns, pod!.metadata!.name!, PULL);
-      await pastGrace();
-      const run = await runSweep(env.kc, { namespaces: [ns], policy: FAST });
-      assert.equal(run.lines[0]!.outcome, 'failed');
-      assert.equal(run.lines[0]!.mechanism, 'activeDeadlineSeconds');
-      assert.match(run.lines[0]!.detail, /rule 1 \(Ignore on exit code In \[137\]\) would match the deleted pod/);
-      // A working mechanism ends the Job within seconds (the other paths take about 2 s).
-      const job = await waitForJobFailed(env.kc, ns, 'ignores-137', 30_000);
-      assert.equal(trueCondition(job, 'Failed')?.reason, 'DeadlineExceeded');
-      assert.equal((await sweeperEvents(env.kc, ns)).filter((e) => e.action === 'FailJob').length, 1);
-    });
+    // leaves behind (exit code 137 → Ignore), the pod-condition path cannot end the Job, so the
+    // fallback is the deadline.
+    it(
+      'podFailurePolicy with an earlier onExitCodes In [137] Ignore rule, the status write refused: the Job still ends Failed',
+      TIMEOUT,
+      async () => {
+        const ns = await env.namespace('node-pfp-ignore');
+        await refuseStatusWrites(env, ns);
+        const spec = {
+          podFailurePolicy: {
+            rules: [
+              { action: 'Ignore', onExitCodes: { operator: 'In', values: [137] } },
+              { action: 'FailJob', onPodConditions: [{ type: 'ImagePullStuck', status: 'True' }] },
+            ],
+          },
+        };
+        await stuckOnNode(ns, 'ignores-137', spec);
+        const run = await runSweep(env.kc, { namespaces: [ns], policy: FAST });
+        assert.equal(run.lines[0]!.outcome, 'failed');
+        assert.match(
+          run.lines[0]!.mechanism ?? '',
+          /^activeDeadlineSeconds .*rule 1 \(Ignore on exit code In \[137\]\) would match the deleted pod/,
+        );
+        // A working mechanism ends the Job within seconds (the other paths take about 2 s).
+        const job = await waitForJobFailed(env.kc, ns, 'ignores-137', 30_000);
+        assert.equal(trueCondition(job, 'Failed')?.reason, 'DeadlineExceeded');
+        assert.equal((await sweeperEvents(env.kc, ns)).filter((e) => e.action === 'FailJob').length, 1);
+      },
+    );
 
     it('the stuck clock starts when the container could pull (Initialized), not at pod start', TIMEOUT, async () => {
       const ns = await env.namespace('node-clock');

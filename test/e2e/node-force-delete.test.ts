@@ -1,8 +1,9 @@
 // SPEC "How a Job is failed", step 4, on a real node: a registry that accepts connections and
 // never answers (no runtime's progress timeout fires without bytes) keeps the pods of failed Jobs
 // Terminating for ever (test/e2e/node-stalled.test.ts). Once forceDeleteAfter has passed, the
-// sweep after that deletes the never-started ones with grace period 0, and the Jobs of both
-// mechanisms are Failed within forceDeleteAfter + 30 s of the sweep that failed them. A pod whose
+// sweep after that deletes the never-started ones with grace period 0, and the Jobs (failed by
+// their own condition, or, where a policy engine refuses that, by their podFailurePolicy) are
+// Failed within forceDeleteAfter + 30 s of the sweep that failed them. A pod whose
 // init container ran is never force-deleted, and the admission guard refuses the sweeper's
 // ServiceAccount to. The sweeps run as that ServiceAccount, under the shipped RBAC and guard, on
 // every runtime of the run: on the first with the default forceDeleteAfter (60s), on the others
@@ -19,7 +20,16 @@ import { waitFor, waitForJobPods } from '../support/kubelet.ts';
 import { installShipped } from '../support/manifests.ts';
 import { addRegistryHost, hungServer, nodeSkipReason, runtimeLabel, startNode, testRuntimes, type RunningNode } from '../support/node.ts';
 import { nodePodSpec } from '../support/node-cases.ts';
-import { policyFile, readJob, runSweep, sweeperEvents, trueCondition, waitForJobFailed } from '../support/sweeper.ts';
+import { REFUSED_LABEL, refuseStatusWrites } from '../support/policy-engine.ts';
+import {
+  assertFailedBySweeper,
+  policyFile,
+  readJob,
+  runSweep,
+  sweeperEvents,
+  trueCondition,
+  waitForJobFailed,
+} from '../support/sweeper.ts';
 
 const skip = nodeSkipReason();
 let saKc: KubeConfig;
@@ -40,6 +50,7 @@ const GUARD_RAN =
   "imagepull-sweeper guard: pods: a grace period shorter than the pod's own only for a pod none of whose containers has ever run";
 const FORCED = /force-deleted pod (\S+) \(terminating (?=\d)(?:\d+h)?(?:\d+m)?(?:\d+s)?, no container ever started\)/;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const refused = (job: V1Job): V1Job => ({ ...job, metadata: { ...job.metadata, labels: { [REFUSED_LABEL]: 'true' } } });
 
 type Hung = Awaited<ReturnType<typeof hungServer>>;
 
@@ -102,10 +113,12 @@ function forceDeleteOn(
     });
 
     it(
-      `both mechanisms Failed within ${afterS + 30} s of the sweep that failed them; a pod whose init container ran is never forced`,
+      `its own condition and the podFailurePolicy fallback: Failed within ${afterS + 30} s of the sweep that failed them; a pod whose init container ran is never forced`,
       TIMEOUT,
       async () => {
         const ns = await env.namespace('node-force');
+        // A policy engine refuses the pfp Job's status write: it takes its pod failure policy.
+        await refuseStatusWrites(env, ns, { onlyLabelled: true });
         const n = node!;
         const image = (repo: string): string => `${hung!.host}/team/${repo}:1`;
         const job = (
@@ -124,14 +137,14 @@ function forceDeleteOn(
           createJob(
             env.kc,
             ns,
-            job('deadline', [{ name: 'main', image: image('deadline') }]),
+            job('plain', [{ name: 'main', image: image('plain') }]),
             waiting('regular', 'main', 'ContainerCreating'),
             'main pulling',
           ),
           createJob(
             env.kc,
             ns,
-            job('pfp', [{ name: 'main', image: image('pfp') }], undefined, PFP),
+            refused(job('pfp', [{ name: 'main', image: image('pfp') }], undefined, PFP)),
             waiting('regular', 'main', 'ContainerCreating'),
             'main pulling',
           ),
@@ -155,22 +168,23 @@ function forceDeleteOn(
             'init container setup completed, main pulling',
           ),
         ]);
-        const podOf = Object.fromEntries(['deadline', 'pfp', 'init-hung', 'ran'].map((j, i) => [j, pods[i]!.metadata!]));
+        const podOf = Object.fromEntries(['plain', 'pfp', 'init-hung', 'ran'].map((j, i) => [j, pods[i]!.metadata!]));
         await sleep(6_000); // past the 5 s grace
 
         const t0 = Date.now();
         const first = await runSweep(saKc, { namespaces: [ns], policy: POLICY });
         assert.equal(first.exitCode, 0, JSON.stringify(first.records, null, 1));
         const failed = byJob(first.lines);
+        // The pfp Job's status write is refused (a policy engine): its pod failure policy instead.
         assert.deepEqual(
           Object.keys(failed)
             .sort()
-            .map((j) => [j, failed[j]!.outcome, failed[j]!.mechanism]),
+            .map((j) => [j, failed[j]!.outcome, failed[j]!.mechanism?.split(' ')[0]]),
           [
-            ['deadline', 'failed', 'activeDeadlineSeconds'],
-            ['init-hung', 'failed', 'activeDeadlineSeconds'],
+            ['init-hung', 'failed', 'condition'],
             ['pfp', 'failed', 'podFailurePolicy'],
-            ['ran', 'failed', 'activeDeadlineSeconds'],
+            ['plain', 'failed', 'condition'],
+            ['ran', 'failed', 'condition'],
           ],
         );
 
@@ -178,7 +192,7 @@ function forceDeleteOn(
         // given up on (the Job controller waits for a Failed pod).
         const core = env.kc.makeApiClient(CoreV1Api);
         const batch = env.kc.makeApiClient(BatchV1Api);
-        for (const name of ['deadline', 'init-hung', 'ran']) {
+        for (const name of ['plain', 'init-hung', 'ran']) {
           await waitFor(
             async () => trueCondition(await readJob(env.kc, ns, name), 'FailureTarget'),
             30_000,
@@ -199,7 +213,7 @@ function forceDeleteOn(
           assert.equal(pod.status?.phase, 'Pending', `${name}: the kubelet cannot end the pod`);
         }
         assert.equal(trueCondition(await readJob(env.kc, ns, 'pfp'), 'FailureTarget'), undefined);
-        const failedAt = new Date((await readJob(env.kc, ns, 'deadline')).metadata!.annotations!['imagepull-sweeper/failed-at']!);
+        const failedAt = new Date((await readJob(env.kc, ns, 'plain')).metadata!.annotations!['imagepull-sweeper/failed-at']!);
 
         // Before forceDeleteAfter: nothing is forced.
         assert.ok(Date.now() < failedAt.getTime() + afterS * 1000, `the sweep before forceDeleteAfter (${afterS}s) came too late`);
@@ -209,9 +223,9 @@ function forceDeleteOn(
             .map((l) => [l.job, l.outcome])
             .sort(),
           [
-            ['deadline', 'skipped'],
             ['init-hung', 'skipped'],
             ['pfp', 'skipped'],
+            ['plain', 'skipped'],
             ['ran', 'skipped'],
           ],
         );
@@ -227,11 +241,11 @@ function forceDeleteOn(
             (e: unknown) => e instanceof ApiException && e.code === 404,
           );
         const stuck: string[] = [];
-        for (const name of ['deadline', 'pfp', 'init-hung']) if (!(await podGone(name))) stuck.push(name);
-        if (!kubeletMayEndThem) assert.deepEqual(stuck, ['deadline', 'pfp', 'init-hung'], 'the kubelet cannot end a pod whose pull hangs');
+        for (const name of ['plain', 'pfp', 'init-hung']) if (!(await podGone(name))) stuck.push(name);
+        if (!kubeletMayEndThem) assert.deepEqual(stuck, ['plain', 'pfp', 'init-hung'], 'the kubelet cannot end a pod whose pull hangs');
         const dry = await runSweep(saKc, { namespaces: [ns], policy: POLICY, dryRun: true });
         const planned = byJob(dry.lines);
-        for (const name of ['deadline', 'pfp', 'init-hung']) if (!stuck.includes(name)) assert.equal(planned[name], undefined, name);
+        for (const name of ['plain', 'pfp', 'init-hung']) if (!stuck.includes(name)) assert.equal(planned[name], undefined, name);
         for (const name of stuck) {
           assert.equal(
             planned[name]?.outcome,
@@ -268,9 +282,9 @@ function forceDeleteOn(
           assert.equal(forced[name]!.outcome, 'retried', name);
           assert.equal(FORCED.exec(forced[name]!.detail)?.[1], podOf[name]!.name, `${name}: ${forced[name]!.detail}`);
         }
-        if (stuck.includes('pfp'))
-          assert.equal(forced.pfp!.mechanism, 'activeDeadlineSeconds', 'not given up on: failed by its deadline too');
-        if (stuck.includes('deadline')) assert.equal(forced.deadline!.mechanism, null, 'already given up on: only the pod');
+        // Not given up on: its FailureTarget too, and where that is refused again, its deadline.
+        if (stuck.includes('pfp')) assert.match(forced.pfp!.mechanism ?? '', /^activeDeadlineSeconds \(the status write was refused /);
+        if (stuck.includes('plain')) assert.equal(forced.plain!.mechanism, null, 'already given up on: only the pod');
         if (forced.ran) assert.equal(forced.ran.outcome, 'skipped');
         if (forced.ran)
           assert.match(
@@ -279,11 +293,12 @@ function forceDeleteOn(
           );
 
         const failedMs: Record<string, number> = {};
-        for (const name of ['deadline', 'pfp', 'init-hung']) {
+        for (const name of ['plain', 'pfp', 'init-hung']) {
           const j = await waitForJobFailed(env.kc, ns, name, failedWithinMs - (Date.now() - t0));
           failedMs[name] = Date.now() - t0;
-          const byPolicy = name === 'pfp' && !stuck.includes(name);
-          assert.equal(trueCondition(j, 'Failed')?.reason, byPolicy ? 'PodFailurePolicy' : 'DeadlineExceeded', name);
+          if (name === 'pfp')
+            assert.equal(trueCondition(j, 'Failed')?.reason, stuck.includes(name) ? 'DeadlineExceeded' : 'PodFailurePolicy');
+          else assertFailedBySweeper(j);
           assert.ok(failedMs[name]! <= failedWithinMs, `${name} Failed ${failedMs[name]} ms after the sweep that failed it`);
           await assert.rejects(
             core.readNamespacedPod({ namespace: ns, name: podOf[name]!.name! }),

@@ -11,7 +11,7 @@ import { useTestCluster } from '../support/hooks.ts';
 import { waitForJobPods } from '../support/kubelet.ts';
 import { nodeSkipReason, runtimeLabel, testNode, testRuntimes, type TestNodeHandle } from '../support/node.ts';
 import { nodePodSpec, observeReasons } from '../support/node-cases.ts';
-import { policyFile, runSweep, trueCondition, waitForJobFailed } from '../support/sweeper.ts';
+import { assertFailedBySweeper, policyFile, runSweep, waitForJobFailed } from '../support/sweeper.ts';
 import { registryHost } from '../../src/classify/index.ts';
 
 const skip = nodeSkipReason();
@@ -59,7 +59,7 @@ for (const runtime of testRuntimes())
       assert.equal(registryHost(line.image), registryHost(reference));
       assert.match(String(line.waitingMessage), /volume-missing/, detail);
       const failed = await waitForJobFailed(env.kc, ns, 'with-volume');
-      assert.equal(trueCondition(failed, 'Failed')?.reason, 'DeadlineExceeded');
+      assertFailedBySweeper(failed);
       assert.match(failed.metadata?.annotations?.['imagepull-sweeper/message'] ?? '', /of volume data \(class permanent/);
     });
   });

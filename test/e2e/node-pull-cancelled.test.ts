@@ -28,7 +28,7 @@ import {
 } from '../support/node.ts';
 import { caseContainerStatus, nodePodSpec, observeReasons, observeStates } from '../support/node-cases.ts';
 import { stallingRegistry, type StallingRegistry } from '../support/stalling-registry.ts';
-import { policyFile, runSweep, trueCondition, waitForJobFailed } from '../support/sweeper.ts';
+import { assertFailedBySweeper, policyFile, runSweep, waitForJobFailed } from '../support/sweeper.ts';
 
 const skip = nodeSkipReason();
 const env = useTestCluster();
@@ -146,7 +146,7 @@ for (const runtime of runtimes) {
         assert.equal(done.graceSeconds, 5);
         assert.equal(done.outcome, 'failed');
         const failed = await waitForJobFailed(env.kc, ns, 'stalls', 60_000);
-        assert.equal(trueCondition(failed, 'Failed')?.reason, 'DeadlineExceeded');
+        assertFailedBySweeper(failed);
       },
     );
   });

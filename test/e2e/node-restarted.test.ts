@@ -16,7 +16,15 @@ import { waitFor, waitForJobPods } from '../support/kubelet.ts';
 import { nodeSkipReason, runtimeLabel, testNode, testRuntimes, type TestNodeHandle } from '../support/node.ts';
 import { nodePodSpec } from '../support/node-cases.ts';
 import { deleteManifest } from '../support/registry-content.ts';
-import { policyFile, readJob, runSweep, trueCondition, waitForJobFailed, type SweepRun } from '../support/sweeper.ts';
+import {
+  assertFailedBySweeper,
+  policyFile,
+  readJob,
+  runSweep,
+  trueCondition,
+  waitForJobFailed,
+  type SweepRun,
+} from '../support/sweeper.ts';
 
 const skip = nodeSkipReason();
 const env = useTestCluster();
@@ -164,7 +172,7 @@ describe('Jobs restarted in place on the real node', { concurrency: true }, () =
           assert.ok(line.stuckSeconds < before - seconds(stuck.status!.startTime), 'shorter than since the pod started');
 
           const done = await waitForJobFailed(env.kc, ns, 'stuck');
-          assert.ok(trueCondition(done, 'Failed'), JSON.stringify(done.status?.conditions));
+          assertFailedBySweeper(done);
           for (const other of ['crashing', 'with-sidecar']) {
             const j = await readJob(env.kc, ns, other);
             assert.equal(trueCondition(j, 'Failed'), undefined, other);

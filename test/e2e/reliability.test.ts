@@ -1,6 +1,7 @@
 // Crash safety, races and stops, on the real control plane (pods played by the status stand-in):
 // kill -9 at many points of a batch, three sweepers at once, SIGTERM mid-batch, a claim left
-// behind by a crash, a write whose answer was lost, a pod that changed under the sweeper, and a
+// behind by a crash, a write whose answer was lost, a pod that changed under the sweeper (on the
+// podFailurePolicy fallback, where a policy engine refuses the status write), and a
 // podFailurePolicy whose earlier rule would swallow the deleted pod.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -17,6 +18,7 @@ import { mapBounded } from '../../src/concurrency.ts';
 import { CLI, ensureBuilt, jsonLines } from '../support/cli.ts';
 import { useTestCluster } from '../support/hooks.ts';
 import { setImagePullStuck, setPodRunning, waitFor } from '../support/kubelet.ts';
+import { refuseStatusWrites } from '../support/policy-engine.ts';
 import { createStuckJob, policyFile, readJob, runSweep, sweeperEvents, trueCondition, waitForJobFailed } from '../support/sweeper.ts';
 
 const TIMEOUT = { timeout: 900_000 };
@@ -254,7 +256,7 @@ describe('crash safety', () => {
   );
 
   it(
-    'a claim left by a crash (pod never marked): waits confirmWithin, then fails the Job by its deadline, audited retried',
+    'a claim left by a crash (no FailureTarget: its pod never marked on the fallback): waits confirmWithin, then fails the Job by its own condition, audited retried',
     TIMEOUT,
     async () => {
       const ns = await env.namespace('orphan-claim');
@@ -295,10 +297,12 @@ describe('crash safety', () => {
       assert.equal(late.lines[0]!.outcome, 'retried');
       assert.match(
         late.lines[0]!.detail,
-        /not finished after confirmWithin 4s: failing it again by its deadline; found 1 pod\(s\) Pending \(ImagePullBackOff\)/,
+        /not finished after confirmWithin 4s: failing it again by its own condition; found 1 pod\(s\) Pending \(ImagePullBackOff\)/,
       );
       const job = await waitForJobFailed(kc, ns, 'claimed');
-      assert.equal(trueCondition(job, 'Failed')?.reason, 'DeadlineExceeded');
+      assert.equal(trueCondition(job, 'Failed')?.reason, 'ImagePullStuck');
+      assert.match(trueCondition(job, 'Failed')?.message ?? '', /^imagepull-sweeper: regular container main of pod x waited 3m /);
+      assert.equal(job.spec?.activeDeadlineSeconds, undefined, 'no spec change');
       assert.equal((await failJobEvents(ns)).get('claimed')?.length, 1);
 
       // The next sweep sees it finished: the label goes, nothing else is written.
@@ -314,15 +318,12 @@ describe('crash safety', () => {
     await createStuckJob(kc, ns, 'deadline', { stuckFor: 9999 });
     await createStuckJob(kc, ns, 'pfp', { stuckFor: 9999, spec: PFP });
     const real = createGateway(kc);
-    // The claim reaches the API server, but this client sees 503 on it and on every retry.
+    // The claim (with the FailureTarget) reaches the API server, but this client sees 503 on it and on every retry.
     const landedThenLost: KubeGateway = {
       ...real,
-      mergePatchJob: async (namespace, name, patch) => {
-        if ((patch as { metadata?: { resourceVersion?: string } }).metadata?.resourceVersion) {
-          await real.mergePatchJob(namespace, name, patch).catch(() => undefined);
-          throw new ApiException(503, 'Service Unavailable', { reason: 'ServiceUnavailable', message: 'injected' }, {});
-        }
-        return real.mergePatchJob(namespace, name, patch);
+      patchJobStatus: async (namespace, name, patch) => {
+        await real.patchJobStatus(namespace, name, patch).catch(() => undefined);
+        throw new ApiException(503, 'Service Unavailable', { reason: 'ServiceUnavailable', message: 'injected' }, {});
       },
     };
     const gateway = withRetries(landedThenLost, { sleep: async () => undefined });
@@ -349,8 +350,8 @@ describe('crash safety', () => {
         ['pfp', 'failed', undefined],
       ],
     );
-    assert.equal(trueCondition(await waitForJobFailed(kc, ns, 'deadline'), 'Failed')?.reason, 'DeadlineExceeded');
-    assert.equal(trueCondition(await waitForJobFailed(kc, ns, 'pfp'), 'Failed')?.reason, 'PodFailurePolicy');
+    for (const name of ['deadline', 'pfp'])
+      assert.equal(trueCondition(await waitForJobFailed(kc, ns, name), 'Failed')?.reason, 'ImagePullStuck');
     const events = await failJobEvents(ns);
     assert.equal(events.get('deadline')?.length, 1);
     assert.equal(events.get('pfp')?.length, 1);
@@ -379,12 +380,13 @@ describe('crash safety', () => {
   });
 });
 
-describe('pod preconditions', () => {
+describe('pod preconditions (the podFailurePolicy fallback)', () => {
   it(
     'a pod written between observing and acting: the write fails its precondition, the Job is re-read and re-judged',
     TIMEOUT,
     async () => {
       const ns = await env.namespace('pod-rv');
+      await refuseStatusWrites(env, ns);
       const changed = await createStuckJob(kc, ns, 'changed', { stuckFor: 9999, spec: PFP });
       const recovered = await createStuckJob(kc, ns, 'recovered', { stuckFor: 9999, spec: PFP });
       const gateway = withRetries(createGateway(kc));
@@ -399,8 +401,11 @@ describe('pod preconditions', () => {
       };
       const decisions = judge(input).decisions;
       assert.deepEqual(
-        decisions.map((d) => d.mechanism),
-        ['podFailurePolicy', 'podFailurePolicy'],
+        decisions.map((d) => [d.mechanism, d.failJobCondition]),
+        [
+          ['condition', 'ImagePullStuck'],
+          ['condition', 'ImagePullStuck'],
+        ],
       );
 
       const core = kc.makeApiClient(CoreV1Api);
@@ -425,6 +430,7 @@ describe('pod preconditions', () => {
       assert.equal(podRejudged, 2);
       const byJob = Object.fromEntries(results.map((r) => [r.decision.job, r]));
       assert.equal(byJob.changed!.outcome, 'failed');
+      assert.equal(byJob.changed!.decision.mechanism, 'podFailurePolicy', 'the status write refused: the fallback');
       assert.equal(byJob.changed!.decision.reason, 'ErrImagePull');
       assert.equal(byJob.recovered!.outcome, 'skipped');
       assert.match(byJob.recovered!.decision.detail, /no longer stuck/);
@@ -448,12 +454,13 @@ describe('pod preconditions', () => {
   );
 });
 
-describe('mechanism choice', () => {
+describe('the fallback where the status write is refused', () => {
   it(
     'a podFailurePolicy whose earlier rule (onExitCodes In [137] Ignore) would swallow the deleted pod: failed by the deadline',
     TIMEOUT,
     async () => {
       const ns = await env.namespace('shadowed');
+      await refuseStatusWrites(env, ns);
       const spec = {
         podFailurePolicy: {
           rules: [
@@ -466,8 +473,10 @@ describe('mechanism choice', () => {
       const run = await runSweep(kc, { namespaces: [ns], policy: POLICY });
       assert.equal(run.exitCode, 0);
       assert.equal(run.lines[0]!.outcome, 'failed');
-      assert.equal(run.lines[0]!.mechanism, 'activeDeadlineSeconds');
-      assert.match(run.lines[0]!.detail, /rule 1 \(Ignore on exit code In \[137\]\) would match the deleted pod before rule 2/);
+      assert.match(
+        run.lines[0]!.mechanism ?? '',
+        /^activeDeadlineSeconds \(the status write was refused \(Forbidden: .*\); podFailurePolicy rule 1 \(Ignore on exit code In \[137\]\) would match the deleted pod before rule 2/,
+      );
       assert.equal(trueCondition(await waitForJobFailed(kc, ns, 'ignores-137'), 'Failed')?.reason, 'DeadlineExceeded');
     },
   );

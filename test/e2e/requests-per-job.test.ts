@@ -8,6 +8,7 @@ import { describeApiError } from '../../src/kube/errors.ts';
 import { createGateway, type KubeGateway } from '../../src/kube/gateway.ts';
 import { mapBounded } from '../../src/concurrency.ts';
 import { useTestCluster } from '../support/hooks.ts';
+import { refuseStatusWrites } from '../support/policy-engine.ts';
 import { createStuckJob, policyFile, runSweep, sweeperEvents, trueCondition, waitForJobFailed } from '../support/sweeper.ts';
 
 const JOBS = 10;
@@ -46,23 +47,29 @@ function counting(plain: KubeGateway): { gateway: KubeGateway; counts: Record<st
   return { gateway, counts };
 }
 
+/** Answers that are no fault: the settling sweep's Event (409, already there), Kueue's configuration read at start-up (404, no Kueue), the status write a policy engine refuses. */
+const EXPECTED = new Set(['createEvent:409', 'readConfigMap:404', 'patchJobStatus:403']);
+
 /**
  * The Job controller may update a Job between the sweep's LIST and its claim (a real race): the
  * claim is refused (409), the Job re-read and claimed again. Each such conflict must cost exactly
  * one re-read and one more claim attempt, and nothing else may be refused.
  */
 function assertConflictsOnlyCostARetry(counts: Record<string, number>): void {
-  const conflicts = counts['mergePatchJob:409'] ?? 0;
-  const refused = Object.keys(counts).filter((k) => k.includes(':') && k !== 'mergePatchJob:409' && k !== 'createEvent:409');
-  assert.deepEqual(refused, [], `only claim conflicts (and the settling sweep's Event 409) are expected: ${JSON.stringify(counts)}`);
+  const claims = ['patchJobStatus:409', 'mergePatchJob:409'];
+  const conflicts = claims.reduce((n, k) => n + (counts[k] ?? 0), 0);
+  const refused = Object.keys(counts).filter((k) => k.includes(':') && !claims.includes(k) && !EXPECTED.has(k));
+  assert.deepEqual(refused, [], `only claim conflicts (and the answers in EXPECTED) are expected: ${JSON.stringify(counts)}`);
   assert.equal(counts.readJob ?? 0, conflicts, `one re-read per claim conflict: ${JSON.stringify(counts)}`);
 }
 
 async function measure(
   label: string,
   spec: object,
+  o: { refused?: boolean } = {},
 ): Promise<{ fail: Record<string, number>; settle: Record<string, number>; reasons: string[] }> {
   const ns = await env.namespace(label);
+  if (o.refused) await refuseStatusWrites(env, ns);
   const names = Array.from({ length: JOBS }, (_, i) => `j-${i}`);
   await mapBounded(names, 8, (name) => createStuckJob(kc, ns, name, { stuckFor: 9999, spec }));
   const first = counting(createGateway(kc));
@@ -84,32 +91,44 @@ async function measure(
   return { fail: perJob(first.counts), settle: perJob(second.counts), reasons: [...new Set(reasons)] };
 }
 
-const WRITES = ['mergePatchJob', 'jsonPatchJob', 'patchPodStatus', 'deletePod', 'createEvent'];
-/** Writes the server accepted, and the settling sweep's re-sent Event (refused 409 as already there); claim conflicts are held by assertConflictsOnlyCostARetry. */
+const WRITES = ['patchJobStatus', 'mergePatchJob', 'jsonPatchJob', 'patchPodStatus', 'deletePod', 'createEvent'];
+/** Writes the server accepted, the settling sweep's re-sent Event (409) and a refused status write; claim conflicts are held by assertConflictsOnlyCostARetry. */
 const writesOnly = (c: Record<string, number>) =>
-  Object.fromEntries(Object.entries(c).filter(([k]) => WRITES.includes(k) || k === 'createEvent:409'));
+  Object.fromEntries(Object.entries(c).filter(([k]) => WRITES.includes(k) || k === 'createEvent:409' || k === 'patchJobStatus:403'));
 
 describe('API requests per failed Job', () => {
   it(
-    'deadline: one claim patch that also sets the deadline, the Event; the next sweep re-sends the Event (409) and drops the label',
+    'by its own condition: one status patch claims it and adds its FailureTarget, the Event; the next sweep re-sends the Event (409) and drops the label',
     { timeout: 300_000 },
     async () => {
-      const { fail, settle, reasons } = await measure('req-deadline', {});
-      // No write to the Job after the claim: the Job controller's status update cannot conflict
-      // after it deleted the pod, which would end these backoffLimit-0 Jobs as BackoffLimitExceeded.
-      assert.deepEqual(reasons, ['DeadlineExceeded']);
-      assert.deepEqual(writesOnly(fail), { mergePatchJob: 1, createEvent: 1 });
+      // A podFailurePolicy changes nothing on this path.
+      const { fail, settle, reasons } = await measure('req-condition', PFP);
+      assert.deepEqual(reasons, ['ImagePullStuck']);
+      assert.deepEqual(writesOnly(fail), { patchJobStatus: 1, createEvent: 1 });
       assert.deepEqual(writesOnly(settle), { 'createEvent:409': 1, mergePatchJob: 1 });
     },
   );
 
   it(
-    'podFailurePolicy: claim, pod condition, pod delete, Event; the next sweep re-sends the Event (409) and drops the label',
+    'the deadline (status write refused): the refused write, one claim patch that also sets the deadline, the Event; then as above',
     { timeout: 300_000 },
     async () => {
-      const { fail, settle, reasons } = await measure('req-pfp', PFP);
+      const { fail, settle, reasons } = await measure('req-deadline', {}, { refused: true });
+      // No write to the Job after the claim: the Job controller's status update cannot conflict
+      // after it deleted the pod, which would end these backoffLimit-0 Jobs as BackoffLimitExceeded.
+      assert.deepEqual(reasons, ['DeadlineExceeded']);
+      assert.deepEqual(writesOnly(fail), { 'patchJobStatus:403': 1, mergePatchJob: 1, createEvent: 1 });
+      assert.deepEqual(writesOnly(settle), { 'createEvent:409': 1, mergePatchJob: 1 });
+    },
+  );
+
+  it(
+    'podFailurePolicy (status write refused): the refused write, claim, pod condition, pod delete, Event; then as above',
+    { timeout: 300_000 },
+    async () => {
+      const { fail, settle, reasons } = await measure('req-pfp', PFP, { refused: true });
       assert.deepEqual(reasons, ['PodFailurePolicy']);
-      assert.deepEqual(writesOnly(fail), { mergePatchJob: 1, patchPodStatus: 1, deletePod: 1, createEvent: 1 });
+      assert.deepEqual(writesOnly(fail), { 'patchJobStatus:403': 1, mergePatchJob: 1, patchPodStatus: 1, deletePod: 1, createEvent: 1 });
       assert.deepEqual(writesOnly(settle), { 'createEvent:409': 1, mergePatchJob: 1 });
     },
   );

@@ -22,8 +22,10 @@ import { observeStuckContainers } from '../../src/observe/pods.ts';
 import { toPolicy } from '../../src/policy/convert.ts';
 import { jobManifest } from '../support/fixtures.ts';
 import { useTestCluster } from '../support/hooks.ts';
+import { refuseStatusWrites } from '../support/policy-engine.ts';
 import { setImagePullStuck, setPodRunning, waitFor, waitForJobPods } from '../support/kubelet.ts';
 import {
+  assertFailedBySweeper,
   createStuckJob,
   policyFile,
   readJob,
@@ -45,76 +47,115 @@ const namespace = env.namespace;
 const EMPTY_POLICY_FILE = policyFile('{}\n');
 
 // Stuck init containers and sidecars are swept on real pods in node-sweep.test.ts; the real-node
-// forms of both mechanisms are in node-fail.test.ts.
+// forms of every mechanism are in node-fail.test.ts.
 describe('sweep fails stuck Jobs', () => {
-  it('via activeDeadlineSeconds: Failed/DeadlineExceeded, annotations, Event, audit line', TIMEOUT, async () => {
-    const ns = await namespace('deadline');
-    const { pod } = await createStuckJob(kc, ns, 'build', { stuckFor: 300 });
-    const run = await runSweep(kc, { namespaces: [ns], policy: EMPTY_POLICY_FILE });
-    assert.equal(run.exitCode, 0);
+  it(
+    "by its own condition: Failed/ImagePullStuck with the sweeper's message and hint, annotations, Event, audit line",
+    TIMEOUT,
+    async () => {
+      const ns = await namespace('condition');
+      const { pod } = await createStuckJob(kc, ns, 'build', { stuckFor: 300 });
+      const run = await runSweep(kc, { namespaces: [ns], policy: EMPTY_POLICY_FILE });
+      assert.equal(run.exitCode, 0);
 
-    const job = await waitForJobFailed(kc, ns, 'build');
-    assert.equal(trueCondition(job, 'Failed')?.reason, 'DeadlineExceeded');
-    const a = job.metadata!.annotations!;
-    assert.match(a['imagepull-sweeper/failed-at']!, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
-    assert.equal(a['imagepull-sweeper/reason'], 'ImagePullBackOff');
-    assert.match(
-      a['imagepull-sweeper/message']!,
-      /container main .* on image registry\.invalid\/team\/app:does-not-exist \(class permanent, rule defaults, grace 2m from defaults\)/,
-    );
-    assert.ok(job.spec!.activeDeadlineSeconds! >= 1);
+      const job = await waitForJobFailed(kc, ns, 'build');
+      assertFailedBySweeper(job);
+      const failed = trueCondition(job, 'Failed')!;
+      const a = job.metadata!.annotations!;
+      assert.equal(failed.message, `imagepull-sweeper: ${a['imagepull-sweeper/message']}`);
+      assert.match(
+        failed.message ?? '',
+        /\): the image or tag does not exist in that repository, or the repository does not exist: check the reference, or push the image first\. ImagePullBackOff: /,
+      );
+      assert.match(a['imagepull-sweeper/failed-at']!, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+      assert.equal(a['imagepull-sweeper/reason'], 'ImagePullBackOff');
+      assert.match(
+        a['imagepull-sweeper/message']!,
+        /container main .* on image registry\.invalid\/team\/app:does-not-exist \(class permanent, rule defaults, grace 2m from defaults\)/,
+      );
+      assert.equal(job.spec!.activeDeadlineSeconds, undefined, 'no spec change');
+      // The Job controller says it too, in its own Event.
+      const own = await kc.makeApiClient(CoreV1Api).listNamespacedEvent({ namespace: ns, fieldSelector: 'involvedObject.name=build' });
+      assert.ok(
+        own.items.some((e) => e.reason === 'ImagePullStuck' && e.message === failed.message),
+        'the Job controller Event',
+      );
 
-    const [event, ...more] = await sweeperEvents(kc, ns);
-    assert.equal(more.length, 0);
-    assert.equal(event!.type, 'Warning');
-    assert.equal(event!.reason, 'ImagePullStuck');
-    assert.equal(event!.action, 'FailJob');
-    assert.equal(event!.regarding?.kind, 'Job');
-    assert.equal(event!.regarding?.name, 'build');
-    assert.equal(event!.regarding?.uid, job.metadata!.uid);
-    assert.equal(event!.related?.kind, 'Pod');
-    assert.equal(event!.related?.name, pod);
+      const [event, ...more] = await sweeperEvents(kc, ns);
+      assert.equal(more.length, 0);
+      assert.equal(event!.type, 'Warning');
+      assert.equal(event!.reason, 'ImagePullStuck');
+      assert.equal(event!.action, 'FailJob');
+      assert.equal(event!.regarding?.kind, 'Job');
+      assert.equal(event!.regarding?.name, 'build');
+      assert.equal(event!.regarding?.uid, job.metadata!.uid);
+      assert.equal(event!.related?.kind, 'Pod');
+      assert.equal(event!.related?.name, pod);
 
-    const [line] = run.lines;
-    assert.equal(run.lines.length, 1);
-    assert.equal(line!.outcome, 'failed');
-    assert.equal(line!.job, 'build');
-    assert.equal(line!.pod, pod);
-    assert.equal(line!.class, 'permanent');
-    assert.equal(line!.mechanism, 'activeDeadlineSeconds');
-    assert.ok(line!.stuckSeconds >= 300);
-    assert.equal(run.summary!.outcomes.failed, 1);
+      const [line] = run.lines;
+      assert.equal(run.lines.length, 1);
+      assert.equal(line!.outcome, 'failed');
+      assert.equal(line!.job, 'build');
+      assert.equal(line!.pod, pod);
+      assert.equal(line!.class, 'permanent');
+      assert.equal(line!.mechanism, 'condition');
+      assert.match(line!.hint, /^the image or tag does not exist/);
+      assert.ok(line!.stuckSeconds >= 300);
+      assert.equal(run.summary!.outcomes.failed, 1);
 
-    // The next sweep sees the Job finished and only takes its pending label off; after that a
-    // sweep changes nothing.
-    assert.equal(job.metadata!.labels?.['imagepull-sweeper/pending'], 'true');
-    const settling = await runSweep(kc, { namespaces: [ns], policy: EMPTY_POLICY_FILE });
-    assert.equal(settling.exitCode, 0);
-    assert.equal((await readJob(kc, ns, 'build')).metadata!.labels?.['imagepull-sweeper/pending'], undefined);
-    const before = await settledSnapshot(kc, ns);
-    const again = await runSweep(kc, { namespaces: [ns], policy: EMPTY_POLICY_FILE });
-    assert.equal(again.exitCode, 0);
-    assert.ok(again.lines.every((l) => l.outcome === 'skipped'));
-    assert.deepEqual(await settledSnapshot(kc, ns), before);
-    assert.equal((await sweeperEvents(kc, ns)).length, 1);
-  });
+      // The next sweep sees the Job finished and only takes its pending label off; after that a
+      // sweep changes nothing.
+      assert.equal(job.metadata!.labels?.['imagepull-sweeper/pending'], 'true');
+      const settling = await runSweep(kc, { namespaces: [ns], policy: EMPTY_POLICY_FILE });
+      assert.equal(settling.exitCode, 0);
+      assert.equal((await readJob(kc, ns, 'build')).metadata!.labels?.['imagepull-sweeper/pending'], undefined);
+      const before = await settledSnapshot(kc, ns);
+      const again = await runSweep(kc, { namespaces: [ns], policy: EMPTY_POLICY_FILE });
+      assert.equal(again.exitCode, 0);
+      assert.ok(again.lines.every((l) => l.outcome === 'skipped'));
+      assert.deepEqual(await settledSnapshot(kc, ns), before);
+      assert.equal((await sweeperEvents(kc, ns)).length, 1);
+    },
+  );
 
-  it("via the Job's podFailurePolicy: Failed/PodFailurePolicy", TIMEOUT, async () => {
-    const ns = await namespace('pfp');
-    const { pod } = await createStuckJob(kc, ns, 'tenant-run', {
-      stuckFor: 300,
-      spec: { podFailurePolicy: { rules: [{ action: 'FailJob', onPodConditions: [{ type: 'ImagePullStuck', status: 'True' }] }] } },
-    });
-    const run = await runSweep(kc, { namespaces: [ns], policy: EMPTY_POLICY_FILE });
-    assert.equal(run.exitCode, 0);
-    assert.equal(run.lines[0]!.mechanism, 'podFailurePolicy');
-    assert.equal(run.lines[0]!.pod, pod);
-    const job = await waitForJobFailed(kc, ns, 'tenant-run');
-    assert.equal(trueCondition(job, 'Failed')?.reason, 'PodFailurePolicy');
-    assert.equal(job.spec!.activeDeadlineSeconds, undefined);
-    assert.equal(job.metadata!.annotations!['imagepull-sweeper/reason'], 'ImagePullBackOff');
-    assert.equal((await sweeperEvents(kc, ns))[0]!.action, 'FailJob');
-  });
+  it(
+    "where a policy engine refuses the status write: the Job's podFailurePolicy (Failed/PodFailurePolicy), else its deadline (DeadlineExceeded), said",
+    TIMEOUT,
+    async () => {
+      const ns = await namespace('fallback');
+      await refuseStatusWrites(env, ns);
+      const { pod } = await createStuckJob(kc, ns, 'tenant-run', {
+        stuckFor: 300,
+        spec: { podFailurePolicy: { rules: [{ action: 'FailJob', onPodConditions: [{ type: 'ImagePullStuck', status: 'True' }] }] } },
+      });
+      await createStuckJob(kc, ns, 'build', { stuckFor: 300 });
+      const run = await runSweep(kc, { namespaces: [ns], policy: EMPTY_POLICY_FILE });
+      assert.equal(run.exitCode, 0);
+      const byJob = new Map(run.lines.map((l) => [l.job, l]));
+      assert.match(
+        byJob.get('tenant-run')!.mechanism ?? '',
+        /^podFailurePolicy \(the status write was refused \(Forbidden: .*a policy engine refuses/,
+      );
+      assert.match(byJob.get('build')!.mechanism ?? '', /^activeDeadlineSeconds \(the status write was refused \(Forbidden: /);
+      for (const line of byJob.values()) assert.match(line.warnings.join('\n'), /the FailureTarget status write was refused/);
+      assert.equal(byJob.get('tenant-run')!.pod, pod);
+      const job = await waitForJobFailed(kc, ns, 'tenant-run');
+      assert.equal(trueCondition(job, 'Failed')?.reason, 'PodFailurePolicy');
+      assert.equal(job.spec!.activeDeadlineSeconds, undefined);
+      assert.equal(job.metadata!.annotations!['imagepull-sweeper/reason'], 'ImagePullBackOff');
+      assert.match(
+        job.metadata!.annotations!['imagepull-sweeper/message']!,
+        /Failed by its pod failure policy, not by its own condition: the status write was refused/,
+      );
+      const deadline = await waitForJobFailed(kc, ns, 'build');
+      assert.equal(trueCondition(deadline, 'Failed')?.reason, 'DeadlineExceeded');
+      assert.ok(deadline.spec!.activeDeadlineSeconds! >= 1);
+      assert.deepEqual(
+        (await sweeperEvents(kc, ns)).map((e) => e.action),
+        ['FailJob', 'FailJob'],
+      );
+    },
+  );
 
   it('names the CronJob that owns the Job', TIMEOUT, async () => {
     const ns = await namespace('cron');
@@ -377,7 +418,7 @@ describe('sweep under real API failures and races', () => {
           failurePolicy: 'Fail',
           matchConstraints: {
             namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns } },
-            resourceRules: [{ apiGroups: ['batch'], apiVersions: ['v1'], operations: ['UPDATE'], resources: ['jobs'] }],
+            resourceRules: [{ apiGroups: ['batch'], apiVersions: ['v1'], operations: ['UPDATE'], resources: ['jobs', 'jobs/status'] }],
           },
           // Denies every update of a Job once it carries the label (so the label itself can be added).
           validations: [
@@ -527,21 +568,22 @@ describe('sweep when responses are lost', () => {
     return { ...result, retried };
   }
 
-  it('retries a landed Job patch and Event create without losing or repeating anything', TIMEOUT, async () => {
+  it('retries a landed Job status patch and Event create without losing or repeating anything', TIMEOUT, async () => {
     const ns = await namespace('lost');
     await createStuckJob(kc, ns, 'job', { stuckFor: 9999 });
-    const { gateway, lost } = losingFirstResponses(['mergePatchJob', 'createEvent']);
+    const { gateway, lost } = losingFirstResponses(['patchJobStatus', 'createEvent']);
     const result = await sweepWith(gateway, ns);
-    assert.deepEqual(lost.sort(), ['createEvent', 'mergePatchJob']);
-    assert.deepEqual(result.retried.sort(), ['createEvent', 'mergePatchJob'], 'one retry notice per retried request');
+    assert.deepEqual(lost.sort(), ['createEvent', 'patchJobStatus']);
+    assert.deepEqual(result.retried.sort(), ['createEvent', 'patchJobStatus'], 'one retry notice per retried request');
     assert.equal(result.status, 'done');
     assert.equal(result.results[0]!.outcome, 'failed');
-    assert.equal(trueCondition(await waitForJobFailed(kc, ns, 'job'), 'Failed')?.reason, 'DeadlineExceeded');
+    assertFailedBySweeper(await waitForJobFailed(kc, ns, 'job'));
     assert.equal((await sweeperEvents(kc, ns)).length, 1);
   });
 
-  it('retries a landed pod delete on the pod-failure-policy path', TIMEOUT, async () => {
+  it('retries a landed pod delete on the pod-failure-policy path (the status write refused)', TIMEOUT, async () => {
     const ns = await namespace('lostpod');
+    await refuseStatusWrites(env, ns);
     await createStuckJob(kc, ns, 'job', {
       stuckFor: 9999,
       spec: { podFailurePolicy: { rules: [{ action: 'FailJob', onPodConditions: [{ type: 'ImagePullStuck', status: 'True' }] }] } },

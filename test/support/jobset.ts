@@ -7,31 +7,29 @@
 //     and validating webhook configurations pointing at https://127.0.0.1:PORT with that CA;
 //   - the admin kubeconfig; no leader election; metrics off; the readiness probe on loopback.
 // stop() removes its webhook configurations and stops it; it dies with the test process anyway.
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
-import {
-  AdmissionregistrationV1Api,
-  ApiextensionsV1Api,
-  CustomObjectsApi,
-  type KubeConfig,
-  KubernetesObjectApi,
-  PatchStrategy,
-  type KubernetesObject,
-} from '@kubernetes/client-node';
-import { parseAllDocuments } from 'yaml';
+import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { REPO } from './cli.ts';
 import { toolBinary } from './tools.ts';
-import { freePort } from './cluster.ts';
-import { makeCertificates } from './fault-proxy.ts';
+import {
+  apply,
+  applyCrds,
+  correlatableRulesOnly,
+  loopbackWebhooks,
+  moduleDir,
+  objectsOf,
+  pinnedVersion,
+  loopbackServing,
+  startController,
+  stopController,
+} from './controllers.ts';
 import { waitFor } from './kubelet.ts';
 
 const TOOL_DIR = path.join(REPO, 'test', 'tools', 'jobset');
 const MODULE = 'sigs.k8s.io/jobset';
 const CRD_FILE = 'config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml';
 const WEBHOOKS_FILE = 'config/components/webhook/manifests.yaml';
-const FIELD_MANAGER = 'imagepull-sweeper-test';
 /** The JobSet labels its pods carry: the pod webhooks see only those (upstream's own kustomize patch). */
 const JOBSET_POD_SELECTOR = { matchExpressions: [{ key: 'jobset.sigs.k8s.io/jobset-name', operator: 'Exists' }] };
 export const WEBHOOK_CONFIGURATIONS = {
@@ -49,83 +47,7 @@ export interface JobSetController {
 
 /** The module version test/tools/jobset/go.mod pins. */
 export function jobSetVersion(): string {
-  const m = /^\s*sigs\.k8s\.io\/jobset (v\S+)/m.exec(fs.readFileSync(path.join(TOOL_DIR, 'go.mod'), 'utf8'));
-  if (!m) throw new Error(`${TOOL_DIR}/go.mod does not require ${MODULE}`);
-  return m[1]!;
-}
-
-/** The module's source directory in Go's module cache (downloaded if it is not there). */
-function moduleDir(version: string): string {
-  const out = execFileSync('go', ['mod', 'download', '-json', `${MODULE}@${version}`], { cwd: TOOL_DIR, encoding: 'utf8' });
-  const dir = (JSON.parse(out) as { Dir?: string }).Dir;
-  if (!dir || !fs.existsSync(path.join(dir, CRD_FILE))) throw new Error(`go mod download ${MODULE}@${version} gave no ${CRD_FILE}`);
-  return dir;
-}
-
-function controllerBinary(): Promise<string> {
-  return toolBinary('jobset', 'jobset-controller');
-}
-
-function objectsOf(file: string): KubernetesObject[] {
-  return parseAllDocuments(fs.readFileSync(file, 'utf8'))
-    .map((d) => d.toJS() as KubernetesObject | null)
-    .filter((o): o is KubernetesObject => o !== null);
-}
-
-interface Webhook {
-  name: string;
-  clientConfig: { service?: { path?: string }; url?: string; caBundle?: string };
-  objectSelector?: unknown;
-  rules: { resources: string[] }[];
-}
-
-/** Upstream's webhook configurations, pointed at the controller on loopback and renamed for the tests. */
-function webhookConfigurations(dir: string, port: number, caPem: string): KubernetesObject[] {
-  return objectsOf(path.join(dir, WEBHOOKS_FILE)).map((o) => {
-    const config = structuredClone(o) as KubernetesObject & { webhooks: Webhook[] };
-    const kind = config.kind === 'MutatingWebhookConfiguration' ? 'mutating' : 'validating';
-    config.metadata = { name: WEBHOOK_CONFIGURATIONS[kind] };
-    for (const hook of config.webhooks) {
-      hook.clientConfig = {
-        url: `https://127.0.0.1:${port}${hook.clientConfig.service?.path ?? ''}`,
-        caBundle: Buffer.from(caPem).toString('base64'),
-      };
-      if (hook.rules.some((r) => r.resources.includes('pods'))) hook.objectSelector = JOBSET_POD_SELECTOR;
-    }
-    return config;
-  });
-}
-
-async function apply(kc: KubeConfig, objects: KubernetesObject[]): Promise<void> {
-  const api = KubernetesObjectApi.makeApiClient(kc);
-  for (const o of objects) await api.patch(o, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
-}
-
-type Schema = {
-  type?: string;
-  items?: Schema;
-  properties?: Record<string, Schema>;
-  'x-kubernetes-validations'?: { rule: string }[];
-};
-
-/**
- * The CRD without its transition rules (`oldSelf`) inside list items, which Kubernetes 1.37
- * refuses ("oldSelf cannot be used on the uncorrelatable portion of the schema"): v0.12.0 has one,
- * immutability of `replicatedJobs[].dependsOn`, a field the tests never set.
- */
-function correlatableRulesOnly(crd: KubernetesObject): KubernetesObject {
-  const strip = (schema: Schema | undefined, uncorrelatable: boolean): void => {
-    if (!schema) return;
-    if (uncorrelatable && schema['x-kubernetes-validations']) {
-      schema['x-kubernetes-validations'] = schema['x-kubernetes-validations'].filter((v) => !v.rule.includes('oldSelf'));
-      if (schema['x-kubernetes-validations'].length === 0) delete schema['x-kubernetes-validations'];
-    }
-    for (const child of Object.values(schema.properties ?? {})) strip(child, uncorrelatable);
-    strip(schema.items, true);
-  };
-  const copy = structuredClone(crd) as KubernetesObject & { spec: { versions: { schema?: { openAPIV3Schema?: Schema } }[] } };
-  for (const version of copy.spec.versions) strip(version.schema?.openAPIV3Schema, false);
-  return copy;
+  return pinnedVersion(TOOL_DIR, MODULE);
 }
 
 let started: Promise<JobSetController> | undefined;
@@ -137,14 +59,8 @@ export function jobSetController(kc: KubeConfig, kubeconfigPath: string): Promis
 
 async function start(kc: KubeConfig, kubeconfigPath: string): Promise<JobSetController> {
   const version = jobSetVersion();
-  const [bin, dir] = [await controllerBinary(), moduleDir(version)];
-  const runDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ips-jobset-'));
-  const certDir = path.join(runDir, 'certs');
-  fs.mkdirSync(certDir);
-  const { caPem, certPem, keyPem } = makeCertificates(runDir, ['IP:127.0.0.1'], '127.0.0.1');
-  fs.writeFileSync(path.join(certDir, 'tls.crt'), certPem);
-  fs.writeFileSync(path.join(certDir, 'tls.key'), keyPem, { mode: 0o600 });
-  const [webhookPort, probePort] = [await freePort(), await freePort()];
+  const [bin, dir] = [await toolBinary('jobset', 'jobset-controller'), moduleDir(TOOL_DIR, MODULE, version, CRD_FILE)];
+  const { runDir, certDir, caPem, webhookPort, probePort } = await loopbackServing('jobset');
   const configFile = path.join(runDir, 'config.yaml');
   fs.writeFileSync(
     configFile,
@@ -160,41 +76,20 @@ async function start(kc: KubeConfig, kubeconfigPath: string): Promise<JobSetCont
     ].join('\n'),
   );
 
-  await apply(kc, objectsOf(path.join(dir, CRD_FILE)).map(correlatableRulesOnly));
-  const crds = kc.makeApiClient(ApiextensionsV1Api);
-  await waitFor(
-    async () =>
-      (await crds.readCustomResourceDefinition({ name: 'jobsets.jobset.x-k8s.io' })).status?.conditions?.some(
-        (c) => c.type === 'Established' && c.status === 'True',
-      ),
-    30_000,
-    'the JobSet CRD Established',
-  );
-
+  await applyCrds(kc, objectsOf(path.join(dir, CRD_FILE)).map(correlatableRulesOnly));
   const logFile = path.join(runDir, 'jobset-controller.log');
-  const fd = fs.openSync(logFile, 'a');
-  const child: ChildProcess = spawn(bin, [`--config=${configFile}`, `--kubeconfig=${kubeconfigPath}`, '--zap-log-level=info'], {
-    detached: true,
-    stdio: ['ignore', fd, fd],
-  });
-  fs.closeSync(fd);
-  let exited: string | undefined;
-  child.on('exit', (code, signal) => (exited = `jobset-controller exited (code ${code}, signal ${signal}); log ${logFile}`));
-  const admission = kc.makeApiClient(AdmissionregistrationV1Api);
-  const kill = (): void => {
-    if (child.pid !== undefined && child.exitCode === null && child.signalCode === null) process.kill(-child.pid, 'SIGKILL');
-  };
-  process.on('exit', kill);
-  await waitFor(
-    async () => {
-      if (exited) throw new Error(exited);
-      const answer = await fetch(`http://127.0.0.1:${probePort}/readyz`).catch(() => undefined);
-      return answer?.status === 200;
-    },
-    60_000,
-    `the JobSet controller ready (log ${logFile})`,
+  const controller = await startController(
+    'jobset-controller',
+    bin,
+    [`--config=${configFile}`, `--kubeconfig=${kubeconfigPath}`, '--zap-log-level=info'],
+    { logFile, probePort },
   );
-  await apply(kc, webhookConfigurations(dir, webhookPort, caPem));
+  await apply(
+    kc,
+    loopbackWebhooks(path.join(dir, WEBHOOKS_FILE), WEBHOOK_CONFIGURATIONS, webhookPort, caPem, (hook) =>
+      hook.rules.some((r) => r.resources.includes('pods')) ? { ...hook, objectSelector: JOBSET_POD_SELECTOR } : hook,
+    ),
+  );
   // The API server picks up webhook configurations asynchronously: wait until a dry-run JobSet comes
   // back defaulted by the controller's mutating webhook (enableDNSHostnames has no schema default).
   const probe = {
@@ -223,9 +118,7 @@ async function start(kc: KubeConfig, kubeconfigPath: string): Promise<JobSetCont
     logFile,
     version,
     async stop() {
-      await admission.deleteMutatingWebhookConfiguration({ name: WEBHOOK_CONFIGURATIONS.mutating }).catch(() => undefined);
-      await admission.deleteValidatingWebhookConfiguration({ name: WEBHOOK_CONFIGURATIONS.validating }).catch(() => undefined);
-      kill();
+      await stopController(kc, WEBHOOK_CONFIGURATIONS, controller);
       started = undefined;
     },
   };

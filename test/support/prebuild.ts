@@ -1,5 +1,5 @@
 // Builds, in the background while a test run uses the machine, at idle CPU and IO priority, the
-// test tools the run will need (Helm, JobSet, kube-state-metrics) and then the control planes of other Kubernetes minors, so
+// test tools the run will need (Helm, JobSet, kube-state-metrics, Kueue) and then the control planes of other Kubernetes minors, so
 // the tests and the compatibility runs that follow in `npm test` find them built: on a new machine
 // these builds were a quarter of CI's time, while the e2e suite leaves much of the 2 cores idle
 // (docs/kubernetes-versions.md "CI's time"). Stopped when the run ends; Go's build cache keeps

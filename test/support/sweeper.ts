@@ -1,5 +1,6 @@
 // Runs the real sweep in-process against the test cluster and collects its audit lines, plus
 // builders for the scenarios the sweep e2e tests share.
+import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -48,7 +49,13 @@ export function policyFile(yaml: string): PolicyLocation {
 
 export async function runSweep(
   kc: KubeConfig,
-  options: { namespaces: string[]; policy: PolicyLocation; dryRun?: boolean; pageSize?: number },
+  options: {
+    namespaces: string[];
+    policy: PolicyLocation;
+    dryRun?: boolean;
+    pageSize?: number;
+    kueueConfig?: { namespace: string; name: string };
+  },
   /** Instead of the plain gateway (e.g. one that injects faults); retries are added around it. */
   plainGateway?: KubeGateway,
 ): Promise<SweepRun> {
@@ -66,6 +73,7 @@ export async function runSweep(
       dryRun: options.dryRun ?? false,
       namespaces: options.namespaces,
       policy: options.policy,
+      ...(options.kueueConfig ? { kueueConfig: options.kueueConfig } : {}),
       instance: 'e2e',
       pageSize: options.pageSize,
     },
@@ -149,6 +157,17 @@ export async function readJob(kc: KubeConfig, namespace: string, name: string): 
 
 export function trueCondition(job: V1Job, type: string): { reason?: string; message?: string } | undefined {
   return job.status?.conditions?.find((c) => c.type === type && c.status === 'True');
+}
+
+/** The Job ended as the sweeper fails it: `Failed` with reason ImagePullStuck and the sweeper's message (docs/contract.md). */
+export function assertFailedBySweeper(job: V1Job): void {
+  const failed = trueCondition(job, 'Failed');
+  assert.equal(failed?.reason, 'ImagePullStuck', `Job ${job.metadata?.name}: ${JSON.stringify(failed)}`);
+  assert.match(
+    failed?.message ?? '',
+    /^imagepull-sweeper: (?:init|sidecar|regular) container \S+ of pod \S+ /,
+    `Job ${job.metadata?.name}`,
+  );
 }
 
 /** Waits until the real Job controller has marked the Job Failed; returns it. */

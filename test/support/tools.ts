@@ -1,4 +1,4 @@
-// The test tools built from their pinned Go modules by test/tools/build.sh (Helm, JobSet,
+// The test tools built from their pinned Go modules by test/tools/build.sh (Helm, JobSet, Kueue,
 // kube-state-metrics), each built on first use: minutes cold, instant warm.
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';

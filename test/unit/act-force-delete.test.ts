@@ -157,29 +157,45 @@ describe('act: a pending Job with a pod to force-delete', () => {
     );
   });
 
-  it('after confirmWithin: the force-delete, then the deadline again and the FailJob Event', async () => {
+  it('after confirmWithin, a Job given up on: the force-delete, what it found and the FailJob Event, nothing re-sent', async () => {
     const { gateway, calls } = scriptedGateway();
     const [r] = await act(gateway, [pendingDecision(400)], options());
     assert.equal(r!.outcome, 'retried');
     assert.deepEqual(
       calls.map((c) => c.method),
-      ['deletePod', 'createEvent', 'listPods', 'mergePatchJob', 'createEvent'],
+      ['deletePod', 'createEvent', 'listPods', 'createEvent'],
     );
     assert.match(
       wordResult(r!, false).decision.detail,
-      /failing it again by its deadline; force-deleted pod hung-abcde \(terminating 6m38s, no container ever started\); found no pods left$/,
+      /the Job controller has given up on it and waits for its pods to end; force-deleted pod hung-abcde \(terminating 6m38s, no container ever started\); found no pods left$/,
     );
   });
 
-  it('a Job the controller has not given up on: the force-delete, its Event, then the deadline', async () => {
+  it('a Job the controller has not given up on (failed by a fallback): the force-delete, its Event, then its FailureTarget', async () => {
     const { gateway, calls } = scriptedGateway();
     const [r] = await act(gateway, [pendingDecision(70, false)], options());
     assert.equal(r!.outcome, 'retried');
     assert.deepEqual(
       calls.map((c) => c.method),
-      ['deletePod', 'createEvent', 'listPods', 'mergePatchJob', 'createEvent'],
+      ['deletePod', 'createEvent', 'listPods', 'patchJobStatus', 'createEvent'],
     );
-    assert.deepEqual(calls[3]!.args, ['ci-a', 'hung', { spec: { activeDeadlineSeconds: 3600 } }]);
+    const patch = calls[3]!.args[2] as { metadata: object; status: { conditions: { type: string; reason: string; message: string }[] } };
+    assert.deepEqual(patch.metadata, { resourceVersion: '100' });
+    const [condition] = patch.status.conditions;
+    assert.deepEqual([condition!.type, condition!.reason], ['FailureTarget', 'ImagePullStuck']);
+    assert.equal(condition!.message, `imagepull-sweeper: ${CLAIM_MESSAGE}`);
+  });
+
+  it('...and where that status write is refused, its deadline again', async () => {
+    const { gateway, calls } = scriptedGateway({ patchJobStatus: [apiError(403, 'Forbidden', 'cannot patch resource "jobs/status"')] });
+    const [r] = await act(gateway, [pendingDecision(70, false)], options());
+    assert.deepEqual([r!.outcome, r!.decision.mechanism], ['retried', 'activeDeadlineSeconds']);
+    assert.deepEqual(
+      calls.map((c) => c.method),
+      ['deletePod', 'createEvent', 'listPods', 'patchJobStatus', 'mergePatchJob', 'createEvent'],
+    );
+    assert.deepEqual(calls[4]!.args, ['ci-a', 'hung', { spec: { activeDeadlineSeconds: 3600 } }]);
+    assert.match(r!.decision.fallback!, /^the status write was refused \(Forbidden: /);
   });
 
   it('a dry run writes nothing and says would', async () => {

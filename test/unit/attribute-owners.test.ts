@@ -116,7 +116,7 @@ describe('the owner chain above a Job', () => {
     });
     const d = decisions[0]!;
     assert.deepEqual(d.owners, ['JobSet/llm', 'TrainJob/llm-7']);
-    assert.match(formatClaimMessage(d), /; owners JobSet\/llm, TrainJob\/llm-7\): ImagePullBackOff: /);
+    assert.match(formatClaimMessage(d), /; owners JobSet\/llm, TrainJob\/llm-7\): the image or tag does not exist .* ImagePullBackOff: /);
     const line = auditLine('s', { decision: d, outcome: 'failed', error: undefined }, false);
     assert.deepEqual(line.owners, ['JobSet/llm', 'TrainJob/llm-7']);
     assert.equal(line.volume, null);

@@ -53,12 +53,24 @@ describe('the claim message', () => {
     }
   });
 
-  it('says what an operator reads in the annotation', () => {
+  it("says what an operator reads in the annotation: the cause, a hint of what to do, then the kubelet's words", () => {
     assert.equal(
       formatClaimMessage(decision()),
       'regular container main of pod build-x7 waited 10m on image registry.example/app:missing (class permanent, rule defaults, grace 2m from defaults): ' +
+        'the image or tag does not exist in that repository, or the repository does not exist: check the reference, or push the image first. ' +
         'ImagePullBackOff: Back-off pulling image "registry.example/app:missing": ErrImagePull: not found',
     );
+  });
+
+  it("says when the Job was failed by a fallback, and why, before the kubelet's words", () => {
+    const text = formatClaimMessage(
+      decision({ mechanism: 'activeDeadlineSeconds', fallback: 'the status write was refused (Forbidden: no jobs/status)' }),
+    );
+    assert.match(
+      text,
+      /push the image first\. Failed by its deadline \(activeDeadlineSeconds\), not by its own condition: the status write was refused \(Forbidden: no jobs\/status\)\. ImagePullBackOff: /,
+    );
+    assert.equal(parseClaimMessage(text)?.image, 'registry.example/app:missing');
   });
 
   it('a message it did not write parses to nothing; an unknown class reads as unknown', () => {

@@ -280,6 +280,7 @@ describe('documentation: tables and examples that restate code', () => {
       outcome: true,
       dryRun: true,
       detail: true,
+      hint: true,
       mechanism: true,
       error: true,
       warnings: true,

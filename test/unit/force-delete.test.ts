@@ -204,7 +204,7 @@ describe('judgePending with forceDeleteAfter', () => {
     const p = judgePending({ ...base, labelled: [givenUp], podsByJob: new Map([[JOB_UID, [hung]]]) });
     const d = p.decisions[0]!;
     assert.equal(d.plan, 'retry');
-    assert.equal(d.mechanism, undefined, 'the Job already has its deadline: only the pod is forced');
+    assert.equal(d.mechanism, undefined, 'the Job already has its FailureTarget: only the pod is forced');
     assert.deepEqual(
       d.forceDelete?.map((t) => [t.pod, t.uid]),
       [['hung-abcde', 'uid-hung-abcde']],
@@ -213,18 +213,19 @@ describe('judgePending with forceDeleteAfter', () => {
     assert.equal(p.awaiting, 1);
   });
 
-  it('a Job the controller has not given up on (podFailurePolicy waits for a Failed pod): the force-delete and its deadline', () => {
+  it('a Job the controller has not given up on (failed by a fallback: podFailurePolicy waits for a Failed pod): the force-delete and its FailureTarget', () => {
     const d = judgePending({ ...base, labelled: [claimed('pfp', 75)], podsByJob: new Map([[JOB_UID, [hung]]]) }).decisions[0]!;
     assert.equal(d.plan, 'retry');
-    assert.equal(d.mechanism, 'activeDeadlineSeconds');
+    assert.equal(d.mechanism, 'condition');
     assert.equal(d.forceDelete?.length, 1);
-    assert.match(d.detail, /forceDeleteAfter 1m, and the Job controller has not given up on it .*: failing it by its deadline too$/);
+    assert.match(d.detail, /forceDeleteAfter 1m, and the Job controller has not given up on it .*: adding its FailureTarget too$/);
   });
 
-  it('after confirmWithin: the deadline again, and the force-delete', () => {
+  it('after confirmWithin: its FailureTarget again, and the force-delete', () => {
     const d = judgePending({ ...base, labelled: [claimed('overdue', 400)], podsByJob: new Map([[JOB_UID, [hung]]]) }).decisions[0]!;
     assert.equal(d.plan, 'retry');
-    assert.equal(d.mechanism, 'activeDeadlineSeconds');
+    assert.equal(d.mechanism, 'condition');
+    assert.equal(d.overdue, true);
     assert.equal(d.forceDelete?.length, 1);
   });
 

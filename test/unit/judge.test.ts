@@ -39,7 +39,7 @@ describe('judge: grace', () => {
     assert.equal(d.action, 'fail');
     assert.equal(d.graceSeconds, 120);
     assert.equal(d.stuckSeconds, 121);
-    assert.equal(d.mechanism, 'activeDeadlineSeconds');
+    assert.equal(d.mechanism, 'condition');
     assert.equal(d.job, 'build');
     assert.equal(d.rule, 'defaults');
   });
@@ -264,14 +264,19 @@ rules:
 });
 
 describe('judge: fail mechanism', () => {
-  it('uses the pod failure policy when the Job has a FailJob rule on a pod condition', () => {
+  it('fails a Job by its own condition, whatever its pod failure policy', () => {
+    const j = job('plain');
+    assert.equal(only(run([stuckIn(j)], [j]).plan.decisions).mechanism, 'condition');
+  });
+
+  it('keeps the pod failure policy rule for the fallback when the Job has a FailJob rule on a pod condition', () => {
     const j = job('pfp', { podFailureRules: [{ action: 'FailJob', onPodConditions: [{ type: 'ImagePullStuck', status: 'True' }] }] });
     const d = only(run([stuckIn(j)], [j]).plan.decisions);
-    assert.equal(d.mechanism, 'podFailurePolicy');
+    assert.equal(d.mechanism, 'condition');
     assert.equal(d.failJobCondition, 'ImagePullStuck');
   });
 
-  it('uses the deadline, and says why, when an earlier rule would swallow the deleted pod', () => {
+  it('keeps no rule for the fallback when an earlier rule would swallow the deleted pod (the fallback is the deadline)', () => {
     const j = job('shadowed', {
       podFailureRules: [
         { action: 'Ignore', onExitCodes: { operator: 'In', values: [137] } },
@@ -279,8 +284,9 @@ describe('judge: fail mechanism', () => {
       ],
     });
     const d = only(run([stuckIn(j)], [j]).plan.decisions);
-    assert.equal(d.mechanism, 'activeDeadlineSeconds');
-    assert.match(d.detail, /rule 1 \(Ignore on exit code In \[137\]\) would match the deleted pod before rule 2/);
+    assert.equal(d.mechanism, 'condition');
+    assert.equal(d.failJobCondition, undefined);
+    assert.equal(d.detail, 'stuck past grace (2m from defaults)');
   });
 });
 

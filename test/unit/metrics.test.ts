@@ -180,7 +180,10 @@ describe('the capacity freed, in the Event, the audit line and the summary', () 
   it('the Event and message name what failing the Job frees, before the registry message', () => {
     assert.equal(failing.plan, 'fail');
     const text = describeStuck(failing);
-    assert.match(text, /; frees 4 nvidia\.com\/gpu, 2 cpu, 1Gi memory held 10m in total by 2 pods\): ImagePullBackOff: /);
+    assert.match(
+      text,
+      /; frees 4 nvidia\.com\/gpu, 2 cpu, 1Gi memory held 10m in total by 2 pods\): the image or tag does not exist .* ImagePullBackOff: /,
+    );
     const huge = { ...failing, message: 'x'.repeat(5000) };
     const note = stuckJobEvent(huge, 'FailJob', { instance: 'i', now: NOW }).note ?? '';
     assert.ok(Buffer.byteLength(note) <= 1024, `${Buffer.byteLength(note)} bytes`);

@@ -41,11 +41,11 @@ describe('judgePending: the confirmation rule', () => {
     assert.match(p.decisions[0]!.detail, /waiting for the Job controller \(1m of confirmWithin 5m\)/);
   });
 
-  it('retries by the deadline once confirmWithin has passed, even with no stuck pod left', () => {
+  it('retries by its own condition once confirmWithin has passed, even with no stuck pod left', () => {
     const p = judgePending({ labelled: [claimed('overdue', 301)], decisions: [], confirmWithinSeconds: 300, now: NOW });
     const d = p.decisions[0]!;
     assert.equal(d.plan, 'retry');
-    assert.equal(d.mechanism, 'activeDeadlineSeconds');
+    assert.equal(d.mechanism, 'condition');
     // The line says what the claim recorded.
     assert.equal(d.pod, 'build-7-abcde');
     assert.equal(d.image, 'reg.example/app:nope');

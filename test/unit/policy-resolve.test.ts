@@ -267,6 +267,7 @@ describe('annotations', () => {
         cronCountedAt: 'imagepull-sweeper/counted-at',
         jobSetSpent: 'imagepull-sweeper/spent',
         claim: 'imagepull-sweeper/claim',
+        stuck: 'imagepull-sweeper/stuck',
       },
     );
   });

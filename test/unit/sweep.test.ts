@@ -62,7 +62,15 @@ const oneStuckJob = (more: Script = {}): Script => ({
   ...more,
 });
 
-const WRITES = new Set(['mergePatchJob', 'jsonPatchJob', 'patchPodStatus', 'deletePod', 'createEvent', 'mergePatchCronJob']);
+const WRITES = new Set([
+  'mergePatchJob',
+  'jsonPatchJob',
+  'patchPodStatus',
+  'patchJobStatus',
+  'deletePod',
+  'createEvent',
+  'mergePatchCronJob',
+]);
 
 async function run(script: Script, over: Partial<SweepOptions> = {}, serverClock = true) {
   const scripted = scriptedGateway(script, serverClock ? { serverDate: { date: NOW, ageMs: 0 } } : {});
@@ -85,7 +93,8 @@ describe('sweep()', () => {
       result.results.map((r) => [r.decision.job, r.outcome]),
       [['a', 'failed']],
     );
-    // The namespace's Pending pods, then its Running ones (a container restarted in place).
+    // The namespace's Pending pods, then its Running ones (a container restarted in place);
+    // readConfigMap: Kueue's configuration, once per process (no Kueue here: 404, nothing said).
     assert.deepEqual(methods(), [
       'listPodRows',
       'listPodRows',
@@ -93,7 +102,8 @@ describe('sweep()', () => {
       'readServerVersion',
       'readJob',
       'listJobs',
-      'mergePatchJob',
+      'readConfigMap',
+      'patchJobStatus',
       'createEvent',
     ]);
     assert.equal(result.summary?.exitCode, 0);
@@ -113,7 +123,7 @@ describe('sweep()', () => {
   it('a server dry run sends the same writes through the server-dry-run gateway, and says would-fail', async () => {
     const { result, methods, writes, text } = await run(oneStuckJob(), { dryRun: true, dryRunMode: 'server' });
     assert.equal(methods()[0], 'serverDryRun', 'the gateway is picked before the first call');
-    assert.deepEqual(writes(), ['mergePatchJob', 'createEvent'], 'sent, for the API server to judge');
+    assert.deepEqual(writes(), ['patchJobStatus', 'createEvent'], 'sent, for the API server to judge');
     assert.deepEqual(
       result.results.map((r) => r.outcome),
       ['would-fail'],
@@ -124,8 +134,12 @@ describe('sweep()', () => {
   });
 
   it('a write the API server refuses in a server dry run is an error, logged at error, exit 1', async () => {
+    // The status write refused, its fallback too.
+    const refusedStatus = apiError(403, 'Forbidden', 'jobs.batch "a" is forbidden: User "sa" cannot patch resource "jobs/status"');
     const refused = apiError(403, 'Forbidden', 'jobs.batch "a" is forbidden: User "sa" cannot patch resource "jobs"');
-    const { result, text } = await run(oneStuckJob({ mergePatchJob: [refused] }), { dryRun: true, dryRunMode: 'server' });
+    const script = oneStuckJob({ patchJobStatus: [refusedStatus], mergePatchJob: [refused] });
+    const { result, text, writes } = await run(script, { dryRun: true, dryRunMode: 'server' });
+    assert.deepEqual(writes(), ['patchJobStatus', 'mergePatchJob']);
     assert.deepEqual(
       result.results.map((r) => r.outcome),
       ['error'],

@@ -163,7 +163,8 @@ function setup(s: Setup) {
         }),
       ],
       readPod: [(_ns: string, name: string) => s.pods?.[name] ?? apiError(404, 'NotFound', `pods "${name}" not found`)],
-      mergePatchJob: [
+      // The claim and the FailureTarget, in one status write (docs/how-it-works.md).
+      patchJobStatus: [
         async (_ns: string, name: string, patch: { metadata?: { annotations?: Record<string, string> } }) => {
           started.push(name);
           await s.slow?.get(name);
@@ -172,6 +173,11 @@ function setup(s: Setup) {
           annotations.set(name, { ...annotations.get(name), ...patch.metadata?.annotations });
           return undefined;
         },
+      ],
+      // The fallback after a refused status write: refused for the same Jobs (a policy engine on every write).
+      mergePatchJob: [
+        (_ns: string, name: string) =>
+          s.refused?.includes(name) ? apiError(403, 'Forbidden', 'denied by the admission policy') : undefined,
       ],
     },
     { repeatLast: true },
