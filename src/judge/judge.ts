@@ -1,3 +1,4 @@
+import { registryHost } from '../classify/reference.ts';
 import { formatOwners, type Action, type JobView, type PodOwner, type StuckContainer } from '../model.ts';
 import { ANNOTATIONS, ignoredByAnnotation } from '../policy/annotations.ts';
 import { graceForJob, resolveForNamespace } from '../policy/resolve.ts';
@@ -6,7 +7,10 @@ import { decideOwnedPod } from './owned-pod.ts';
 import { keepJobSetMemory, spentByJobSet } from './jobset.ts';
 import { applyLimits, byNamespaceThenName } from './limits.ts';
 import { chooseMechanism } from './mechanism.ts';
-import { assessOutage } from './outage.ts';
+import { assessOutage, tripFor } from './outage.ts';
+import { judgeHeal } from './heal.ts';
+import { formatOutageHold, NO_READS, type HealReads, type OutageHold } from './heal-evidence.ts';
+import { readHealMemory, withHealedTime } from './heal-memory.ts';
 import { judgeAgainstGrace, makeDecision, mostOverdue } from './decision.ts';
 import type { Decision, Judgement, OutageAssessment } from './types.ts';
 import { standDown } from './stand-down.ts';
@@ -22,6 +26,8 @@ export interface JudgeInput {
   now: Date;
   /** Set when re-judging a subset, so the breaker still reflects the whole sweep. */
   outage?: OutageAssessment;
+  /** What healing judges from: the reads observe/heal-reads.ts made, the breaker's holds the sweep's Jobs record. */
+  heal?: { reads: HealReads; holds: readonly OutageHold[] };
 }
 
 /** Pure: stuck containers + their owners + policy + now → one decision per Job (or per non-Job pod). */
@@ -89,8 +95,11 @@ function decideGroup(group: OwnerGroup, input: JudgeInput, outage: OutageAssessm
 
   const job = owner.job;
   const jobGrace = graceForJob(effective, job.annotations);
-  const spent = spentByJobSet(job, group.containers);
-  const worst = spent?.container ?? mostOverdue(group.containers, jobGrace.grace, input.now);
+  // After a heal, a pod stuck again on the same cause counts the time stuck before it too.
+  const memory = readHealMemory(job);
+  const containers = memory.length > 0 ? group.containers.map((c) => withHealedTime(memory, c)) : group.containers;
+  const spent = spentByJobSet(job, containers);
+  const worst = spent?.container ?? mostOverdue(containers, jobGrace.grace, input.now);
   const stuckPods = new Set(group.containers.map((c) => c.podUid)).size;
   const base = { rule: effective.rule, action: effective.action, job, stuckPods, ...(spent ? { spentBy: spent.text } : {}) };
   const skip = (detail: string): Decision => makeDecision(worst, input.now, { ...base, plan: 'skip', detail });
@@ -98,20 +107,49 @@ function decideGroup(group: OwnerGroup, input: JudgeInput, outage: OutageAssessm
   const blocker = reasonToLeaveAlone(job, effective);
   if (blocker) return { ...skip(blocker.detail), action: blocker.action ?? effective.action };
 
+  const grace = job.jobSet?.unreadable
+    ? { ...jobGrace, warnings: [...jobGrace.warnings, `${job.jobSet.unreadable}: its restarts get a full grace`] }
+    : jobGrace;
+  const heal = judgeHeal(job, effective, group.containers, { ...(input.heal ?? { reads: NO_READS, holds: [] }), outage, now: input.now });
+  if (heal.heal) {
+    const healed = containers.find((c) => c.podUid === heal.worst.podUid && c.container === heal.worst.container) ?? heal.worst;
+    const d = makeDecision(healed, input.now, {
+      ...base,
+      plan: 'heal',
+      detail: heal.detail,
+      graceSeconds: grace.grace[healed.pullClass],
+      graceSource: grace.sources[healed.pullClass],
+      warnings: [...grace.warnings],
+    });
+    d.heal = heal.plan;
+    d.healNote = heal.note;
+    return d;
+  }
+
   const choice = chooseMechanism(job);
   const shadowed =
     choice.mechanism === 'activeDeadlineSeconds' && job.podFailureRules.length > 0 ? `; ${choice.why}, so by the deadline` : '';
-  return judgeAgainstGrace(worst, input.now, outage, {
+  const decided = judgeAgainstGrace(worst, input.now, outage, {
     base,
     effective,
-    grace: job.jobSet?.unreadable
-      ? { ...jobGrace, warnings: [...jobGrace.warnings, `${job.jobSet.unreadable}: its restarts get a full grace`] }
-      : jobGrace,
+    grace,
     annotations: job.annotations,
     spent: spent?.text,
     failing: { mechanism: choice.mechanism, failJobCondition: choice.conditionType, note: shadowed },
   });
+  if (heal.note !== undefined) decided.healNote = heal.note;
+  if (heal.warning !== undefined) decided.warnings.push(heal.warning);
+  // Healing on: a Job the breaker holds records the registry host, whose recovery is evidence later.
+  const trip = effective.heal && decided.plan === 'report' ? tripFor(outage, worst) : undefined;
+  if (trip?.pullClass === 'transient') {
+    const host = registryHost(worst.image);
+    const held = job.annotations[ANNOTATIONS.outageHeld];
+    if (!held?.startsWith(`${host} `)) decided.outageHold = formatOutageHold(host, rfc3339(input.now));
+  }
+  return decided;
 }
+
+const rfc3339 = (d: Date): string => d.toISOString().replace(/\.\d{3}Z$/, 'Z');
 
 /** Why this Job must not be touched, or undefined. Checked before grace. */
 function reasonToLeaveAlone(job: JobView, effective: EffectivePolicy): { detail: string; action?: Action } | undefined {

@@ -3,10 +3,10 @@ import { compareText } from '../order.ts';
 import type { Policy } from '../policy/types.ts';
 import type { Decision } from './types.ts';
 
-/** Keeps at most maxJobsPerSweep / maxJobsPerNamespace failures, oldest stuck first; the rest wait. */
+/** Keeps at most maxJobsPerSweep / maxJobsPerNamespace failures and heals together, oldest stuck first; the rest wait. */
 export function applyLimits(decisions: Decision[], policy: Policy): void {
   const { maxJobsPerSweep, maxJobsPerNamespace } = policy.limits;
-  const failing = decisions.filter((d) => d.plan === 'fail').sort(oldestStuckFirst);
+  const failing = decisions.filter((d) => d.plan === 'fail' || d.plan === 'heal').sort(oldestStuckFirst);
   const perNamespace = new Map<string, number>();
   let total = 0;
   for (const d of failing) {
@@ -26,6 +26,10 @@ function defer(d: Decision, why: string): void {
   d.plan = 'defer';
   d.mechanism = undefined;
   d.failJobCondition = undefined;
+  if (d.heal) {
+    d.healNote = `${d.healNote ?? ''}; not healed this sweep: ${why}`;
+    delete d.heal;
+  }
   d.detail = `${why}: waits for the next sweep`;
 }
 

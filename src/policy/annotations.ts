@@ -22,6 +22,12 @@ export const ANNOTATIONS = {
   jobSetSpent: `${ANNOTATION_PREFIX}spent`,
   /** The claim id of the sweep that failed the Job: unique per sweep, names its Event. */
   claim: `${ANNOTATION_PREFIX}claim`,
+  /** When the sweeper last healed a pod of the Job (docs/contract.md "Healing"). */
+  healedAt: `${ANNOTATION_PREFIX}healed-at`,
+  /** What it healed, per cause: never again, and the time stuck before counts (judge/heal-memory.ts). */
+  healed: `${ANNOTATION_PREFIX}healed`,
+  /** The registry host the outage breaker held this Job for, and since when (judge/heal-evidence.ts). */
+  outageHeld: `${ANNOTATION_PREFIX}outage-held`,
 } as const;
 
 export const LABELS = {
