@@ -7,7 +7,7 @@ import { settleFinished } from './act/settle.ts';
 import { attributeToJobs } from './attribute/attribute.ts';
 import { statusOfActions, type SweepStatus } from './exit.ts';
 import { capacityByJob, withCapacity } from './judge/capacity.ts';
-import { judge, rejudgeJob, type JudgeInput } from './judge/judge.ts';
+import { holdsOf, judge, planHealReads, policyHeals, rejudgeJob, type JudgeInput } from './judge/judge.ts';
 import { dueForForceDelete, judgePending, type PendingJudgement } from './judge/pending.ts';
 import type { Decision, Judgement } from './judge/types.ts';
 import { dryRunGateway } from './kube/dry-run-gateway.ts';
@@ -16,6 +16,7 @@ import type { KubeGateway } from './kube/gateway.ts';
 import { serverNow } from './kube/server-clock.ts';
 import { serverVersionWarning } from './kube/server-version.ts';
 import type { JobView, PodOwner } from './model.ts';
+import { readHealEvidence } from './observe/heal-reads.ts';
 import { readJobPods } from './observe/job-pods.ts';
 import { readNamespaceLabels } from './observe/namespace-labels.ts';
 import { listPendingJobs } from './observe/pending-jobs.ts';
@@ -99,6 +100,7 @@ export async function sweep(liveDeps: SweepDeps, options: SweepOptions): Promise
   log.sandboxWaits(observed.observation.sandboxWaits, now);
 
   const judgeInput: JudgeInput = { ...observed.judgeInput, policy: loaded.policy, now };
+  if (policyHeals(loaded.policy)) judgeInput.heal = await healEvidence(deps.gateway, judgeInput);
   const { outage, decisions, finished, awaiting } = await decide(deps.gateway, judgeInput, observed.pendingJobs, observed.observation);
   const acted = await carryOut(deps.gateway, { ...judgeInput, outage }, decisions, finished, { options, log, claim });
   const otherErrors = observed.errors + acted.settleErrors;
@@ -193,6 +195,13 @@ async function observe(
     return attribution.ownerOf(podUid);
   };
   return { observation, judgeInput: { stuck: observation.stuck, ownerOf, namespaceLabels: labels }, pendingJobs: pendingJobs.jobs, errors };
+}
+
+/** What healing judges from (judge/heal.ts): the breaker's holds the Jobs record, and the reads their evidence needs. */
+async function healEvidence(gateway: KubeGateway, input: JudgeInput): Promise<NonNullable<JudgeInput['heal']>> {
+  const holds = holdsOf(input);
+  const reads = await readHealEvidence(gateway, planHealReads(input, holds), CONCURRENT_READS);
+  return { reads, holds };
 }
 
 /** Act on the decisions (each audited as it completes), settle the finished pending Jobs, then the CronJobs. */

@@ -12,6 +12,7 @@ import { OUTCOME_OF_PLAN } from '../outcomes.ts';
 import type { Reporter } from './events.ts';
 import { failJob } from './fail-job.ts';
 import { actOnOwnedPod } from './fail-owned-pod.ts';
+import { healJob } from './heal-job.ts';
 import { failJobOfJobSet } from './jobset.ts';
 import { reportJob } from './report-job.ts';
 import { retryJob } from './retry-job.ts';
@@ -59,7 +60,7 @@ async function actOne(gateway: KubeGateway, first: Decision, options: ActOptions
   let decision = first;
   for (let conflicts = 0; ; conflicts += 1) {
     const planned: ActResult = { decision, outcome: OUTCOME_OF_PLAN[decision.plan].live, error: undefined };
-    if (decision.plan !== 'fail' && decision.plan !== 'report' && decision.plan !== 'retry') return planned;
+    if (decision.plan !== 'fail' && decision.plan !== 'report' && decision.plan !== 'retry' && decision.plan !== 'heal') return planned;
     if (options.signal?.aborted)
       return stoodDown(decision, 'defer', `sweep stopped before acting, waits for the next sweep (was: ${decision.detail})`);
     // A pod without a Job, under an `owners` rule: its own write sequence (act/fail-owned-pod.ts).
@@ -69,9 +70,16 @@ async function actOne(gateway: KubeGateway, first: Decision, options: ActOptions
         ? await reportJob(gateway, decision, reporter)
         : decision.plan === 'retry'
           ? await retryJob(gateway, decision, reporter)
-          : await failJobOfJobSet(gateway, decision, options.now, () => failJob(gateway, decision, reporter, options.claim));
+          : decision.plan === 'heal'
+            ? await healJob(gateway, decision, reporter)
+            : await failJobOfJobSet(gateway, decision, options.now, () => failJob(gateway, decision, reporter, options.claim));
     switch (written.kind) {
       case 'done':
+        // A heal none of whose pods was recreated (each gone or changed since): it is spent all the same.
+        if (decision.plan === 'heal' && !written.error && !written.steps?.some((s) => s.kind === 'healed')) {
+          const found = (written.steps ?? []).map((s) => (s.kind === 'found' ? s.text : '')).join('; ');
+          return stoodDown(decision, 'skip', `not healed: ${found}`);
+        }
         return written.steps?.length ? { ...planned, error: written.error, steps: written.steps } : { ...planned, error: written.error };
       case 'gone':
         return stoodDown(decision, 'skip', 'Job or pod no longer exists');

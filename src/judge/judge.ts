@@ -8,8 +8,8 @@ import { keepJobSetMemory, spentByJobSet } from './jobset.ts';
 import { applyLimits, byNamespaceThenName } from './limits.ts';
 import { chooseMechanism } from './mechanism.ts';
 import { assessOutage, tripFor } from './outage.ts';
-import { judgeHeal } from './heal.ts';
-import { formatOutageHold, NO_READS, type HealReads, type OutageHold } from './heal-evidence.ts';
+import { addHealNeeds, emptyNeeds, judgeHeal, type HealNeeds } from './heal.ts';
+import { formatOutageHold, NO_READS, outageHolds, type HealReads, type OutageHold } from './heal-evidence.ts';
 import { readHealMemory, withHealedTime } from './heal-memory.ts';
 import { judgeAgainstGrace, makeDecision, mostOverdue } from './decision.ts';
 import type { Decision, Judgement, OutageAssessment } from './types.ts';
@@ -47,7 +47,7 @@ interface OwnerGroup {
   containers: StuckContainer[];
 }
 
-function groupByOwner(input: JudgeInput): OwnerGroup[] {
+function groupByOwner(input: Pick<JudgeInput, 'stuck' | 'ownerOf'>): OwnerGroup[] {
   const groups = new Map<string, OwnerGroup>();
   for (const container of input.stuck) {
     const owner = input.ownerOf(container.podUid);
@@ -150,6 +150,39 @@ function decideGroup(group: OwnerGroup, input: JudgeInput, outage: OutageAssessm
 }
 
 const rfc3339 = (d: Date): string => d.toISOString().replace(/\.\d{3}Z$/, 'Z');
+
+/** Whether any rule, or the defaults, turns healing on: else nothing about healing is read. */
+export function policyHeals(policy: Policy): boolean {
+  return policy.defaults.heal || policy.rules.some((r) => r.heal === true && r.owners === undefined);
+}
+
+/**
+ * The reads the evidence of this sweep's heals needs (judge/heal.ts): for each Job healing is on
+ * for, that nothing leaves alone, of a healable class, and that could afford a heal. Pure.
+ */
+export function planHealReads(input: Omit<JudgeInput, 'now' | 'heal'>, holds: readonly OutageHold[]): HealNeeds {
+  const needs = emptyNeeds();
+  if (!policyHeals(input.policy)) return needs;
+  for (const group of groupByOwner(input)) {
+    if (group.owner.kind !== 'job') continue;
+    const job = group.owner.job;
+    const namespace = group.containers[0]!.namespace;
+    const effective = resolveForNamespace(input.policy, { name: namespace, labels: input.namespaceLabels.get(namespace) ?? {} });
+    if (!effective.heal || reasonToLeaveAlone(job, effective)) continue;
+    addHealNeeds(needs, job, effective, group.containers, holds);
+  }
+  return needs;
+}
+
+/** The breaker's holds the Jobs behind this sweep's stuck pods record (judge/heal-evidence.ts). */
+export function holdsOf(input: Pick<JudgeInput, 'stuck' | 'ownerOf'>): OutageHold[] {
+  const jobs = new Map<string, JobView>();
+  for (const c of input.stuck) {
+    const owner = input.ownerOf(c.podUid);
+    if (owner.kind === 'job') jobs.set(owner.job.uid, owner.job);
+  }
+  return outageHolds(jobs.values());
+}
 
 /** Why this Job must not be touched, or undefined. Checked before grace. */
 function reasonToLeaveAlone(job: JobView, effective: EffectivePolicy): { detail: string; action?: Action } | undefined {

@@ -120,7 +120,11 @@ export interface Judgement {
  * What a write sequence did beyond its plan, in live words (report/wording.ts words them for the
  * audit): a pod force-deleted (as `describeTarget` says it), or what it found.
  */
-export type ActStep = { kind: 'force-deleted'; pod: string } | { kind: 'found'; text: string };
+export type ActStep =
+  | { kind: 'force-deleted'; pod: string }
+  /** A heal: `pod P` recreated `how` (`evicted`, `deleted`). */
+  | { kind: 'healed'; pod: string; how: 'evicted' | 'deleted' }
+  | { kind: 'found'; text: string };
 
 export interface ActResult {
   decision: Decision;

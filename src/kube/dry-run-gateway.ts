@@ -8,6 +8,7 @@ type WriteMethod =
   | 'jsonPatchJob'
   | 'patchPodStatus'
   | 'deletePod'
+  | 'evictPod'
   | 'createEvent'
   | 'mergePatchCronJob'
   | 'mergePatchJobSet'
@@ -34,6 +35,7 @@ export function dryRunGateway(real: KubeGateway, recorded: RecordedWrites = { me
     // The pod as the patch would leave it is not known; the caller keeps the resourceVersion it had.
     patchPodStatus: async () => (await record('patchPodStatus'), {} as V1Pod),
     deletePod: () => record('deletePod'),
+    evictPod: () => record('evictPod'),
     createEvent: () => record('createEvent'),
     mergePatchCronJob: () => record('mergePatchCronJob'),
     mergePatchJobSet: () => record('mergePatchJobSet'),
@@ -55,6 +57,8 @@ function bindReads(real: KubeGateway): Omit<KubeGateway, WriteMethod | 'serverDr
     readJob: (namespace, name) => real.readJob(namespace, name),
     readNamespace: (name) => real.readNamespace(name),
     readConfigMap: (namespace, name) => real.readConfigMap(namespace, name),
+    readServiceAccount: (namespace, name) => real.readServiceAccount(namespace, name),
+    readSecretMetadata: (namespace, name) => real.readSecretMetadata(namespace, name),
     readCronJob: (namespace, name) => real.readCronJob(namespace, name),
     readJobSet: (namespace, name) => real.readJobSet(namespace, name),
     readServerVersion: () => real.readServerVersion(),

@@ -88,6 +88,7 @@ function renderDecision(l: AuditLine): string {
   ];
   const freed = describeCapacity(l.freed ?? undefined);
   if (freed) lines.push(`             ${l.dryRun ? 'would free' : 'freed'} ${freed}`);
+  if (l.heal) lines.push(`             heal: ${l.heal}`);
   if (l.error) lines.push(`             error: ${l.error}`);
   for (const w of l.warnings) lines.push(`             warning: ${w}`);
   return lines.join('\n');
