@@ -51,7 +51,7 @@ export function rawClient(kc: KubeConfig): Raw {
 }
 
 /** A pod as the Job controller would make it (labels, one container with resources), not owned by anything. */
-function plainPod(name: string, i: number): V1Pod {
+function plainPod(name: string, i: number, restartPolicy: string): V1Pod {
   return {
     apiVersion: 'v1',
     kind: 'Pod',
@@ -61,7 +61,7 @@ function plainPod(name: string, i: number): V1Pod {
       annotations: { 'bench/owner': 'scale-bench' },
     },
     spec: {
-      restartPolicy: 'Never',
+      restartPolicy,
       containers: [
         {
           name: 'main',
@@ -84,11 +84,12 @@ export async function createPods(
   namespaces: string[],
   count: number,
   prefix: string,
+  restartPolicy = 'Never',
 ): Promise<{ namespace: string; name: string }[]> {
   const items = Array.from({ length: count }, (_, i) => ({ namespace: namespaces[i % namespaces.length]!, name: `${prefix}-${i}`, i }));
   await mapBounded(items, 32, async ({ namespace, name, i }) => {
     for (let attempt = 0; ; attempt++) {
-      const res = await raw.request('POST', `/api/v1/namespaces/${namespace}/pods`, plainPod(name, i));
+      const res = await raw.request('POST', `/api/v1/namespaces/${namespace}/pods`, plainPod(name, i, restartPolicy));
       if (res.status === 201 || res.status === 409) return;
       if (attempt < 5 && (res.status === 429 || res.status >= 500)) continue;
       throw new Error(`create pod ${namespace}/${name}: HTTP ${res.status} ${res.body.slice(0, 200)}`);

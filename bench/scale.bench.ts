@@ -1,6 +1,7 @@
 // Prints figures; asserts nothing; not part of `npm test`.
 //   npm run bench:scale -- --pods 50000 --stuck 1%            all Pending, 1% of them stuck Jobs
 //   npm run bench:scale -- --pods 10000 --running 90% --stuck 1%
+//   npm run bench:scale -- --pods 10000 --running 90% --restart-policy OnFailure   Running pods the sweep lists
 //   npm run bench:scale -- --pods 1000 --namespaces 5000        pods in 20 namespaces, 4,980 empty
 //   npm run bench:scale -- --jobs 1000 --kcm-qps 100            the batch case (real sweep)
 // Options: --namespaces N (pods mode, default 20: the pods go in the first 20, the rest are empty), --runs N (default 3, medians printed), --kubeconfig FILE (use a running cluster, e.g.
@@ -54,6 +55,8 @@ const jobsMode = flag('jobs') !== undefined;
 const totalPods = Number(flag('pods') ?? 10_000);
 const stuckCount = jobsMode ? Number(flag('jobs')) : amount(flag('stuck') ?? '1%', totalPods);
 const runningCount = jobsMode ? 0 : amount(flag('running'), totalPods);
+/** The plain pods' restartPolicy (default Never): the sweep lists the Running pods of OnFailure only. */
+const restartPolicy = flag('restart-policy') ?? 'Never';
 const runs = Number(flag('runs') ?? 3);
 const failedTimeoutS = Number(flag('failed-timeout') ?? 900);
 const kcmQps = flag('kcm-qps');
@@ -493,11 +496,11 @@ try {
     const tag = Date.now().toString(36);
     const namespaces = await makeNamespaces(raw, `scale-${tag}`, Math.min(NAMESPACES, namespaceCount));
     await makeEmptyNamespaces(raw, `empty-${tag}`, namespaceCount - namespaces.length);
-    const plain = await createPods(raw, namespaces, totalPods - stuckCount, 'pod');
+    const plain = await createPods(raw, namespaces, totalPods - stuckCount, 'pod', restartPolicy);
     if (runningCount > 0) await markRunning(kc, plain.slice(0, runningCount));
     await createStuckJobs(kc, namespaces, stuckCount, 'stuck');
     console.log(
-      `setup: ${totalPods} pods (${stuckCount} of stuck Jobs, ${runningCount} Running, the rest Pending) in ${namespaces.length} namespaces, ${namespaceCount - namespaces.length} more namespaces empty, ${s(Date.now() - setupStarted)}`,
+      `setup: ${totalPods} pods (${stuckCount} of stuck Jobs, ${runningCount} Running, the rest Pending; restartPolicy ${restartPolicy}) in ${namespaces.length} namespaces, ${namespaceCount - namespaces.length} more namespaces empty, ${s(Date.now() - setupStarted)}`,
     );
     const rows: { floor: Measured & { listMs: number }; sweep: Measured; floorReq: string; sweepReq: string; capKind: string }[] = [];
     for (let r = 0; r < runs; r++) {

@@ -98,6 +98,7 @@ const NAME_SLOTS: readonly Slot[] = [
     'whether a blob exists in',
   ),
   slot('containerd <= 1.6.24 remotes/docker/resolver.go (Resolve)', String.raw`\bfrom host \S+`, 'from host'),
+  slot("Docker Desktop's registry proxy (docker/for-win#13994)", String.raw`\bwriting response to ${TOKEN}`, 'writing response to'),
   slot('containerd <= 1.6.24 remotes/docker/resolver.go (Resolve)', String.raw`\[(?:manifests|blobs)\s[^\]]*\]`, '[]'),
   slot('Go net (DNS errors: lookup HOST on SERVER)', String.raw`\blookup ${TOKEN}`, 'lookup'),
   slot('moby distribution/errors.go (TranslatePullError)', String.raw`\bpull access denied for [^\s,]+`, 'pull access denied'),
@@ -108,6 +109,17 @@ const NAME_SLOTS: readonly Slot[] = [
     '$1 not found',
   ),
   slot('registry error detail printed as a Go map', String.raw`\bName:\S+`, 'Name:'),
+  slot(
+    'containers/image docker/docker_client.go (newDockerClient: a blocked registries.conf prefix)',
+    String.raw`\bregistry \S+ is blocked in\b`,
+    'registry is blocked in',
+  ),
+  slot('moby distribution/pull_v2.go (unsupportedMediaTypeError)', String.raw`\bunsupported media type \S+`, 'unsupported media type'),
+  slot(
+    'moby distribution (DeprecatedSchema1ImageError)',
+    String.raw`\bSuggest the author of \S+ to upgrade\b`,
+    'Suggest the author of to upgrade',
+  ),
   slot(
     'cri-o internal/storage/image.go (candidatesForPotentiallyShortImageName)',
     String.raw`\bimage name \S+ returns ambiguous list`,

@@ -95,6 +95,11 @@ export const PULL_CLASS_RULES: readonly PullClassRule[] = [
   ),
   rule(
     'transient',
+    'Windows sockets: wsarecv, wsasend, connectex (forcibly closed, did not properly respond, actively refused)',
+    String.raw`\bwsa(?:recv|send)\b|\bconnectex\b|forcibly closed by the remote host|did not properly respond|actively refused`,
+  ),
+  rule(
+    'transient',
     'timeouts: i/o timeout, TLS handshake timeout, timed out, context deadline exceeded',
     String.raw`\btime-?out\b|timed out|deadline exceeded`,
   ),
@@ -140,8 +145,18 @@ export const PULL_CLASS_RULES: readonly PullClassRule[] = [
   ),
   rule(
     'permanent',
-    'image format the runtime refuses (schema 1 on containerd 2)',
-    String.raw`schema 1 images have been deprecated|is no longer supported since containerd`,
+    'an OCI artifact that is not a container image (Helm chart, model): unsupported image-specific operation on artifact, unsupported media type, mismatched image rootfs and manifest layers',
+    String.raw`unsupported image-specific operation on artifact|invalid mixed OCI image|\bunsupported media type\b|mismatched image rootfs and manifest layers`,
+  ),
+  rule(
+    'permanent',
+    "a registry the node's configuration blocks (registries.conf blocked = true, OpenShift image policies)",
+    String.raw`\bis blocked in\b|\bis rejected by policy\b`,
+  ),
+  rule(
+    'permanent',
+    'image format the runtime refuses (schema 1: containerd 2, its transfer service, Docker Engine 26+)',
+    String.raw`schema 1 images have been deprecated|is no longer supported since containerd|schema 1 image manifests are no longer supported|docker image format v1 and docker image manifest version 2, schema 1|manifest\.v1\+prettyjws not supported`,
   ),
   rule('permanent', 'short name that resolves nowhere', String.raw`did not resolve to an alias`),
   rule(

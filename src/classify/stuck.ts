@@ -27,6 +27,20 @@ function latest(...dates: (Date | undefined)[]): Date | undefined {
   return out;
 }
 
+function earliest(...dates: (Date | undefined)[]): Date | undefined {
+  let out: Date | undefined;
+  for (const d of dates) if (d && (!out || d.getTime() < out.getTime())) out = d;
+  return out;
+}
+
+/**
+ * The longest the kubelet waits before it restarts an exited container (its crash back-off: 10 s
+ * doubling to 5 min; `crashLoopBackOff.maxContainerRestartPeriod` may only lower it). The pull of
+ * a restart starts no earlier than that after the exit, except after a container's first exit,
+ * which the kubelet restarts at once (docs/clock.md, "A container restarted in place").
+ */
+export const MAX_CRASH_BACK_OFF_MS = 300_000;
+
 /** Not being deleted and not finished. */
 export function isActivePod(pod: V1Pod): boolean {
   if (pod.metadata?.deletionTimestamp) return false;
@@ -61,6 +75,35 @@ function podFallback(pod: V1Pod): Date | undefined {
   return toDate(pod.status?.startTime) ?? toDate(pod.metadata?.creationTimestamp);
 }
 
+/** The earliest start of these containers that their statuses still show (current or last state). */
+function earliestStart(statuses: readonly V1ContainerStatus[] | undefined): Date | undefined {
+  let out: Date | undefined;
+  for (const s of statuses ?? []) {
+    out = earliest(
+      out,
+      toDate(s.state?.running?.startedAt),
+      toDate(s.state?.terminated?.startedAt),
+      toDate(s.lastState?.terminated?.startedAt),
+    );
+  }
+  return out;
+}
+
+/**
+ * Since when the pod has been initialized, at the earliest the status shows it, so that a
+ * condition reset and set again (init containers run again in a recreated sandbox) does not move
+ * it: `Initialized` True; a regular container's start (they start only once it is); the last
+ * init container's earlier successful run.
+ */
+function initializedSince(pod: V1Pod): Date | undefined {
+  const since = trueSince(pod, 'Initialized');
+  if (!since) return undefined;
+  const last = pod.spec?.initContainers?.at(-1);
+  const lastStatus = last && initKind(last) === 'init' ? pod.status?.initContainerStatuses?.find((s) => s.name === last.name) : undefined;
+  const ranBefore = lastStatus?.lastState?.terminated?.exitCode === 0 ? toDate(lastStatus.lastState.terminated.finishedAt) : undefined;
+  return earliest(since, earliestStart(pod.status?.containerStatuses), ranBefore);
+}
+
 /** When the sidecar or init container before this one let it start, if the status still shows it. */
 function predecessorDone(kind: ContainerKind | undefined, status: V1ContainerStatus | undefined): Date | undefined {
   if (!kind || !status) return undefined;
@@ -68,7 +111,19 @@ function predecessorDone(kind: ContainerKind | undefined, status: V1ContainerSta
     // After a restart `startedAt` is the latest start, later than when the next one could begin.
     return status.restartCount === 0 ? toDate(status.state?.running?.startedAt) : undefined;
   }
-  return toDate(status.state?.terminated?.finishedAt);
+  // An earlier successful run (before the pod's sandbox was recreated and the init containers ran again).
+  const before = status.lastState?.terminated?.exitCode === 0 ? toDate(status.lastState.terminated.finishedAt) : undefined;
+  return earliest(toDate(status.state?.terminated?.finishedAt), before);
+}
+
+/**
+ * The earliest a container restarted in place can have started pulling again: its last exit,
+ * plus the crash back-off the kubelet may have waited unless this was its first exit.
+ */
+function restartPullFrom(status: V1ContainerStatus): Date | undefined {
+  const exited = toDate(status.lastState?.terminated?.finishedAt);
+  if (!exited || !status.restartCount) return exited;
+  return new Date(exited.getTime() + MAX_CRASH_BACK_OFF_MS);
 }
 
 interface Slot {
@@ -130,23 +185,23 @@ function slotsOf(pod: V1Pod): Slot[] {
 }
 
 /**
- * The earliest time this container could have started pulling, from pod status only:
- * - regular: the later of `Initialized` and `PodReadyToStartContainers` turning True (both are
- *   needed before it starts), else `status.startTime`, else `creationTimestamp`;
+ * When this container's turn to pull came, from pod status only, on anchors that a condition
+ * reset cannot move later (docs/clock.md):
+ * - regular: the pod `Initialized` (or a regular container started), else `status.startTime`,
+ *   else `creationTimestamp`;
  * - init/sidecar: the previous init container's `finishedAt` (sidecar: `startedAt`), else
- *   `PodReadyToStartContainers`, else `status.startTime`, else `creationTimestamp`;
- * - and never before the container's own last termination (a restart pulls again).
+ *   `status.startTime`, else `creationTimestamp`;
+ * - a container restarted in place: its last exit (plus the kubelet's longest crash back-off
+ *   after any exit but the first), when that is later.
+ * `PodReadyToStartContainers` is not an anchor: the kubelet resets it when it recreates the
+ * sandbox (Kubernetes 1.38 conformance), and it never turns True before `Initialized` of a pod
+ * without init containers by more than the sandbox's set-up.
  */
 function pullStartedAt(pod: V1Pod, slot: Slot): Date | undefined {
-  let base: Date | undefined;
-  if (slot.kind === 'regular') {
-    base = latest(trueSince(pod, 'Initialized'), trueSince(pod, 'PodReadyToStartContainers'));
-  } else {
-    base = predecessorDone(slot.previous?.kind, slot.previous?.status) ?? trueSince(pod, 'PodReadyToStartContainers');
-  }
-  base ??= podFallback(pod);
+  const base =
+    (slot.kind === 'regular' ? initializedSince(pod) : predecessorDone(slot.previous?.kind, slot.previous?.status)) ?? podFallback(pod);
   if (!base) return undefined;
-  return latest(base, toDate(slot.status.lastState?.terminated?.finishedAt));
+  return latest(base, restartPullFrom(slot.status));
 }
 
 /** Only the `imagepull-sweeper/` annotations of a pod (its owner's controls and the sweeper's marks), if any. */
@@ -164,6 +219,10 @@ function sweeperAnnotations(pod: V1Pod): Record<string, string> | undefined {
  * (see slotsOf). A container with no determinable start time (no condition, startTime or
  * creationTimestamp — never the case for a pod read from the API server) is left out rather
  * than guessed.
+ *
+ * In a `Running` pod (a container restarted in place, docs/how-it-works.md) a sidecar is never
+ * stuck: once the pod is initialized, sidecars hold nothing up; the pod completes when its regular
+ * containers do, and the kubelet then stops its sidecars, whatever they wait for.
  */
 export function findStuckContainers(pod: V1Pod): StuckContainer[] {
   if (!isActivePod(pod) || !hasStuckStatus(pod)) return [];
@@ -171,9 +230,11 @@ export function findStuckContainers(pod: V1Pod): StuckContainer[] {
   const own = sweeperAnnotations(pod);
   // Only a pod with image volumes can fail on another reference than a container's own image.
   const imageVolumes = hasImageVolumes(pod);
+  const running = pod.status?.phase === 'Running';
   const out: StuckContainer[] = [];
   let facts: HealFacts | undefined;
   for (const slot of slotsOf(pod)) {
+    if (running && slot.kind === 'sidecar') continue;
     const waiting = slot.status.state?.waiting;
     const reason = waiting?.reason;
     if (!isStuckReason(reason) && !(isStalledReason(reason) && isStalled(pod, slot))) continue;

@@ -1,8 +1,9 @@
-// Lean observation: list Pending pods as server-side Table rows (name + STATUS column, a few
-// dozen bytes a pod), keep as candidates only the pods whose STATUS does not rule out a stuck
-// container, then read each candidate in full and classify that full read. A cluster of many
-// namespaces is listed at once, its rows carrying their metadata for the namespace (never one
-// request per namespace); a few namespaces are listed one by one, without it.
+// Lean observation: list Pending pods, and Running pods (a container restarted in place that
+// waits on its image), as server-side Table rows (name + STATUS column, a few dozen bytes a pod),
+// keep as candidates only the pods whose STATUS does not rule out a stuck container (a rule per
+// phase: candidates.ts), then read each candidate in full and classify that full read. A cluster
+// of many namespaces is listed at once, its rows carrying their metadata for the namespace (never
+// one request per namespace); a few namespaces are listed one by one, without it.
 import { findStuckContainers } from '../classify/index.ts';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { StuckContainer } from '../model.ts';
@@ -12,10 +13,28 @@ import { describeApiError } from '../kube/errors.ts';
 import type { KubeGateway, PodRow } from '../kube/gateway.ts';
 import { listFromStart, type RestartOptions } from '../kube/paging.ts';
 import { podCapacity, type PodCapacity } from './pod-requests.ts';
-import { isCandidateStatus } from './candidates.ts';
+import { isCandidateStatus, isRunningCandidateStatus } from './candidates.ts';
 import { lacksSandboxCondition, sandboxNotReadySince } from './kubelet-conditions.ts';
 
 export const PENDING_PODS = 'status.phase=Pending';
+/**
+ * Running pods whose regular containers the kubelet restarts in place after a failure: a Job's
+ * pods are `Never` (nothing restarts in place but sidecars, which never hold a Running pod up) or
+ * `OnFailure`; `Always` pods belong to controllers that recreate pods, never acted on. The API
+ * server filters them, so the rows of a cluster's Deployments never travel (docs/performance.md).
+ */
+export const RUNNING_PODS = 'status.phase=Running,spec.restartPolicy=OnFailure';
+
+/** The phases listed: the field selector of each, and which STATUS values make a candidate. */
+interface Listed {
+  phase: 'Pending' | 'Running';
+  fieldSelector: string;
+  isCandidate: (status: string) => boolean;
+}
+const PHASES: readonly Listed[] = [
+  { phase: 'Pending', fieldSelector: PENDING_PODS, isCandidate: isCandidateStatus },
+  { phase: 'Running', fieldSelector: RUNNING_PODS, isCandidate: isRunningCandidateStatus },
+];
 /** Up to this many namespaces, one list each is cheaper than one list for all (docs/performance.md). */
 export const WALK_NAMESPACES_UP_TO = 64;
 
@@ -30,8 +49,8 @@ export interface ObserveOptions {
   /** Candidate reads in flight at once (default 8). */
   readConcurrency?: number;
   /**
-   * From this many candidates in a namespace on, when they are at least a quarter of its
-   * Pending pods, one paged LIST of those pods replaces the GETs (default 10).
+   * From this many candidates of a phase in a namespace on, when they are at least a quarter of
+   * its pods of that phase, one paged LIST of those pods replaces the GETs (default 10).
    */
   listThreshold?: number;
   /**
@@ -48,6 +67,8 @@ export interface Observation {
   stuck: StuckContainer[];
   /** Pending pods listed. */
   podsScanned: number;
+  /** Running pods listed (absent where nothing listed them: the watch's cache). */
+  runningPodsScanned?: number;
   /** Pods read in full because their STATUS could mean a stuck container. */
   candidates: number;
   /** List requests: namespace names, pages of rows, and of full pods where a namespace LIST replaced the candidates' GETs. */
@@ -63,12 +84,13 @@ export interface Observation {
 /**
  * Memory grows with the number of candidates, not the size of the cluster: a page of rows is
  * reduced to its candidates before the next one is asked for. Without namespaces, one paged list
- * of every namespace's Pending pods: its cost grows with Pending pods, not with namespaces.
+ * of every namespace's pods of each phase: its cost grows with those pods, not with namespaces.
  */
 export async function observeStuckContainers(gateway: KubeGateway, options: ObserveOptions): Promise<Observation> {
   const result: Observation = {
     stuck: [],
     podsScanned: 0,
+    runningPodsScanned: 0,
     candidates: 0,
     pages: 0,
     nodesWithoutSandboxCondition: new Set(),
@@ -76,7 +98,14 @@ export async function observeStuckContainers(gateway: KubeGateway, options: Obse
     podCapacity: new Map(),
   };
   const shareTexts = textSharer();
+  // A pod that changed phase between the two lists is judged once.
+  const seen = new Set<string>();
   const judged = (pod: V1Pod): StuckContainer[] => {
+    const uid = pod.metadata?.uid;
+    if (uid) {
+      if (seen.has(uid)) return [];
+      seen.add(uid);
+    }
     if (lacksSandboxCondition(pod)) result.nodesWithoutSandboxCondition.add(pod.spec?.nodeName ?? '');
     const since = sandboxNotReadySince(pod);
     if (since)
@@ -90,8 +119,9 @@ export async function observeStuckContainers(gateway: KubeGateway, options: Obse
     if (stuck.length > 0) result.podCapacity.set(stuck[0]!.podUid, podCapacity(pod));
     return stuck;
   };
-  const note = (scoped: Scoped) => {
-    result.podsScanned += scoped.podsScanned;
+  const note = (listed: Listed, scoped: Scoped) => {
+    if (listed.phase === 'Pending') result.podsScanned += scoped.podsScanned;
+    else result.runningPodsScanned = (result.runningPodsScanned ?? 0) + scoped.podsScanned;
     result.pages += scoped.pages;
     result.candidates += scoped.candidates.length;
   };
@@ -99,30 +129,35 @@ export async function observeStuckContainers(gateway: KubeGateway, options: Obse
   const reads = limited(options.readConcurrency ?? 8);
   const listThreshold = options.listThreshold ?? 10;
   // A namespace's candidates are read as soon as its rows are in, not once every namespace's are.
-  const readCandidates = async (namespace: string, scoped: Scoped): Promise<void> => {
+  const readCandidates = async (listed: Listed, namespace: string, scoped: Scoped): Promise<void> => {
     const many = scoped.candidates.length >= listThreshold && scoped.candidates.length * 4 >= scoped.podsScanned;
     if (many) {
       const names = new Set(scoped.candidates.map((row) => row.name));
-      const listed = await fullLists(() => readCandidatesByList(gateway, namespace, names, judged, options));
-      result.pages += listed.pages;
-      result.stuck.push(...listed.stuck);
+      const read = await fullLists(() => readCandidatesByList(gateway, listed, namespace, names, judged, options));
+      result.pages += read.pages;
+      result.stuck.push(...read.stuck);
       return;
     }
-    const read = await Promise.all(scoped.candidates.map((row) => reads(() => readCandidate(gateway, row, judged))));
+    const read = await Promise.all(scoped.candidates.map((row) => reads(() => readCandidate(gateway, listed, row, judged))));
     for (const containers of read) result.stuck.push(...containers);
   };
   const named = options.namespaces.length > 0 ? [...new Set(options.namespaces)] : await fewNamespaces(gateway, options, result);
+  const pairs = named ? named.flatMap((namespace) => PHASES.map((listed) => ({ namespace, listed }))) : [];
   if (named) {
-    await mapBounded(named, options.listConcurrency ?? 8, async (namespace) => {
-      const scoped = await listNamespace(gateway, namespace, options);
-      note(scoped);
-      await readCandidates(namespace, scoped);
+    await mapBounded(pairs, options.listConcurrency ?? 8, async ({ namespace, listed }) => {
+      const scoped = await listNamespace(gateway, listed, namespace, options);
+      note(listed, scoped);
+      await readCandidates(listed, namespace, scoped);
     });
   } else {
-    const everywhere = await listEverywhere(gateway, options);
-    result.pages += everywhere.pages;
-    for (const scoped of everywhere.byNamespace.values()) note({ ...scoped, pages: 0 });
-    await Promise.all([...everywhere.byNamespace].map(([namespace, scoped]) => readCandidates(namespace, scoped)));
+    await Promise.all(
+      PHASES.map(async (listed) => {
+        const everywhere = await listEverywhere(gateway, listed, options);
+        result.pages += everywhere.pages;
+        for (const scoped of everywhere.byNamespace.values()) note(listed, { ...scoped, pages: 0 });
+        await Promise.all([...everywhere.byNamespace].map(([namespace, scoped]) => readCandidates(listed, namespace, scoped)));
+      }),
+    );
   }
   // Reads finish in any order; the result does not depend on it.
   result.stuck.sort((a, b) => compareText(a.namespace, b.namespace) || compareText(a.pod, b.pod));
@@ -155,11 +190,16 @@ function textSharer(): (container: StuckContainer) => StuckContainer {
   };
 }
 
-/** A candidate judged on its full read; a pod that is gone or moved on since the list has none. */
-async function readCandidate(gateway: KubeGateway, row: PodRow, judged: (pod: V1Pod) => StuckContainer[]): Promise<StuckContainer[]> {
+/** A candidate judged on its full read; a pod that is gone or in another phase since the list has none. */
+async function readCandidate(
+  gateway: KubeGateway,
+  listed: Listed,
+  row: PodRow,
+  judged: (pod: V1Pod) => StuckContainer[],
+): Promise<StuckContainer[]> {
   try {
     const pod = await gateway.readPod(row.namespace, row.name);
-    return pod.status?.phase === 'Pending' ? judged(pod) : [];
+    return pod.status?.phase === listed.phase ? judged(pod) : [];
   } catch (error) {
     if (describeApiError(error).status === 404) return [];
     throw error;
@@ -184,15 +224,14 @@ interface Scoped {
   pages: number;
 }
 
-const candidatesOf = (acc: Scoped, rows: PodRow[]) => {
-  acc.pages += 1;
-  acc.podsScanned += rows.length;
-  for (const row of rows) if (isCandidateStatus(row.status)) acc.candidates.push(row);
-};
-
-async function listNamespace(gateway: KubeGateway, namespace: string, options: ObserveOptions): Promise<Scoped> {
+async function listNamespace(gateway: KubeGateway, listed: Listed, namespace: string, options: ObserveOptions): Promise<Scoped> {
   const listPage = (continueToken: string | undefined) =>
-    gateway.listPodRows({ namespace, fieldSelector: PENDING_PODS, limit: options.pageSize, continueToken });
+    gateway.listPodRows({ namespace, fieldSelector: listed.fieldSelector, limit: options.pageSize, continueToken });
+  const candidatesOf = (acc: Scoped, rows: PodRow[]) => {
+    acc.pages += 1;
+    acc.podsScanned += rows.length;
+    for (const row of rows) if (listed.isCandidate(row.status)) acc.candidates.push(row);
+  };
   return listFromStart(
     listPage,
     (): Scoped => ({ candidates: [], podsScanned: 0, pages: 0 }),
@@ -201,10 +240,14 @@ async function listNamespace(gateway: KubeGateway, namespace: string, options: O
   );
 }
 
-/** Every namespace's Pending pods in one paged list, grouped by namespace (only those with Pending pods). */
-async function listEverywhere(gateway: KubeGateway, options: ObserveOptions): Promise<{ byNamespace: Map<string, Scoped>; pages: number }> {
+/** Every namespace's pods of one phase in one paged list, grouped by namespace (only those with such pods). */
+async function listEverywhere(
+  gateway: KubeGateway,
+  listed: Listed,
+  options: ObserveOptions,
+): Promise<{ byNamespace: Map<string, Scoped>; pages: number }> {
   const listPage = (continueToken: string | undefined) =>
-    gateway.listAllPodRows({ fieldSelector: PENDING_PODS, limit: options.pageSize, continueToken });
+    gateway.listAllPodRows({ fieldSelector: listed.fieldSelector, limit: options.pageSize, continueToken });
   const fresh = () => ({ byNamespace: new Map<string, Scoped>(), pages: 0 });
   const onPage = (acc: ReturnType<typeof fresh>, rows: PodRow[]) => {
     acc.pages += 1;
@@ -212,7 +255,7 @@ async function listEverywhere(gateway: KubeGateway, options: ObserveOptions): Pr
       let scoped = acc.byNamespace.get(row.namespace);
       if (!scoped) acc.byNamespace.set(row.namespace, (scoped = { candidates: [], podsScanned: 0, pages: 0 }));
       scoped.podsScanned += 1;
-      if (isCandidateStatus(row.status)) scoped.candidates.push(row);
+      if (listed.isCandidate(row.status)) scoped.candidates.push(row);
     }
   };
   const onRestart = (restart: number) => options.onRestart?.(undefined, restart);
@@ -223,18 +266,19 @@ async function listEverywhere(gateway: KubeGateway, options: ObserveOptions): Pr
 }
 
 /**
- * The candidates judged on one paged LIST of the namespace's Pending pods (a candidate missing
- * from it is gone or no longer Pending); each page is reduced to stuck containers before the next.
+ * The candidates judged on one paged LIST of the namespace's pods of that phase (a candidate
+ * missing from it is gone or in another phase); each page is reduced to stuck containers before the next.
  */
 async function readCandidatesByList(
   gateway: KubeGateway,
+  listed: Listed,
   namespace: string,
   candidates: ReadonlySet<string>,
   judged: (pod: V1Pod) => StuckContainer[],
   options: ObserveOptions,
 ): Promise<{ stuck: StuckContainer[]; pages: number }> {
   const listPage = (continueToken: string | undefined) =>
-    gateway.listPods({ namespace, fieldSelector: PENDING_PODS, limit: options.pageSize, continueToken });
+    gateway.listPods({ namespace, fieldSelector: listed.fieldSelector, limit: options.pageSize, continueToken });
   const fresh = () => ({ stuck: [] as StuckContainer[], pages: 0 });
   const onPage = (acc: { stuck: StuckContainer[]; pages: number }, pods: V1Pod[]) => {
     acc.pages += 1;

@@ -8,7 +8,7 @@ import { createGateway } from '../../src/kube/gateway.ts';
 import { withRetries } from '../../src/kube/retrying.ts';
 import type { StuckContainer } from '../../src/model.ts';
 import type { KubeGateway } from '../../src/kube/gateway.ts';
-import { observeStuckContainers, WALK_NAMESPACES_UP_TO } from '../../src/observe/pods.ts';
+import { observeStuckContainers, RUNNING_PODS, WALK_NAMESPACES_UP_TO } from '../../src/observe/pods.ts';
 import { mapBounded } from '../../src/concurrency.ts';
 import { useTestCluster } from '../support/hooks.ts';
 import { setImagePullStuck, setInitRunning, setPodRunning, type WaitingOnImage } from '../support/kubelet.ts';
@@ -197,7 +197,7 @@ describe('lean observation (Table rows, then full reads of the candidates)', () 
       ...gateway,
       listNamespaceNames: (o) => (calls.push('namespaces'), gateway.listNamespaceNames(o)),
       listPodRows: (o) => (calls.push(`rows ${o.namespace}`), gateway.listPodRows(o)),
-      listAllPodRows: (o) => (calls.push('rows *'), gateway.listAllPodRows(o)),
+      listAllPodRows: (o) => (calls.push(o.fieldSelector === RUNNING_PODS ? 'running rows *' : 'rows *'), gateway.listAllPodRows(o)),
       readPod: (n, name) => (calls.push(`read ${n}`), gateway.readPod(n, name)),
       listPods: (o) => (calls.push(`list ${o.namespace}`), gateway.listPods(o)),
     };
@@ -213,6 +213,8 @@ describe('lean observation (Table rows, then full reads of the candidates)', () 
     assert.equal(calls.filter((c) => c === 'namespaces').length, 1, 'one page of namespace names, to learn they are many');
     assert.equal(calls.filter((c) => c.startsWith('rows ') && c !== 'rows *').length, 0, 'no list per namespace');
     assert.equal(rowPages, Math.ceil(everywhere.podsScanned / 50) || 1, 'the pages of one cluster-wide list');
+    const runningPages = calls.filter((c) => c === 'running rows *').length;
+    assert.equal(runningPages, Math.ceil((everywhere.runningPodsScanned ?? 0) / 50) || 1, 'and of one cluster-wide list of Running pods');
     const reads = calls.filter((c) => c.startsWith('read ') && ours.has(c.slice(5)));
     const candidatesPerNs = PODS.filter((p) => p.state !== 'none' && p.state !== 'running').length + 1;
     assert.equal(reads.length, 3 * candidatesPerNs, 'only candidates read, in their namespace');

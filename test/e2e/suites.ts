@@ -101,13 +101,15 @@ export const E2E: readonly Phase[] = [
     {
       name: 'pull',
       files: [
-        // Both rewrite the shared nodes' registry configuration.
+        // These rewrite the shared nodes' registry configuration.
         'node-pull.test.ts',
+        'node-pull-refused.test.ts',
         'node-mirror-outage.test.ts',
         'node-pull-cancelled.test.ts',
         'node-stalled.test.ts',
         'kubernetes-versions.test.ts',
         'node-sweep.test.ts',
+        'node-restarted.test.ts',
         'node-clock.test.ts',
         'capacity.test.ts',
         'node-image-volume.test.ts',

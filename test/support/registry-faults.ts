@@ -64,7 +64,8 @@ function selfSignedCertificate(): { cert: string; key: string } {
   }
 }
 
-async function listen(server: http.Server): Promise<string> {
+/** Listens on a free loopback port; returns `127.0.0.1:PORT`. */
+export async function listen(server: http.Server): Promise<string> {
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', resolve);

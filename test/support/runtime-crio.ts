@@ -98,6 +98,7 @@ function dropInFile(dir: string, hostPort: string): string {
 /** A registries.conf drop-in for `hostPort`: its mirrors (plain HTTP) first, then the host. */
 function registryDropIn(hostPort: string, cfg: RegistryHostConfig = {}): string {
   const lines = ['[[registry]]', `prefix = ${q(hostPort)}`, `location = ${q(hostPort)}`, `insecure = ${(cfg.scheme ?? 'http') === 'http'}`];
+  if (cfg.blocked) lines.push('blocked = true');
   for (const m of cfg.mirrors ?? []) lines.push('', '[[registry.mirror]]', `location = ${q(m)}`, 'insecure = true');
   return lines.join('\n') + '\n';
 }

@@ -45,6 +45,8 @@ export interface RuntimeStartContext {
 export interface RegistryHostConfig {
   scheme?: 'http' | 'https';
   mirrors?: string[];
+  /** CRI-O only: `blocked = true` (registries.conf), as OpenShift's image policies write it. */
+  blocked?: boolean;
 }
 
 export interface RuntimeDriver {

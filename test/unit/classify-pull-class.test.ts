@@ -12,6 +12,7 @@ import {
   unwrapBackOff,
 } from '../../src/classify/index.ts';
 import { PULL_CLASSES, PULL_FAILURE_CLASSES, STUCK_REASONS, type PullClass, type StuckReason } from '../../src/model.ts';
+import { FAMILY_FIXTURES } from './pull-families.ts';
 import { REAL_NODE, recordedCase, recordedMessage } from './real-node.ts';
 
 interface Case {
@@ -680,6 +681,9 @@ describe('classifyPullFailure: real kubelet / containerd / CRI-O messages', () =
       'short-name resolution enforced but cannot prompt without a TTY',
     ];
     for (const m of extra) used.add(explainPullFailure('ErrImagePull', m).decidedBy);
+    // The four families of classify-families.test.ts, each with its source.
+    for (const f of FAMILY_FIXTURES)
+      used.add(explainPullFailure(f.reason, f.message({ host: 'r.example', repo: 'a/b', object: ':1' })).decidedBy);
     const missing = PULL_CLASS_RULES.filter((r) => !used.has(r.cue)).map((r) => r.cue);
     assert.deepEqual(missing, []);
   });

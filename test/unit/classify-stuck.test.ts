@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { V1Container, V1ContainerStatus, V1Pod, V1PodCondition } from '@kubernetes/client-node';
 import { controllerOf, findStuckContainers, isActivePod, toDate } from '../../src/classify/index.ts';
-import { REAL_NODE, recordedPod, recordedMessage } from './real-node.ts';
+import { MAX_CRASH_BACK_OFF_MS } from '../../src/classify/stuck.ts';
+import { REAL_NODE, REAL_NODES, recordedPod, recordedMessage } from './real-node.ts';
 
 const T = (minute: number): Date => new Date(Date.UTC(2025, 0, 1, 12, minute, 0));
 
@@ -153,10 +154,10 @@ describe('findStuckContainers: what is stuck', () => {
   }
 
   it('counts a Running pod whose restarted container cannot pull', () => {
-    const status = waiting('main', 'ImagePullBackOff', { restartCount: 1, lastState: { terminated: { exitCode: 1, finishedAt: T(30) } } });
+    const status = waiting('main', 'ImagePullBackOff', { restartCount: 0, lastState: { terminated: { exitCode: 1, finishedAt: T(30) } } });
     const found = findStuckContainers(pod({ phase: 'Running', statuses: [status], conditions: [cond('Initialized', T(2))] }));
     assert.equal(found.length, 1);
-    assert.deepEqual(found[0]?.stuckSince, T(30), 'measured from its own last termination');
+    assert.deepEqual(found[0]?.stuckSince, T(30), 'its first exit: the kubelet restarts it at once');
   });
 
   it('ignores ephemeral containers', () => {
@@ -253,12 +254,21 @@ describe('findStuckContainers: stuckSince for a regular container', () => {
   it('uses Initialized True', () => {
     assert.deepEqual(since({ conditions: [cond('PodScheduled', T(0)), cond('Initialized', T(2))] }), T(2));
   });
-  it('uses the later of Initialized and PodReadyToStartContainers when both are True', () => {
-    assert.deepEqual(since({ conditions: [cond('Initialized', T(2)), cond('PodReadyToStartContainers', T(3))] }), T(3));
+  it('uses Initialized, not PodReadyToStartContainers (which a sandbox recreation resets)', () => {
+    assert.deepEqual(since({ conditions: [cond('Initialized', T(2)), cond('PodReadyToStartContainers', T(3))] }), T(2));
     assert.deepEqual(since({ conditions: [cond('PodReadyToStartContainers', T(2)), cond('Initialized', T(4))] }), T(4));
   });
-  it('falls back to PodReadyToStartContainers when Initialized is not True', () => {
-    assert.deepEqual(since({ conditions: [cond('Initialized', T(9), 'False'), cond('PodReadyToStartContainers', T(3))] }), T(3));
+  it('without Initialized True falls back to startTime, never to PodReadyToStartContainers', () => {
+    assert.deepEqual(since({ conditions: [cond('Initialized', T(9), 'False'), cond('PodReadyToStartContainers', T(3))] }), T(1));
+  });
+  it('an Initialized reset and set again does not move it: a regular container already started then', () => {
+    const earlier = running('sidecar-ish', T(3));
+    const statuses = [earlier, waiting('main', 'ErrImagePull', {}, NOT_FOUND)];
+    const containers = [
+      { name: 'sidecar-ish', image: 'a:1' },
+      { name: 'main', image: 'docker.io/library/nope:1' },
+    ];
+    assert.deepEqual(since({ containers, statuses, conditions: [cond('Initialized', T(40))] }), T(3));
   });
   it('falls back to status.startTime without usable conditions', () => {
     assert.deepEqual(since({ conditions: [cond('Initialized', T(9), 'False')], startTime: T(1) }), T(1));
@@ -304,12 +314,12 @@ describe('findStuckContainers: stuckSince for init and sidecar containers', () =
     });
   const sinceOf = (p: V1Pod, name: string): Date | undefined => findStuckContainers(p).find((s) => s.container === name)?.stuckSince;
 
-  it('the first init container starts at PodReadyToStartContainers', () => {
+  it("the first init container starts at the pod's start, not at PodReadyToStartContainers", () => {
     const p = initPod({
       initStatuses: [waiting('first', 'ErrImagePull'), waiting('second', 'PodInitializing')],
       conditions: [cond('Initialized', T(9), 'False'), cond('PodReadyToStartContainers', T(2))],
     });
-    assert.deepEqual(sinceOf(p, 'first'), T(2));
+    assert.deepEqual(sinceOf(p, 'first'), T(1));
   });
   it('the first init container falls back to startTime, then creationTimestamp', () => {
     const initStatuses = [waiting('first', 'ErrImagePull'), waiting('second', 'PodInitializing')];
@@ -328,9 +338,9 @@ describe('findStuckContainers: stuckSince for init and sidecar containers', () =
       initStatuses: [terminated('first', undefined), waiting('second', 'ErrImagePull')],
       conditions: [cond('PodReadyToStartContainers', T(2))],
     });
-    assert.deepEqual(sinceOf(p, 'second'), T(2));
-    const q = initPod({ initStatuses: [terminated('first', undefined), waiting('second', 'ErrImagePull')], startTime: T(1) });
-    assert.deepEqual(sinceOf(q, 'second'), T(1));
+    assert.deepEqual(sinceOf(p, 'second'), T(1));
+    const q = initPod({ initStatuses: [terminated('first', undefined), waiting('second', 'ErrImagePull')], startTime: undefined });
+    assert.deepEqual(sinceOf(q, 'second'), T(0));
   });
   it('uses spec order, not status order, to find the previous init container', () => {
     const p = initPod({
@@ -364,7 +374,7 @@ describe('findStuckContainers: stuckSince for init and sidecar containers', () =
       statuses: [waiting('main', 'PodInitializing')],
       conditions: [cond('PodReadyToStartContainers', T(2))],
     });
-    assert.deepEqual(findStuckContainers(p)[0]?.stuckSince, T(2));
+    assert.deepEqual(findStuckContainers(p)[0]?.stuckSince, T(1));
   });
   it('a sidecar after an init container starts when that one finished', () => {
     const p = pod({
@@ -487,8 +497,12 @@ describe('findStuckContainers on pods recorded from the real node', () => {
         assert.equal(s!.reason, reason);
         assert.equal(s!.image, c.image);
         assert.equal(s!.pullClass, c.expectedClass);
-        // No init container ran before it: the clock starts when the sandbox was ready.
-        assert.deepEqual(s!.stuckSince, trueAt(p, 'PodReadyToStartContainers'));
+        // No init container ran before it: the clock starts when the kubelet took the pod on, the
+        // sandbox's set-up (seconds) before PodReadyToStartContainers.
+        const started = c.containerKind === 'regular' ? trueAt(p, 'Initialized') : new Date(p.status!.startTime!);
+        assert.deepEqual(s!.stuckSince, started);
+        const setUp = trueAt(p, 'PodReadyToStartContainers').getTime() - started.getTime();
+        assert.ok(setUp >= 0 && setUp <= 20_000, `the sandbox took ${setUp} ms`);
       });
     }
   }
@@ -528,10 +542,10 @@ describe('findStuckContainers: class stalled, on pods recorded from the real nod
   };
   /** When each recorded container's turn came: the clock the SPEC gives stalled. */
   const CLOCK: Record<string, (p: V1Pod) => Date> = {
-    stalled: (p) => trueAt(p, 'PodReadyToStartContainers'),
-    'stalled-init': (p) => trueAt(p, 'PodReadyToStartContainers'),
-    'stalled-sidecar': (p) => trueAt(p, 'PodReadyToStartContainers'),
-    'stalled-first-of-two-init': (p) => trueAt(p, 'PodReadyToStartContainers'),
+    stalled: (p) => trueAt(p, 'Initialized'),
+    'stalled-init': (p) => new Date(p.status!.startTime!),
+    'stalled-sidecar': (p) => new Date(p.status!.startTime!),
+    'stalled-first-of-two-init': (p) => new Date(p.status!.startTime!),
     'stalled-after-init': (p) => trueAt(p, 'Initialized'),
     'stalled-second-init': (p) => finishedAt(p, 'setup'),
   };
@@ -604,5 +618,130 @@ describe('findStuckContainers: class stalled, on pods recorded from the real nod
     const p = recordedPod('stalled', 'ContainerCreating');
     p.metadata!.deletionTimestamp = T(9);
     assert.deepEqual(findStuckContainers(p), []);
+  });
+});
+
+describe('the stuck clock survives a reset (a condition set False, then True again, later)', () => {
+  const later = (at: string | Date | undefined, ms: number): Date => new Date(new Date(at as string).getTime() + ms);
+  const HOUR = 3_600_000;
+  /** What the kubelet writes when it recreates the sandbox: PodReadyToStartContainers True again, its time moved. */
+  const sandboxRecreated = (p: V1Pod, ms: number): V1Pod => {
+    const q = structuredClone(p);
+    const c = q.status!.conditions!.find((x) => x.type === 'PodReadyToStartContainers')!;
+    c.lastTransitionTime = later(c.lastTransitionTime, ms);
+    return q;
+  };
+
+  for (const fixture of REAL_NODES) {
+    for (const id of ['tag-missing', 'init-container', 'sidecar', 'auth-no-secret']) {
+      it(`${fixture.runtime}: ${id}, PodReadyToStartContainers moved an hour later: the same stuckSince`, () => {
+        const p = recordedPod(id, 'ImagePullBackOff', fixture);
+        const before = findStuckContainers(p)[0]!.stuckSince;
+        const after = findStuckContainers(sandboxRecreated(p, HOUR))[0]!.stuckSince;
+        assert.deepEqual(after, before);
+      });
+    }
+  }
+
+  it('after the init containers ran again in the new sandbox (Initialized moved too): the first run still counts', () => {
+    const p = structuredClone(REAL_NODE.clock);
+    const before = findStuckContainers(p)[0]!.stuckSince;
+    const q = sandboxRecreated(p, HOUR);
+    q.status!.conditions!.find((x) => x.type === 'Initialized')!.lastTransitionTime = later(before, HOUR + 4_000);
+    const setup = q.status!.initContainerStatuses![0]!;
+    setup.lastState = { terminated: { ...setup.state!.terminated!, exitCode: 0 } };
+    setup.state = {
+      terminated: { exitCode: 0, reason: 'Completed', startedAt: later(before, HOUR), finishedAt: later(before, HOUR + 4_000) },
+    };
+    setup.restartCount = 1;
+    const after = findStuckContainers(q);
+    assert.equal(after[0]?.container, 'main');
+    assert.deepEqual(after[0]?.stuckSince, before);
+  });
+
+  it('a reset while the pod is stuck never makes it younger, however far the condition moves', () => {
+    const p = recordedPod('tag-missing', 'ErrImagePull');
+    const before = findStuckContainers(p)[0]!.stuckSince.getTime();
+    for (const ms of [1, 1_000, 60_000, 24 * HOUR]) {
+      assert.ok(findStuckContainers(sandboxRecreated(p, ms))[0]!.stuckSince.getTime() <= before, String(ms));
+    }
+  });
+});
+
+describe('Running pods: a container restarted in place that cannot pull its image', () => {
+  const EXITED = T(30);
+  const restarted = (name: string, reason: string, restartCount: number): V1ContainerStatus =>
+    waiting(
+      name,
+      reason,
+      { restartCount, lastState: { terminated: { exitCode: 1, reason: 'Error', startedAt: T(20), finishedAt: EXITED } } },
+      NOT_FOUND,
+    );
+  const runningPod = (o: PodOpts): V1Pod =>
+    pod({ phase: 'Running', conditions: [cond('Initialized', T(2)), cond('PodReadyToStartContainers', T(2))], ...o });
+
+  it('its first exit: measured from the exit (the kubelet restarts it at once)', () => {
+    const [s] = findStuckContainers(runningPod({ statuses: [restarted('main', 'ErrImagePull', 0)] }));
+    assert.equal(s?.pullClass, 'permanent');
+    assert.deepEqual(s?.stuckSince, EXITED);
+  });
+
+  it('a later exit: measured from the exit plus the longest crash back-off (5 min), never earlier', () => {
+    for (const restartCount of [1, 2, 7]) {
+      const [s] = findStuckContainers(runningPod({ statuses: [restarted('main', 'ImagePullBackOff', restartCount)] }));
+      assert.deepEqual(s?.stuckSince, new Date(EXITED.getTime() + MAX_CRASH_BACK_OFF_MS), String(restartCount));
+    }
+  });
+
+  it('merely restarting is not stuck: CrashLoopBackOff, an exit waiting for its restart, a container that fails to start', () => {
+    for (const reason of ['CrashLoopBackOff', 'RunContainerError', 'CreateContainerError', 'CreateContainerConfigError']) {
+      assert.deepEqual(findStuckContainers(runningPod({ statuses: [restarted('main', reason, 3)] })), [], reason);
+    }
+    const exited: V1ContainerStatus = {
+      ...terminated('main', EXITED),
+      state: { terminated: { exitCode: 1, reason: 'Error', startedAt: T(20), finishedAt: EXITED } },
+    };
+    assert.deepEqual(findStuckContainers(runningPod({ statuses: [exited] })), []);
+  });
+
+  it('counted while another regular container runs: the pod cannot complete without it', () => {
+    const containers = [
+      { name: 'proxy', image: 'proxy:1' },
+      { name: 'main', image: 'docker.io/library/nope:1' },
+    ];
+    const found = findStuckContainers(
+      runningPod({ containers, statuses: [running('proxy', T(3)), restarted('main', 'ImagePullBackOff', 0)] }),
+    );
+    assert.deepEqual(
+      found.map((s) => [s.container, s.containerKind, s.stuckSince]),
+      [['main', 'regular', EXITED]],
+    );
+  });
+
+  it('a sidecar is never counted in a Running pod: the pod completes without it', () => {
+    const p = runningPod({
+      initContainers: [{ name: 'proxy', image: 'proxy:1', restartPolicy: 'Always' }],
+      initStatuses: [restarted('proxy', 'ImagePullBackOff', 0)],
+      statuses: [running('main', T(3))],
+    });
+    assert.deepEqual(findStuckContainers(p), []);
+    // The same sidecar while the pod is still Pending (initializing) holds it up: stuck.
+    p.status!.phase = 'Pending';
+    assert.deepEqual(
+      findStuckContainers(p).map((s) => [s.container, s.containerKind]),
+      [['proxy', 'sidecar']],
+    );
+  });
+
+  it('a regular container stuck beside a stuck sidecar: only the regular one', () => {
+    const p = runningPod({
+      initContainers: [{ name: 'proxy', image: 'proxy:1', restartPolicy: 'Always' }],
+      initStatuses: [restarted('proxy', 'ImagePullBackOff', 0)],
+      statuses: [restarted('main', 'ErrImagePull', 0)],
+    });
+    assert.deepEqual(
+      findStuckContainers(p).map((s) => s.container),
+      ['main'],
+    );
   });
 });

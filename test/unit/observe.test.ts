@@ -4,8 +4,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ApiException, type V1Pod } from '@kubernetes/client-node';
 import type { KubeGateway, PodRow } from '../../src/kube/gateway.ts';
-import { isCandidateStatus } from '../../src/observe/candidates.ts';
-import { observeStuckContainers, PENDING_PODS } from '../../src/observe/pods.ts';
+import { isCandidateStatus, isRunningCandidateStatus } from '../../src/observe/candidates.ts';
+import { observeStuckContainers, PENDING_PODS, RUNNING_PODS } from '../../src/observe/pods.ts';
 import { scriptedGateway } from '../support/scripted-gateway.ts';
 
 function stuckPod(name: string, phase = 'Pending', namespace = 'ns'): V1Pod {
@@ -37,17 +37,31 @@ interface Call {
   scope: string;
 }
 
+/**
+ * `pages` are the Pending lists' pages, served in order across namespaces; `running` the Running
+ * lists' pages, likewise (none: every Running list is empty). `calls` holds the Pending lists only,
+ * `runningCalls` the Running ones.
+ */
 function scripted(
   pages: (PodRow[] | 'expired')[],
   pods: Record<string, V1Pod | 'gone'> = {},
   namespaces = ['ns'],
-): { gateway: KubeGateway; calls: Call[]; reads: string[]; lists: number } {
+  running: PodRow[][] = [],
+): { gateway: KubeGateway; calls: Call[]; runningCalls: Call[]; reads: string[]; lists: number } {
   const calls: Call[] = [];
+  const runningCalls: Call[] = [];
   const reads: string[] = [];
   const counted = { lists: 0 };
   let served = 0;
+  let servedRunning = 0;
   const rowsPage = async (opts: { namespace?: string; fieldSelector: string; limit: number; continueToken?: string }) => {
-    calls.push({ continueToken: opts.continueToken, fieldSelector: opts.fieldSelector, scope: opts.namespace ?? '*' });
+    const call = { continueToken: opts.continueToken, fieldSelector: opts.fieldSelector, scope: opts.namespace ?? '*' };
+    if (opts.fieldSelector === RUNNING_PODS) {
+      runningCalls.push(call);
+      const page = running[servedRunning++] ?? [];
+      return { items: page, continueToken: servedRunning < running.length ? `r${servedRunning}` : undefined };
+    }
+    calls.push(call);
     const page = pages[served++];
     if (page === 'expired')
       throw new ApiException(410, 'Gone', JSON.stringify({ reason: 'Expired', message: 'continue token expired' }), {});
@@ -74,10 +88,11 @@ function scripted(
       listPods: [
         (opts: { namespace: string; fieldSelector: string }) => {
           counted.lists += 1;
-          assert.equal(opts.fieldSelector, PENDING_PODS);
-          const rows = pages.flatMap((p) => (p === 'expired' ? [] : p)).filter((r) => r.namespace === opts.namespace);
-          const listed = rows.map((r) => pods[r.name] ?? stuckPod(r.name, 'Pending', r.namespace));
-          return { items: listed.filter((p): p is V1Pod => p !== 'gone' && p.status?.phase === 'Pending'), continueToken: undefined };
+          const phase = opts.fieldSelector === PENDING_PODS ? 'Pending' : 'Running';
+          const script = phase === 'Pending' ? pages : running;
+          const rows = script.flatMap((p) => (p === 'expired' ? [] : p)).filter((r) => r.namespace === opts.namespace);
+          const listed = rows.map((r) => pods[r.name] ?? stuckPod(r.name, phase, r.namespace));
+          return { items: listed.filter((p): p is V1Pod => p !== 'gone' && p.status?.phase === phase), continueToken: undefined };
         },
       ],
     },
@@ -86,6 +101,7 @@ function scripted(
   return {
     gateway,
     calls,
+    runningCalls,
     reads,
     get lists() {
       return counted.lists;
@@ -169,7 +185,11 @@ describe('observeStuckContainers', () => {
     );
     assert.deepEqual(reads.sort(), ['team-4000/b', 'team-7/a']);
     assert.deepEqual(result.stuck.map((c) => `${c.namespace}/${c.pod}`).sort(), ['team-4000/b', 'team-7/a']);
-    assert.deepEqual([result.podsScanned, result.candidates, result.pages], [3, 2, 3], 'one page of namespace names, two of rows');
+    assert.deepEqual(
+      [result.podsScanned, result.candidates, result.pages],
+      [3, 2, 4],
+      'one page of namespace names, two of Pending rows, one of Running rows',
+    );
   });
 
   it('lists few namespaces one by one, and uses --namespace as given', async () => {
@@ -234,6 +254,126 @@ describe('observeStuckContainers', () => {
       observeStuckContainers(gateway, { namespaces: [], pageSize: 1, maxRestarts: 2 }),
       (e: unknown) => e instanceof ApiException && e.code === 410,
     );
+  });
+});
+
+describe('observeStuckContainers: Running pods', () => {
+  /** A Running pod whose container exited and waits on its image for the restart. */
+  const restartedPod = (name: string, reason = 'ImagePullBackOff', namespace = 'ns'): V1Pod => {
+    const p = stuckPod(name, 'Running', namespace);
+    const status = p.status!.containerStatuses![0]!;
+    status.state = { waiting: { reason, message: 'not found' } };
+    status.lastState = { terminated: { exitCode: 1, finishedAt: new Date('2026-11-29T10:05:00Z') } };
+    return p;
+  };
+
+  it('lists them with their own field selector and reads only those whose STATUS may show or hide a stuck container', async () => {
+    const running = [
+      row('r-stuck', 'ImagePullBackOff'),
+      row('r-ok', 'Running'),
+      row('r-crash', 'CrashLoopBackOff'),
+      row('r-error', 'Error'),
+      row('r-done', 'Completed'),
+      row('r-init', 'Init:ErrImagePull'),
+      row('r-notready', 'NotReady'),
+    ];
+    const pods = {
+      'r-stuck': restartedPod('r-stuck'),
+      'r-done': restartedPod('r-done'),
+      'r-init': stuckPod('r-init', 'Running'),
+      'r-notready': restartedPod('r-notready', 'CrashLoopBackOff'),
+    };
+    const { gateway, runningCalls, reads } = scripted([[row('p')]], pods, ['ns'], [running]);
+    const result = await observeStuckContainers(gateway, { namespaces: ['ns'], pageSize: 50 });
+    assert.deepEqual(
+      runningCalls.map((c) => [c.scope, c.fieldSelector]),
+      [['ns', RUNNING_PODS]],
+    );
+    assert.deepEqual(reads.sort(), ['p', 'r-done', 'r-init', 'r-notready', 'r-stuck']);
+    assert.deepEqual(result.stuck.map((c) => c.pod).sort(), ['p', 'r-done', 'r-init', 'r-stuck']);
+    assert.deepEqual([result.podsScanned, result.runningPodsScanned, result.candidates], [1, 7, 5]);
+  });
+
+  it('cluster-wide: one paged list of Running rows beside the Pending one', async () => {
+    const many = Array.from({ length: 500 }, (_, i) => `team-${i}`);
+    const { gateway, calls, runningCalls } = scripted(
+      [[row('a', 'ErrImagePull', 'team-1')]],
+      { b: restartedPod('b', 'ErrImagePull', 'team-2') },
+      many,
+      [[row('b', 'ErrImagePull', 'team-2')], [row('c', 'Running', 'team-3')]],
+    );
+    const result = await observeStuckContainers(gateway, { namespaces: [], pageSize: 1 });
+    assert.deepEqual(
+      calls.map((c) => c.scope),
+      ['*'],
+    );
+    assert.deepEqual(
+      runningCalls.map((c) => [c.scope, c.continueToken]),
+      [
+        ['*', undefined],
+        ['*', 'r1'],
+      ],
+    );
+    assert.deepEqual(result.stuck.map((c) => `${c.namespace}/${c.pod}`).sort(), ['team-1/a', 'team-2/b']);
+  });
+
+  it('a Running candidate that is Pending again, or gone, by its read is not judged under Running', async () => {
+    const { gateway } = scripted(
+      [],
+      { back: stuckPod('back', 'Pending'), gone: 'gone' },
+      ['ns'],
+      [[row('back', 'ErrImagePull'), row('gone', 'ErrImagePull')]],
+    );
+    const result = await observeStuckContainers(gateway, { namespaces: ['ns'], pageSize: 50 });
+    assert.deepEqual(result.stuck, []);
+  });
+
+  it('a pod seen by both lists (its phase changed between them) is judged once', async () => {
+    const { gateway } = scripted([[row('moved')]], {}, ['ns'], [[row('moved', 'ImagePullBackOff')]]);
+    let n = 0;
+    const flipping: KubeGateway = Object.assign(Object.create(gateway) as KubeGateway, {
+      readPod: async (_ns: string, name: string) => (n++ === 0 ? stuckPod(name, 'Pending') : restartedPod(name)),
+    });
+    const result = await observeStuckContainers(flipping, { namespaces: ['ns'], pageSize: 50, listConcurrency: 1 });
+    assert.equal(n, 2);
+    assert.deepEqual(
+      result.stuck.map((c) => c.pod),
+      ['moved'],
+    );
+  });
+});
+
+describe('isRunningCandidateStatus', () => {
+  it('reads a Running pod whose STATUS names a stuck reason, bare or of an init container', () => {
+    for (const s of [
+      'ErrImagePull',
+      'ImagePullBackOff',
+      'InvalidImageName',
+      'ErrImageNeverPull',
+      'Init:ImagePullBackOff',
+      'Init:ErrImagePull',
+    ]) {
+      assert.equal(isRunningCandidateStatus(s), true, s);
+    }
+  });
+  it('reads Completed and NotReady: a container that finished for good hides the later ones for good', () => {
+    for (const s of ['Completed', 'NotReady']) assert.equal(isRunningCandidateStatus(s), true, s);
+  });
+  it('leaves Running, and containers that are restarting, unread', () => {
+    for (const s of [
+      'Running',
+      'CrashLoopBackOff',
+      'Error',
+      'OOMKilled',
+      'ContainerCreating',
+      'Terminating',
+      'Init:1/2',
+      'Signal:9',
+      'ExitCode:1',
+      '',
+    ]) {
+      assert.equal(isRunningCandidateStatus(s), false, s);
+    }
   });
 });
 

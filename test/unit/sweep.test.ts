@@ -85,7 +85,17 @@ describe('sweep()', () => {
       result.results.map((r) => [r.decision.job, r.outcome]),
       [['a', 'failed']],
     );
-    assert.deepEqual(methods(), ['listPodRows', 'readPod', 'readServerVersion', 'readJob', 'listJobs', 'mergePatchJob', 'createEvent']);
+    // The namespace's Pending pods, then its Running ones (a container restarted in place).
+    assert.deepEqual(methods(), [
+      'listPodRows',
+      'listPodRows',
+      'readPod',
+      'readServerVersion',
+      'readJob',
+      'listJobs',
+      'mergePatchJob',
+      'createEvent',
+    ]);
     assert.equal(result.summary?.exitCode, 0);
   });
 
