@@ -19,7 +19,7 @@ import { withRetries } from '../../src/kube/retrying.ts';
 import type { PolicyLocation } from '../../src/policy/load.ts';
 import type { AuditLine, SweepSummary } from '../../src/report/audit.ts';
 import { createLogger } from '../../src/report/logger.ts';
-import { sweep } from '../../src/sweep.ts';
+import { sweep, type DryRunMode } from '../../src/sweep.ts';
 import { jobManifest } from './fixtures.ts';
 import { realPullMessage, setImagePullStuck, waitFor, waitForJobPods } from './kubelet.ts';
 
@@ -48,7 +48,7 @@ export function policyFile(yaml: string): PolicyLocation {
 
 export async function runSweep(
   kc: KubeConfig,
-  options: { namespaces: string[]; policy: PolicyLocation; dryRun?: boolean; pageSize?: number },
+  options: { namespaces: string[]; policy: PolicyLocation; dryRun?: boolean; dryRunMode?: DryRunMode; pageSize?: number },
   /** Instead of the plain gateway (e.g. one that injects faults); retries are added around it. */
   plainGateway?: KubeGateway,
 ): Promise<SweepRun> {
@@ -64,6 +64,7 @@ export async function runSweep(
     },
     {
       dryRun: options.dryRun ?? false,
+      ...(options.dryRunMode ? { dryRunMode: options.dryRunMode } : {}),
       namespaces: options.namespaces,
       policy: options.policy,
       instance: 'e2e',
