@@ -7,7 +7,8 @@
 // says why. A registry stopped and started again: the stuck `transient` pod of a Job healing is on
 // for is recreated once another pod pulled its reference, and the time to completion with and
 // without healing is printed (HEAL_OUTAGE_FAILURES: the refused pulls before the registry comes
-// back, default 3; each one doubles the kubelet's back-off, from 10 s).
+// back, default 3; each one doubles the kubelet's back-off, from 10 s). The two Jobs pull two tags:
+// a tag already on the node starts a pod at the kubelet's next sync, back-off or not.
 import assert from 'node:assert/strict';
 import * as net from 'node:net';
 import { after, before, describe, it } from 'node:test';
@@ -321,13 +322,20 @@ async function measureOutage(
   const plainNs = await env.namespace(`plain-outage-${runtime}`);
   const core = env.kc.makeApiClient(CoreV1Api);
   const batch = env.kc.makeApiClient(BatchV1Api);
-  await node.pushImage(`team/outage-${runtime}:1`);
-  const image = `${registry.host}/team/outage-${runtime}:1`;
+  // One tag each: a tag pulled to the node starts a pod of it at the kubelet's next sync,
+  // whatever its back-off, so neither Job may profit from the other's (or the probe's) pull.
+  await node.pushImage(`team/outage-${runtime}:heal`);
+  await node.pushImage(`team/outage-${runtime}:plain`);
+  const image = `${registry.host}/team/outage-${runtime}:heal`;
+  const plainImage = `${registry.host}/team/outage-${runtime}:plain`;
   const policy = policyFile(`rules:\n  - name: heal\n    namespaces: ["${healNs}"]\n    heal: true\n`);
   const counters = await Promise.all([healNs, plainNs].map((ns) => countFailedPulls(env.kc, ns)));
   try {
-    for (const ns of [healNs, plainNs])
-      await batch.createNamespacedJob({ namespace: ns, body: healJob('etl', node, image, { podFailurePolicy: IGNORE_DISRUPTION }) });
+    await batch.createNamespacedJob({ namespace: healNs, body: healJob('etl', node, image, { podFailurePolicy: IGNORE_DISRUPTION }) });
+    await batch.createNamespacedJob({
+      namespace: plainNs,
+      body: healJob('etl', node, plainImage, { podFailurePolicy: IGNORE_DISRUPTION }),
+    });
     const [healPod, plainPod] = await Promise.all(
       [healNs, plainNs].map(async (ns) => (await waitForJobPods(core, ns, 'etl'))[0]!.metadata!),
     );
