@@ -133,18 +133,18 @@ const healReads = (c: Record<string, number>) =>
 const HEAL_WRITES = [...WRITES, 'evictPod'];
 const healWrites = (c: Record<string, number>) => Object.fromEntries(Object.entries(c).filter(([k]) => HEAL_WRITES.includes(k)));
 
-/** JOBS Jobs stuck on `image` with the kubelet's words for `kind`, healing on: the healing sweep's and the next sweep's requests. */
+/** JOBS Jobs stuck on `image` with the kubelet's words for `kind`, then their cause gone, healing on: the healing sweep's and the next sweep's requests. */
 async function measureHeal(
   label: string,
   image: string,
   kind: 'auth-no-secret' | 'connection-refused',
-  before: (ns: string) => Promise<void>,
+  causeGone: (ns: string) => Promise<void>,
 ) {
   const ns = await env.namespace(label);
-  await before(ns);
   const names = Array.from({ length: JOBS }, (_, i) => `j-${i}`);
   const message = realPullMessage(kind, image);
   await mapBounded(names, 8, (name) => createStuckJob(kc, ns, name, { stuckFor: 60, image, message, spec: IGNORE_DISRUPTION }));
+  await causeGone(ns);
   const first = counting(createGateway(kc));
   const run = await runSweep(kc, { namespaces: [ns], policy: HEAL }, first.gateway);
   assert.equal(run.exitCode, 0, JSON.stringify(run.records));
@@ -156,6 +156,7 @@ async function measureHeal(
   const second = counting(createGateway(kc));
   assert.equal((await runSweep(kc, { namespaces: [ns], policy: HEAL }, second.gateway)).exitCode, 0);
   assert.equal((await sweeperEvents(kc, ns)).filter((e) => e.reason === 'ImagePullHealed').length, JOBS);
+  assertConflictsOnlyCostARetry(first.counts);
   console.log(
     `[requests] ${label}, ${JOBS} Jobs: healing sweep ${JSON.stringify(first.counts)}; next sweep ${JSON.stringify(second.counts)}`,
   );
