@@ -147,11 +147,14 @@ async function stoppableRegistry(upstream: string): Promise<{ host: string; star
 for (const runtime of testRuntimes()) {
   describe(`healing on the real node, as the shipped ServiceAccount under the guard: ${runtimeLabel(runtime)}`, () => {
     let node: TestNodeHandle;
-    let authImage: string;
+    /**
+     * An image of the auth registry for one test: an image a test before it pulled is on the node,
+     * and a runtime may then start it without asking the registry again (CRI-O does).
+     */
+    const authImage = (test: string) => node.pushImage(`team/heal-${runtime}-${test}:1`, { auth: true });
     before(async () => {
       if (skip) return;
       node = await testNode(env.cluster.kubeconfigPath, { runtime });
-      authImage = await node.pushImage(`team/heal-${runtime}:1`, { auth: true });
       await guardEnforced(env.kc, saKc, await env.namespace(`heal-guard-${runtime}`));
     });
 
@@ -159,7 +162,7 @@ for (const runtime of testRuntimes()) {
       const ns = await env.namespace(`heal-sa-${runtime}`);
       const core = env.kc.makeApiClient(CoreV1Api);
       await core.createNamespacedServiceAccount({ namespace: ns, body: { metadata: { name: 'builder' } } });
-      const job = healJob('build', node, authImage, { podFailurePolicy: IGNORE_DISRUPTION }, { serviceAccountName: 'builder' });
+      const job = healJob('build', node, await authImage('sa'), { podFailurePolicy: IGNORE_DISRUPTION }, { serviceAccountName: 'builder' });
       await env.kc.makeApiClient(BatchV1Api).createNamespacedJob({ namespace: ns, body: job });
       const [pod] = await waitForJobPods(core, ns, 'build');
       const stuck = pod!.metadata!;
@@ -226,7 +229,7 @@ for (const runtime of testRuntimes()) {
         const ns = await env.namespace(`heal-secret-${runtime}`);
         const core = env.kc.makeApiClient(CoreV1Api);
         await createPullSecret(env.kc, ns, 'creds', node, 'not-the-password');
-        const job = healJob('fetch', node, authImage, { backoffLimit: 1 }, { imagePullSecrets: [{ name: 'creds' }] });
+        const job = healJob('fetch', node, await authImage('secret'), { backoffLimit: 1 }, { imagePullSecrets: [{ name: 'creds' }] });
         await env.kc.makeApiClient(BatchV1Api).createNamespacedJob({ namespace: ns, body: job });
         const failures = await countFailedPulls(env.kc, ns);
         try {
@@ -269,7 +272,9 @@ for (const runtime of testRuntimes()) {
       const ns = await env.namespace(`heal-strict-${runtime}`);
       const core = env.kc.makeApiClient(CoreV1Api);
       await createPullSecret(env.kc, ns, 'regcred', node, node.authPassword);
-      await env.kc.makeApiClient(BatchV1Api).createNamespacedJob({ namespace: ns, body: healJob('strict', node, authImage, {}) });
+      await env.kc
+        .makeApiClient(BatchV1Api)
+        .createNamespacedJob({ namespace: ns, body: healJob('strict', node, await authImage('strict'), {}) });
       const [pod] = await waitForJobPods(core, ns, 'strict');
       const stuck = pod!.metadata!;
       await observeReasons(env.kc, ns, stuck.name!, { container: 'main', containerKind: 'regular', reasons: ['ErrImagePull'] });
