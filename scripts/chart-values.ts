@@ -71,6 +71,20 @@ export const chartValuesSchema = z
     guard: z.strictObject({
       enabled: z.boolean().describe("the admission guard fencing the ServiceAccount's writes (a ValidatingAdmissionPolicy)"),
     }),
+    heal: z
+      .strictObject({
+        enabled: z
+          .boolean()
+          .describe(
+            'the RBAC healing needs (`heal: true` in the policy; docs/policy.md): create `pods/eviction`, get ServiceAccounts (as `manifests/heal`)',
+          ),
+        readSecrets: z
+          .boolean()
+          .describe(
+            'with it, get Secrets (their metadata only is asked for): a pull Secret changed since the pod got stuck is evidence; false: it is not',
+          ),
+      })
+      .describe('healing (docs/security.md "Healing")'),
     createNamespace: z.boolean().describe('create the release namespace with the `restricted` Pod Security labels'),
     serviceMonitor: z.strictObject({
       enabled: z.boolean().describe('a Prometheus Operator ServiceMonitor (deployment mode)'),

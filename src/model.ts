@@ -8,9 +8,10 @@
 // - action: what the policy prescribes for a Job: fail | report | ignore.
 // - decision: the judge's verdict on one Job (or one pod without a Job), with its action, plan
 //   and the detail saying why.
-// - plan: what this sweep decided to do with that Job: fail | report | retry | skip | defer | error.
-// - outcome: what then happened: failed | reported | retried | skipped | deferred | error; a dry
-//   run writes nothing, so there it is would-fail | would-report | would-retry instead.
+// - plan: what this sweep decided to do with that Job: fail | report | retry | heal | skip | defer | error.
+// - outcome: what then happened: failed | reported | retried | healed | skipped | deferred | error; a
+//   dry run writes nothing, so there it is would-fail | would-report | would-retry | would-heal instead.
+// - heal: recreating a Job's stuck, never-started pods once the cause is gone (judge/heal.ts).
 // - claim: the annotations (with a claim id unique to the sweep) and label that mark a Job as
 //   failed by the sweeper; written in one conditional patch, so exactly one sweep owns a failure.
 // - pending: a Job claimed by a sweep that has not finished yet; checked on every sweep, and
@@ -99,6 +100,39 @@ export interface StuckContainer {
   controller: OwnerRef | undefined;
   /** The pod's `imagepull-sweeper/` annotations, when it has any (a pod under an `owners` rule is judged by them). */
   podAnnotations?: Record<string, string>;
+  /** What a heal is judged on, for a class healing may fix (auth, transient, stalled; judge/heal.ts). */
+  heal?: HealFacts;
+}
+
+/** The classes whose cause can go away: an `auth` pod given its secret, a `transient` or `stalled` registry back. */
+export const HEALABLE_CLASSES = ['auth', 'transient', 'stalled'] as const satisfies readonly PullClass[];
+
+export function isHealableClass(c: PullClass): c is (typeof HEALABLE_CLASSES)[number] {
+  return (HEALABLE_CLASSES as readonly PullClass[]).includes(c);
+}
+
+/** A stuck pod's facts a heal needs (classify/stuck.ts), shared by its stuck containers. */
+export interface HealFacts {
+  /** A container of the pod that has run (as force-delete says it): such a pod is never healed. */
+  ran?: string;
+  /** `spec.serviceAccountName`, when not `default`. */
+  serviceAccount?: string;
+  /** The names in `spec.imagePullSecrets`, in order, when it names any. */
+  pullSecrets?: string[];
+  /** `batch.kubernetes.io/job-index-failure-count` (backoffLimitPerIndex), when above 0. */
+  indexFailures?: number;
+}
+
+/** What a Job may still spend on a pod deletion (judge/heal.ts). */
+export interface JobBudget {
+  /** spec.backoffLimit (6 when unset). */
+  backoffLimit: number;
+  /** spec.backoffLimitPerIndex, when set. */
+  backoffLimitPerIndex?: number;
+  /** Failures counted so far: status.failed plus those not counted yet (uncountedTerminatedPods.failed). */
+  failed: number;
+  /** status.terminating: pods on their way out, each of which may still count as a failure. */
+  terminating: number;
 }
 
 /** The parts of a Job the judge needs. Built by the attribute stage from a V1Job. */
@@ -142,6 +176,10 @@ export interface JobView {
   pendingLabel?: string;
   /** The Kueue queue the Job waits in, if Kueue manages it (docs/kueue.md). */
   queue?: QueueMembership;
+  /** What a pod deletion may still spend (judge/heal.ts). */
+  budget?: JobBudget;
+  /** The pod template names its own pull secrets: a new pod gets those, never its ServiceAccount's. */
+  templatePullSecrets?: boolean;
 }
 
 /** A Job Kueue manages (label `kueue.x-k8s.io/queue-name`): Kueue suspends it to evict it and resumes it to admit it. */

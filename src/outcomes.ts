@@ -2,8 +2,8 @@
 // it (or to a CronJob), live and in a dry run, and the word that heads its text line. One table;
 // the audit, the summary, the metrics and the text log all read it (glossary: model.ts).
 
-/** `error`: the Job could not be read, so nothing could be judged. */
-export const PLANS = ['fail', 'report', 'retry', 'skip', 'defer', 'error'] as const;
+/** `heal`: recreate the Job's stuck pods, their cause gone (judge/heal.ts). `error`: the Job could not be read, so nothing could be judged. */
+export const PLANS = ['fail', 'report', 'retry', 'heal', 'skip', 'defer', 'error'] as const;
 export type Plan = (typeof PLANS)[number];
 
 interface Row<L extends string, D extends string> {
@@ -27,6 +27,7 @@ export const OUTCOME_OF_PLAN = {
   fail: row('failed', 'would-fail', 'FAILED', 'WOULD FAIL'),
   report: row('reported', 'would-report', 'REPORTED', 'WOULD REPORT'),
   retry: row('retried', 'would-retry', 'RETRIED', 'WOULD RETRY'),
+  heal: row('healed', 'would-heal', 'HEALED', 'WOULD HEAL'),
   skip: row('skipped', 'skipped', 'skipped', 'would skip'),
   defer: row('deferred', 'deferred', 'DEFERRED', 'WOULD DEFER'),
   error: row('error', 'error', 'ERROR', 'ERROR'),

@@ -7,7 +7,7 @@ import { settleFinished } from './act/settle.ts';
 import { attributeToJobs } from './attribute/attribute.ts';
 import { statusOfActions, type SweepStatus } from './exit.ts';
 import { capacityByJob, withCapacity } from './judge/capacity.ts';
-import { judge, rejudgeJob, type JudgeInput } from './judge/judge.ts';
+import { holdsOf, judge, planHealReads, policyHeals, rejudgeJob, type JudgeInput } from './judge/judge.ts';
 import { applyLimits } from './judge/limits.ts';
 import { dueForForceDelete, judgePending, type PendingJudgement } from './judge/pending.ts';
 import { policyKueueWarnings } from './judge/queue.ts';
@@ -20,6 +20,7 @@ import type { KubeGateway } from './kube/gateway.ts';
 import { serverNow } from './kube/server-clock.ts';
 import { serverVersionWarning } from './kube/server-version.ts';
 import type { JobView, PodOwner } from './model.ts';
+import { readHealEvidence } from './observe/heal-reads.ts';
 import { readJobPods } from './observe/job-pods.ts';
 import { readNamespaceLabels } from './observe/namespace-labels.ts';
 import { listPendingJobs } from './observe/pending-jobs.ts';
@@ -133,8 +134,10 @@ export async function sweep(liveDeps: SweepDeps, options: SweepOptions): Promise
     policy: loaded.policy,
     now,
     ...(wholeOutage ? { outage: wholeOutage } : {}),
-    ...(spent ? { spent: spent() } : {}),
   };
+  if (policyHeals(loaded.policy)) judgeInput.heal = await healEvidence(deps.gateway, judgeInput);
+  // Read last, with no await before judging (decide).
+  if (spent) judgeInput.spent = spent();
   const { outage, decisions, finished, awaiting } = await decide(
     deps.gateway,
     judgeInput,
@@ -312,6 +315,13 @@ async function readForQueues(
   const kueue = await readKueueTimeout(gateway, kueueConfig);
   log.info(kueue.said);
   return { judge: kueue.timeout ? { kueueTimeout: kueue.timeout } : {}, errors };
+}
+
+/** What healing judges from (judge/heal.ts): the breaker's holds the Jobs record, and the reads their evidence needs. */
+async function healEvidence(gateway: KubeGateway, input: JudgeInput): Promise<NonNullable<JudgeInput['heal']>> {
+  const holds = holdsOf(input);
+  const reads = await readHealEvidence(gateway, planHealReads(input, holds), CONCURRENT_READS);
+  return { reads, holds };
 }
 
 /** Act on the decisions (each audited as it completes), settle the finished pending Jobs, then the CronJobs. */

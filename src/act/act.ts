@@ -12,6 +12,7 @@ import { OUTCOME_OF_PLAN } from '../outcomes.ts';
 import type { Reporter } from './events.ts';
 import { failJob } from './fail-job.ts';
 import { actOnOwnedPod } from './fail-owned-pod.ts';
+import { healJob } from './heal-job.ts';
 import { failJobOfJobSet } from './jobset.ts';
 import { rememberQueued } from './remember.ts';
 import { reportJob } from './report-job.ts';
@@ -66,7 +67,7 @@ async function actOne(gateway: KubeGateway, first: Decision, options: ActOptions
         ? await rememberQueued(gateway, decision)
         : undefined;
     if (decision.plan === 'skip') return kept ? { ...planned, error: kept } : planned;
-    if (decision.plan !== 'fail' && decision.plan !== 'report' && decision.plan !== 'retry') return planned;
+    if (decision.plan !== 'fail' && decision.plan !== 'report' && decision.plan !== 'retry' && decision.plan !== 'heal') return planned;
     if (options.signal?.aborted)
       return stoodDown(decision, 'defer', `sweep stopped before acting, waits for the next sweep (was: ${decision.detail})`);
     // A pod without a Job, under an `owners` rule: its own write sequence (act/fail-owned-pod.ts).
@@ -76,10 +77,17 @@ async function actOne(gateway: KubeGateway, first: Decision, options: ActOptions
         ? await reportJob(gateway, decision, reporter)
         : decision.plan === 'retry'
           ? await retryJob(gateway, decision, reporter)
-          : await failJobOfJobSet(gateway, decision, options.now, () => failJob(gateway, decision, reporter, options.claim));
+          : decision.plan === 'heal'
+            ? await healJob(gateway, decision, reporter)
+            : await failJobOfJobSet(gateway, decision, options.now, () => failJob(gateway, decision, reporter, options.claim));
     switch (written.kind) {
       case 'done': {
         const error = [written.error, kept].filter(Boolean).join('; ') || undefined;
+        // A heal none of whose pods was recreated (each gone or changed since): it is spent all the same.
+        if (decision.plan === 'heal' && !error && !written.steps?.some((s) => s.kind === 'healed')) {
+          const found = (written.steps ?? []).map((s) => (s.kind === 'found' ? s.text : '')).join('; ');
+          return stoodDown(decision, 'skip', `not healed: ${found}`);
+        }
         const done = { ...planned, decision: written.decision ?? decision, error };
         return written.steps?.length ? { ...done, steps: written.steps } : done;
       }

@@ -9,6 +9,7 @@ import { truncate } from '../text.ts';
 export const REPORTING_CONTROLLER = 'imagepull-sweeper';
 export const EVENT_REASON_STUCK = 'ImagePullStuck';
 export const EVENT_REASON_INVALID_POLICY = 'InvalidPolicy';
+export const EVENT_REASON_HEALED = 'ImagePullHealed';
 const NOTE_LIMIT = 1024;
 
 export interface Reporter {
@@ -78,6 +79,31 @@ export function forceDeletedPodEvent(
     regarding: { apiVersion: 'batch/v1', kind: 'Job', name: job.name, namespace: job.namespace, uid: job.uid },
     related: { apiVersion: 'v1', kind: 'Pod', name: pod.name, namespace: job.namespace, uid: pod.uid },
   });
+}
+
+/**
+ * The Normal Event of a pod recreated because its cause is gone (docs/contract.md "Healing"),
+ * named by Job uid, pod uid and image: a repeat (a retry, a sweep completing an earlier one) is a 409.
+ */
+export function healedPodEvent(
+  job: Pick<JobView, 'namespace' | 'name' | 'uid'>,
+  pod: { name: string; uid: string },
+  image: string,
+  note: string,
+  reporter: Reporter,
+): EventsV1Event {
+  const digest = createHash('sha256').update(`${job.uid}/heal/${pod.uid}/${image}`).digest('hex').slice(0, 16);
+  return {
+    ...warningEvent(reporter, {
+      name: `${job.name.slice(0, 230)}.${digest}`,
+      reason: EVENT_REASON_HEALED,
+      action: 'Heal',
+      note,
+      regarding: { apiVersion: 'batch/v1', kind: 'Job', name: job.name, namespace: job.namespace, uid: job.uid },
+      related: { apiVersion: 'v1', kind: 'Pod', name: pod.name, namespace: job.namespace, uid: pod.uid },
+    }),
+    type: 'Normal',
+  };
 }
 
 export function invalidPolicyEvent(

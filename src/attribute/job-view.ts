@@ -1,6 +1,6 @@
 import type { V1Job, V1ObjectMeta, V1PodFailurePolicy } from '@kubernetes/client-node';
 import { controllerRefOf } from '../classify/index.ts';
-import type { JobView, OwnerRef, PodFailureRule, QueueMembership } from '../model.ts';
+import type { JobBudget, JobView, OwnerRef, PodFailureRule, QueueMembership } from '../model.ts';
 import { KUEUE_QUEUE_LABEL, LABELS } from '../policy/annotations.ts';
 import { JOBSET_GROUP, jobSetMembership } from './jobset.ts';
 
@@ -56,6 +56,21 @@ export function toJobView(job: V1Job): JobView {
     ...(jobSet ? { jobSet } : {}),
     ...(queue ? { queue } : {}),
     ...(pendingLabel !== undefined ? { pendingLabel } : {}),
+    budget: jobBudget(job),
+    templatePullSecrets: (podSpec?.imagePullSecrets ?? []).length > 0,
+  };
+}
+
+/** The Job controller's own default for spec.backoffLimit. */
+const DEFAULT_BACKOFF_LIMIT = 6;
+
+function jobBudget(job: V1Job): JobBudget {
+  const perIndex = job.spec?.backoffLimitPerIndex;
+  return {
+    backoffLimit: job.spec?.backoffLimit ?? DEFAULT_BACKOFF_LIMIT,
+    ...(typeof perIndex === 'number' ? { backoffLimitPerIndex: perIndex } : {}),
+    failed: (job.status?.failed ?? 0) + (job.status?.uncountedTerminatedPods?.failed?.length ?? 0),
+    terminating: job.status?.terminating ?? 0,
   };
 }
 

@@ -15,3 +15,4 @@ export { parseImageReference, registryHost, repositoryOf, type ImageReference } 
 export { failingReference, type FailingReference } from './image-volume.ts';
 export { NEVER_PULL_AMBIGUOUS, NEVER_PULL_CREDENTIALS, reasonNote } from './never-pull.ts';
 export { controllerOf, controllerRefOf, findStuckContainers, isActivePod, toDate, type Timestamp } from './stuck.ts';
+export { containerThatRan } from './ran.ts';

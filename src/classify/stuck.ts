@@ -1,10 +1,20 @@
 // Finds the containers of a pod that wait on their image, and since when they could have pulled it.
 
 import type { V1Container, V1ContainerStatus, V1OwnerReference, V1Pod, V1PodCondition } from '@kubernetes/client-node';
-import { isStalledReason, isStuckReason, type ContainerKind, type OwnerRef, type PullClass, type StuckContainer } from '../model.ts';
+import {
+  isHealableClass,
+  isStalledReason,
+  isStuckReason,
+  type ContainerKind,
+  type HealFacts,
+  type OwnerRef,
+  type PullClass,
+  type StuckContainer,
+} from '../model.ts';
 import { toDate } from '../time.ts';
 import { failingReference, hasImageVolumes } from './image-volume.ts';
 import { classifyPullFailure } from './pull-class.ts';
+import { containerThatRan } from './ran.ts';
 
 export { toDate, type Timestamp } from '../time.ts';
 
@@ -222,6 +232,7 @@ export function findStuckContainers(pod: V1Pod): StuckContainer[] {
   const imageVolumes = hasImageVolumes(pod);
   const running = pod.status?.phase === 'Running';
   const out: StuckContainer[] = [];
+  let facts: HealFacts | undefined;
   for (const slot of slotsOf(pod)) {
     if (running && slot.kind === 'sidecar') continue;
     const waiting = slot.status.state?.waiting;
@@ -252,7 +263,33 @@ export function findStuckContainers(pod: V1Pod): StuckContainer[] {
     };
     if (volume !== undefined) stuck.volume = volume;
     if (own) stuck.podAnnotations = { ...own };
+    if (isHealableClass(pullClass)) stuck.heal = facts ??= healFacts(pod);
     out.push(stuck);
   }
   return out;
+}
+
+/** The Job's per-index failure count the Job controller writes on each pod (backoffLimitPerIndex). */
+const INDEX_FAILURE_COUNT = 'batch.kubernetes.io/job-index-failure-count';
+
+/** Shared by most pods: never started, no index failures, the `default` ServiceAccount, no pull secrets. */
+const PLAIN: HealFacts = Object.freeze({});
+
+/**
+ * What healing judges a pod on (judge/heal.ts), one object per pod (read as: ServiceAccount
+ * `default`, no pull secrets, unless it says otherwise).
+ */
+function healFacts(pod: V1Pod): HealFacts {
+  const ran = containerThatRan(pod);
+  const count = Number(pod.metadata?.annotations?.[INDEX_FAILURE_COUNT] ?? 0);
+  const secrets = (pod.spec?.imagePullSecrets ?? []).map((s) => s.name ?? '').filter((n) => n !== '');
+  const serviceAccount = pod.spec?.serviceAccountName ?? 'default';
+  const failures = Number.isInteger(count) && count > 0 ? count : undefined;
+  if (!ran && failures === undefined && secrets.length === 0 && serviceAccount === 'default') return PLAIN;
+  const facts: HealFacts = {};
+  if (serviceAccount !== 'default') facts.serviceAccount = serviceAccount;
+  if (secrets.length > 0) facts.pullSecrets = secrets;
+  if (ran) facts.ran = ran;
+  if (failures !== undefined) facts.indexFailures = failures;
+  return facts;
 }

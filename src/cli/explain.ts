@@ -83,6 +83,7 @@ export async function explainPolicy(
     'Grace:',
     ...PULL_CLASSES.map((c) => `  ${c.padEnd(10)} ${formatDuration(effective.grace[c]).padEnd(8)} (from ${effective.sources.grace[c]})`),
     `Job overrides: ${effective.jobOverrides.allowed ? 'allowed' : 'not allowed'}, maxGrace ${formatDuration(effective.jobOverrides.maxGraceSeconds)}  (from ${effective.sources.jobOverrides})`,
+    `Heal:        ${effective.heal ? "on: a stuck pod is recreated once its cause is gone, within its Job's budget" : 'off'}  (from ${effective.sources.heal})`,
     `Failed Jobs: confirmWithin ${formatDuration(confirmWithinSeconds)}, forceDeleteAfter ${forceDeleteAfterSeconds > 0 ? formatDuration(forceDeleteAfterSeconds) : '0 (never)'}  (limits, for every namespace)`,
   ];
   if (job) {

@@ -1,8 +1,11 @@
 // docs/contract.md "How a Job is failed", step 4, pure: which pods of a Job the sweeper failed are deleted
 // with grace period 0 — those still terminating none of whose containers has ever run — and why
 // each other terminating pod is left to the kubelet.
-import type { V1ContainerStatus, V1Pod } from '@kubernetes/client-node';
+import type { V1Pod } from '@kubernetes/client-node';
+import { containerThatRan } from '../classify/ran.ts';
 import { formatDuration } from '../policy/duration.ts';
+
+export { containerThatRan } from '../classify/ran.ts';
 
 /** A pod to delete with grace period 0, as it was judged (uid and resourceVersion preconditions). */
 export interface ForceDeleteTarget {
@@ -22,32 +25,6 @@ export interface SparedPod {
 export interface ForceDeletePlan {
   targets: ForceDeleteTarget[];
   spared: SparedPod[];
-}
-
-/**
- * The first container (init, sidecar, regular or ephemeral) that has ever run, as
- * `init container fetch`, or undefined when none has: a container ID, a running state, a
- * terminated state with a start time, or `started`, in its state or its last state.
- */
-export function containerThatRan(pod: V1Pod): string | undefined {
-  const status = pod.status;
-  const lists: [string, V1ContainerStatus[] | undefined][] = [
-    ['init container', status?.initContainerStatuses],
-    ['container', status?.containerStatuses],
-    ['ephemeral container', status?.ephemeralContainerStatuses],
-  ];
-  for (const [kind, statuses] of lists) {
-    const ran = (statuses ?? []).find(hasRun);
-    if (ran) return `${kind} ${ran.name}`;
-  }
-  return undefined;
-}
-
-function hasRun(s: V1ContainerStatus): boolean {
-  if (s.containerID || s.started) return true;
-  // Plain JSON: a terminated state the kubelet made up for a container it never started has
-  // `startedAt: null`.
-  return [s.state, s.lastState].some((st) => st?.running != null || st?.terminated?.startedAt != null || !!st?.terminated?.containerID);
 }
 
 /** Seconds since the pod's deletion was requested. */

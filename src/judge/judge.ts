@@ -1,3 +1,4 @@
+import { registryHost } from '../classify/reference.ts';
 import { formatOwners, type Action, type JobView, type PodOwner, type StuckContainer } from '../model.ts';
 import {
   carriedFor,
@@ -16,7 +17,10 @@ import { decideOwnedPod } from './owned-pod.ts';
 import { keepJobSetMemory, spentByJobSet } from './jobset.ts';
 import { applyLimits, byNamespaceThenName, type LimitsSpent } from './limits.ts';
 import { chooseMechanism } from './mechanism.ts';
-import { assessOutage } from './outage.ts';
+import { assessOutage, tripFor } from './outage.ts';
+import { addHealNeeds, emptyNeeds, judgeHeal, type HealNeeds } from './heal.ts';
+import { formatOutageHold, NO_READS, outageHolds, type HealReads, type OutageHold } from './heal-evidence.ts';
+import { readHealMemory, withHealedTime } from './heal-memory.ts';
 import { judgeAgainstGrace, makeDecision, mostOverdue } from './decision.ts';
 import type { Decision, Judgement, OutageAssessment } from './types.ts';
 import { standDown } from './stand-down.ts';
@@ -36,6 +40,8 @@ export interface JudgeInput {
   spent?: LimitsSpent;
   /** Kueue's waitForPodsReady timeout, when Kueue queues Jobs and its configuration was read (docs/kueue.md). */
   kueueTimeout?: KueueTimeout;
+  /** What healing judges from: the reads observe/heal-reads.ts made, the breaker's holds the sweep's Jobs record. */
+  heal?: { reads: HealReads; holds: readonly OutageHold[] };
 }
 
 /** Pure: stuck containers + their owners + policy + now → one decision per Job (or per non-Job pod). */
@@ -55,7 +61,7 @@ interface OwnerGroup {
   containers: StuckContainer[];
 }
 
-function groupByOwner(input: JudgeInput): OwnerGroup[] {
+function groupByOwner(input: Pick<JudgeInput, 'stuck' | 'ownerOf'>): OwnerGroup[] {
   const groups = new Map<string, OwnerGroup>();
   for (const container of input.stuck) {
     const owner = input.ownerOf(container.podUid);
@@ -103,18 +109,20 @@ function decideGroup(group: OwnerGroup, input: JudgeInput, outage: OutageAssessm
 
   const job = owner.job;
   const jobGrace = graceForJob(effective, job.annotations);
-  const spent = spentByJobSet(job, group.containers);
+  // After a heal, a pod stuck again on the same cause counts the time stuck before it too.
+  const healMemory = readHealMemory(job);
   // A Job Kueue queues: its containers stuck on the remembered cause carry their earlier admissions.
   const memory = stuckMemoryOf(job);
   const asIs = new Map<StuckContainer, StuckContainer>();
   const carried = new Map<StuckContainer, Carried>();
   const containers = group.containers.map((c) => {
     const k = carriedFor(memory, c);
-    const judged = withCarried(c, k);
+    const judged = withCarried(healMemory.length > 0 ? withHealedTime(healMemory, c) : c, k);
     asIs.set(judged, c);
     if (k && (k.seconds > 0 || k.evictions > 0)) carried.set(judged, k);
     return judged;
   });
+  const spent = spentByJobSet(job, containers);
   const worst = spent?.container ?? mostOverdue(containers, jobGrace.grace, input.now);
   const stuckPods = new Set(group.containers.map((c) => c.podUid)).size;
   const base = { rule: effective.rule, action: effective.action, job, stuckPods, ...(spent ? { spentBy: spent.text } : {}) };
@@ -122,6 +130,25 @@ function decideGroup(group: OwnerGroup, input: JudgeInput, outage: OutageAssessm
 
   const blocker = reasonToLeaveAlone(job, effective);
   if (blocker) return { ...skip(blocker.detail), action: blocker.action ?? effective.action };
+
+  const grace = job.jobSet?.unreadable
+    ? { ...jobGrace, warnings: [...jobGrace.warnings, `${job.jobSet.unreadable}: its restarts get a full grace`] }
+    : jobGrace;
+  const heal = judgeHeal(job, effective, group.containers, { ...(input.heal ?? { reads: NO_READS, holds: [] }), outage, now: input.now });
+  if (heal.heal) {
+    const healed = containers.find((c) => c.podUid === heal.worst.podUid && c.container === heal.worst.container) ?? heal.worst;
+    const d = makeDecision(healed, input.now, {
+      ...base,
+      plan: 'heal',
+      detail: heal.detail,
+      graceSeconds: grace.grace[healed.pullClass],
+      graceSource: grace.sources[healed.pullClass],
+      warnings: [...grace.warnings],
+    });
+    d.heal = heal.plan;
+    d.healNote = heal.note;
+    return d;
+  }
 
   // Failed by its own condition; the pod failure policy's rule is kept for the fallback (act/fail-job.ts).
   const fallback = chooseMechanism(job);
@@ -134,13 +161,20 @@ function decideGroup(group: OwnerGroup, input: JudgeInput, outage: OutageAssessm
   const decided = judgeAgainstGrace(worst, input.now, outage, {
     base,
     effective,
-    grace: job.jobSet?.unreadable
-      ? { ...jobGrace, warnings: [...jobGrace.warnings, `${job.jobSet.unreadable}: its restarts get a full grace`] }
-      : jobGrace,
+    grace,
     annotations: job.annotations,
     spent: spent?.text ?? known,
     failing: { mechanism: 'condition', failJobCondition: fallback.conditionType, note: '' },
   });
+  if (heal.note !== undefined) decided.healNote = heal.note;
+  if (heal.warning !== undefined) decided.warnings.push(heal.warning);
+  // Healing on: a Job the breaker holds records the registry host, whose recovery is evidence later.
+  const trip = effective.heal && decided.plan === 'report' ? tripFor(outage, worst) : undefined;
+  if (trip?.pullClass === 'transient') {
+    const host = registryHost(worst.image);
+    const held = job.annotations[ANNOTATIONS.outageHeld];
+    if (!held?.startsWith(`${host} `)) decided.outageHold = formatOutageHold(host, rfc3339(input.now));
+  }
   return job.queue ? queuedDecision(decided, job, before, asIs.get(worst) ?? worst, input) : decided;
 }
 
@@ -165,6 +199,41 @@ function queuedDecision(d: Decision, job: JobView, before: Carried | undefined, 
     if (warning) out.warnings.push(warning);
   }
   return out;
+}
+
+const rfc3339 = (d: Date): string => d.toISOString().replace(/\.\d{3}Z$/, 'Z');
+
+/** Whether any rule, or the defaults, turns healing on: else nothing about healing is read. */
+export function policyHeals(policy: Policy): boolean {
+  return policy.defaults.heal || policy.rules.some((r) => r.heal === true && r.owners === undefined);
+}
+
+/**
+ * The reads the evidence of this sweep's heals needs (judge/heal.ts): for each Job healing is on
+ * for, that nothing leaves alone, of a healable class, and that could afford a heal. Pure.
+ */
+export function planHealReads(input: Omit<JudgeInput, 'now' | 'heal'>, holds: readonly OutageHold[]): HealNeeds {
+  const needs = emptyNeeds();
+  if (!policyHeals(input.policy)) return needs;
+  for (const group of groupByOwner(input)) {
+    if (group.owner.kind !== 'job') continue;
+    const job = group.owner.job;
+    const namespace = group.containers[0]!.namespace;
+    const effective = resolveForNamespace(input.policy, { name: namespace, labels: input.namespaceLabels.get(namespace) ?? {} });
+    if (!effective.heal || reasonToLeaveAlone(job, effective)) continue;
+    addHealNeeds(needs, job, effective, group.containers, holds);
+  }
+  return needs;
+}
+
+/** The breaker's holds the Jobs behind this sweep's stuck pods record (judge/heal-evidence.ts). */
+export function holdsOf(input: Pick<JudgeInput, 'stuck' | 'ownerOf'>): OutageHold[] {
+  const jobs = new Map<string, JobView>();
+  for (const c of input.stuck) {
+    const owner = input.ownerOf(c.podUid);
+    if (owner.kind === 'job') jobs.set(owner.job.uid, owner.job);
+  }
+  return outageHolds(jobs.values());
 }
 
 /** Why this Job must not be touched, or undefined. Checked before grace. */

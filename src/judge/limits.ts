@@ -10,12 +10,12 @@ export interface LimitsSpent {
 }
 
 /**
- * Keeps at most maxJobsPerSweep / maxJobsPerNamespace failures in the period, oldest stuck first;
- * the rest wait for the next period.
+ * Keeps at most maxJobsPerSweep / maxJobsPerNamespace failures and heals together in the period,
+ * oldest stuck first; the rest wait for the next period.
  */
 export function applyLimits(decisions: Decision[], policy: Policy, spent?: LimitsSpent): void {
   const { maxJobsPerSweep, maxJobsPerNamespace } = policy.limits;
-  const failing = decisions.filter((d) => d.plan === 'fail').sort(oldestStuckFirst);
+  const failing = decisions.filter((d) => d.plan === 'fail' || d.plan === 'heal').sort(oldestStuckFirst);
   const perNamespace = new Map<string, number>(spent?.byNamespace ?? []);
   let total = spent?.total ?? 0;
   for (const d of failing) {
@@ -35,6 +35,10 @@ function defer(d: Decision, why: string): void {
   d.plan = 'defer';
   d.mechanism = undefined;
   d.failJobCondition = undefined;
+  if (d.heal) {
+    d.healNote = `${d.healNote ?? ''}; not healed this sweep: ${why}`;
+    delete d.heal;
+  }
   d.detail = `${why}: waits for the next sweep`;
 }
 

@@ -82,7 +82,7 @@ function better(a: Match, b: Match): Match {
   return a === 'yes' || b === 'yes' ? 'yes' : a === 'maybe' || b === 'maybe' ? 'maybe' : 'no';
 }
 
-function describeRule(rule: PodFailureRule): string {
+export function describeRule(rule: PodFailureRule): string {
   const on: string[] = [];
   if (rule.onExitCodes) {
     const c = rule.onExitCodes;

@@ -67,6 +67,21 @@ export interface Decision extends Pick<
   forceDelete?: readonly ForceDeleteTarget[];
   /** What the Job's stuck pods request and how long they held it (judge/capacity.ts). */
   capacity?: StuckCapacity;
+  /** Plan `heal`: the pods to recreate, how, and what the Job then remembers (judge/heal.ts). */
+  heal?: HealPlan;
+  /** Healing is on for the Job and its class: the evidence, or why it was not healed (the audit's `heal`). */
+  healNote?: string;
+  /** A Job the outage breaker holds, healing on: the annotation imagepull-sweeper/outage-held to write with its report. */
+  outageHold?: string;
+}
+
+/** The pods a heal recreates, each with its evidence, and how (judge/heal.ts). */
+export interface HealPlan {
+  /** `evict`: the Eviction API (nothing spent); `delete`: a deletion with the pod's own grace period. */
+  way: 'evict' | 'delete';
+  pods: { pod: string; uid: string; resourceVersion: string; evidence: string }[];
+  /** The annotation imagepull-sweeper/healed once this heal is recorded. */
+  memory: string;
 }
 
 /** The breaker's figures for one scope: the whole sweep, or one registry host. */
@@ -120,7 +135,11 @@ export interface Judgement {
  * What a write sequence did beyond its plan, in live words (report/wording.ts words them for the
  * audit): a pod force-deleted (as `describeTarget` says it), or what it found.
  */
-export type ActStep = { kind: 'force-deleted'; pod: string } | { kind: 'found'; text: string };
+export type ActStep =
+  | { kind: 'force-deleted'; pod: string }
+  /** A heal: `pod P` recreated `how` (`evicted`, `deleted`). */
+  | { kind: 'healed'; pod: string; how: 'evicted' | 'deleted' }
+  | { kind: 'found'; text: string };
 
 export interface ActResult {
   decision: Decision;

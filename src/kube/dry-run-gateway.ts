@@ -9,6 +9,7 @@ type WriteMethod =
   | 'patchPodStatus'
   | 'patchJobStatus'
   | 'deletePod'
+  | 'evictPod'
   | 'createEvent'
   | 'mergePatchCronJob'
   | 'mergePatchJobSet'
@@ -36,6 +37,7 @@ export function dryRunGateway(real: KubeGateway, recorded: RecordedWrites = { me
     patchPodStatus: async () => (await record('patchPodStatus'), {} as V1Pod),
     patchJobStatus: () => record('patchJobStatus'),
     deletePod: () => record('deletePod'),
+    evictPod: () => record('evictPod'),
     createEvent: () => record('createEvent'),
     mergePatchCronJob: () => record('mergePatchCronJob'),
     mergePatchJobSet: () => record('mergePatchJobSet'),
@@ -57,6 +59,8 @@ function bindReads(real: KubeGateway): Omit<KubeGateway, WriteMethod | 'serverDr
     readJob: (namespace, name) => real.readJob(namespace, name),
     readNamespace: (name) => real.readNamespace(name),
     readConfigMap: (namespace, name) => real.readConfigMap(namespace, name),
+    readServiceAccount: (namespace, name) => real.readServiceAccount(namespace, name),
+    readSecretMetadata: (namespace, name) => real.readSecretMetadata(namespace, name),
     readCronJob: (namespace, name) => real.readCronJob(namespace, name),
     readJobSet: (namespace, name) => real.readJobSet(namespace, name),
     readServerVersion: () => real.readServerVersion(),

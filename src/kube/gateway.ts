@@ -1,4 +1,14 @@
-import type { EventsV1Event, KubeConfig, V1ConfigMap, V1CronJob, V1Job, V1Namespace, V1ObjectMeta, V1Pod } from '@kubernetes/client-node';
+import type {
+  EventsV1Event,
+  KubeConfig,
+  V1ConfigMap,
+  V1CronJob,
+  V1Job,
+  V1Namespace,
+  V1ObjectMeta,
+  V1Pod,
+  V1ServiceAccount,
+} from '@kubernetes/client-node';
 import { createKubeHttp, type ClientSettings, type KubeHttp, type ResponseObserver } from './http.ts';
 import { DEFAULT_REQUEST_TIMEOUT_MS } from './timeout.ts';
 import type { ServerDate } from './server-clock.ts';
@@ -63,6 +73,18 @@ export interface KubeGateway {
    * never-started pods only).
    */
   deletePod(namespace: string, name: string, uid: string, resourceVersion?: string, options?: DeletePodOptions): Promise<void>;
+  /**
+   * The Eviction API (policy/v1) for that pod (uid) as it was seen (resourceVersion), with its own
+   * grace period: the API server adds DisruptionTarget=True to it and deletes it (healing).
+   */
+  evictPod(namespace: string, name: string, uid: string, resourceVersion: string): Promise<void>;
+  /** A ServiceAccount: its imagePullSecrets (healing, class auth). */
+  readServiceAccount(namespace: string, name: string): Promise<V1ServiceAccount>;
+  /**
+   * A Secret's metadata only (PartialObjectMetadata: its data never reaches the sweeper): when it
+   * was created and last written (healing, class auth).
+   */
+  readSecretMetadata(namespace: string, name: string): Promise<V1ObjectMeta>;
   createEvent(namespace: string, event: EventsV1Event): Promise<void>;
   /** The CronJob owning failed Jobs (cronJobs.suspendAfter). */
   readCronJob(namespace: string, name: string): Promise<V1CronJob>;
@@ -209,6 +231,28 @@ function gatewayOver(http: KubeHttp, writeQuery: Record<string, string>): KubeGa
       const body = { preconditions: { uid, resourceVersion }, gracePeriodSeconds: options.gracePeriodSeconds, ...dryRun };
       await raw.send('DELETE', `/api/v1/namespaces/${path(namespace)}/pods/${path(name)}`, { body, ignoreAnswer });
     },
+    async evictPod(namespace, name, uid, resourceVersion) {
+      // The query's dryRun (a server dry run) is carried into the eviction's own deleteOptions.
+      const body = {
+        apiVersion: 'policy/v1',
+        kind: 'Eviction',
+        metadata: { name, namespace },
+        deleteOptions: { preconditions: { uid, resourceVersion } },
+      };
+      await raw.send('POST', `/api/v1/namespaces/${path(namespace)}/pods/${path(name)}/eviction`, { body, ignoreAnswer });
+    },
+    readServiceAccount: async (namespace, name) =>
+      (await raw.getJson(`/api/v1/namespaces/${path(namespace)}/serviceaccounts/${path(name)}`, {})) as V1ServiceAccount,
+    async readSecretMetadata(namespace, name) {
+      const answer = (await raw.getJson(`/api/v1/namespaces/${path(namespace)}/secrets/${path(name)}`, {}, { accept: METADATA })) as {
+        kind?: string;
+        metadata?: V1ObjectMeta;
+      };
+      // Only the metadata was asked for: anything else is not kept.
+      if (answer.kind !== 'PartialObjectMetadata')
+        throw new Error(`reading Secret ${namespace}/${name}: the API server did not answer with its metadata only`);
+      return answer.metadata ?? {};
+    },
     async createEvent(namespace, body) {
       await raw.send('POST', `/apis/events.k8s.io/v1/namespaces/${path(namespace)}/events`, { body, ignoreAnswer });
     },
@@ -238,6 +282,7 @@ const jobSetPath = (namespace: string, name: string) =>
   `/apis/jobset.x-k8s.io/v1alpha2/namespaces/${encodeURIComponent(namespace)}/jobsets/${encodeURIComponent(name)}`;
 
 const TABLE = 'application/json;as=Table;g=meta.k8s.io;v=v1';
+const METADATA = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1';
 
 interface Table {
   kind: 'Table';

@@ -96,8 +96,8 @@ const FAILED = Symbol('failed');
  * - `mergePatchJob` or `patchJobStatus` with a resourceVersion (a claim) that conflicts after a
  *   retry reads the Job: if it carries every annotation the patch sets, the first attempt landed;
  * - `createEvent` sends the same object (same name) every attempt, so a 409 after a retry is done;
- * - `deletePod` after a retry resolves when the pod is gone (404 is its earlier attempt's, done); a
- *   404 on the first attempt is thrown, so the caller tells "already gone" from "deleted";
+ * - `deletePod` and `evictPod` after a retry resolve when the pod is gone (404 is their earlier
+ *   attempt's, done); a 404 on the first attempt is thrown, so the caller tells "already gone" from "deleted";
  * - `mergePatchCronJob` and `mergePatchJobSet` (always with a resourceVersion) are settled like a conditional Job patch.
  */
 export function withRetries(plain: KubeGateway, options: Partial<RetryPolicy> = {}): KubeGateway {
@@ -142,6 +142,18 @@ export function withRetries(plain: KubeGateway, options: Partial<RetryPolicy> = 
         // caller's to judge (the pod was already gone).
         async (error, retried) => (retried && judgeWriteError('delete', error).landed ? undefined : FAILED),
       ),
+    // Like a delete: after a retry, a 404 is the earlier attempt's (the pod is gone); a 409 is left
+    // to the caller, which reads the pod back (the earlier attempt changed it: DisruptionTarget).
+    evictPod: (namespace, name, uid, resourceVersion) =>
+      retryWrite(
+        `evictPod ${namespace}/${name}`,
+        () => plain.evictPod(namespace, name, uid, resourceVersion),
+        async (error, retried) => (retried && judgeWriteError('delete', error).landed ? undefined : FAILED),
+      ),
+    readServiceAccount: (namespace, name) =>
+      retry(`readServiceAccount ${namespace}/${name}`, () => plain.readServiceAccount(namespace, name)),
+    readSecretMetadata: (namespace, name) =>
+      retry(`readSecretMetadata ${namespace}/${name}`, () => plain.readSecretMetadata(namespace, name)),
     createEvent: (namespace, event) =>
       retryWrite(
         `createEvent ${namespace}/${event.metadata?.name ?? ''}`,

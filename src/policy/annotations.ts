@@ -24,6 +24,12 @@ export const ANNOTATIONS = {
   claim: `${ANNOTATION_PREFIX}claim`,
   /** On a Job Kueue queues: what it was stuck on and for how long, across admissions (docs/kueue.md). */
   stuck: `${ANNOTATION_PREFIX}stuck`,
+  /** When the sweeper last healed a pod of the Job (docs/contract.md "Healing"). */
+  healedAt: `${ANNOTATION_PREFIX}healed-at`,
+  /** What it healed, per cause: never again, and the time stuck before counts (judge/heal-memory.ts). */
+  healed: `${ANNOTATION_PREFIX}healed`,
+  /** The registry host the outage breaker held this Job for, and since when (judge/heal-evidence.ts). */
+  outageHeld: `${ANNOTATION_PREFIX}outage-held`,
 } as const;
 
 export const LABELS = {

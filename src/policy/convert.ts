@@ -28,6 +28,7 @@ export function toPolicy(file: PolicyFile): Policy {
         allowed: overrides?.allowed ?? defaults.jobOverrides.allowed,
         maxGraceSeconds: secondsOr(overrides?.maxGrace, defaults.jobOverrides.maxGraceSeconds),
       },
+      heal: file.defaults?.heal ?? defaults.heal,
     },
     rules: (file.rules ?? []).map(toRule),
     limits: {
@@ -83,5 +84,6 @@ function toRule(file: RuleFile): Rule {
       ...(maxGrace !== undefined ? { maxGraceSeconds: parseGoDuration(maxGrace) } : {}),
     };
   }
+  if (file.heal !== undefined) rule.heal = file.heal;
   return rule;
 }

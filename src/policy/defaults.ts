@@ -16,6 +16,7 @@ export const DEFAULT_JOB_OVERRIDES_TEXT = { allowed: true, maxGrace: '1h' } as c
 export const DEFAULT_ACTION = 'fail' as const;
 export const DEFAULT_CONFIRM_WITHIN_TEXT = '5m';
 export const DEFAULT_FORCE_DELETE_AFTER_TEXT = '60s';
+export const DEFAULT_HEAL = false;
 
 export const DEFAULT_LIMITS: Limits = {
   maxJobsPerSweep: 100,
@@ -32,6 +33,7 @@ export const DEFAULT_POLICY_DEFAULTS: Policy['defaults'] = {
   action: DEFAULT_ACTION,
   grace: Object.fromEntries(PULL_CLASSES.map((cls) => [cls, parseGoDuration(DEFAULT_GRACE_TEXT[cls])])) as Record<PullClass, number>,
   jobOverrides: { allowed: DEFAULT_JOB_OVERRIDES_TEXT.allowed, maxGraceSeconds: parseGoDuration(DEFAULT_JOB_OVERRIDES_TEXT.maxGrace) },
+  heal: DEFAULT_HEAL,
 };
 
 export const BUILTIN_RULE_NAME = 'builtin-system-namespaces';

@@ -73,6 +73,7 @@ export function resolveForNamespace(policy: Policy, ns: NamespaceInput, owner?: 
     grace[cls] = own ?? defaults.grace[cls];
     graceSources[cls] = from(own !== undefined);
   }
+  const heal = rule?.heal;
   const allowed = rule?.jobOverrides?.allowed;
   const maxGraceSeconds = rule?.jobOverrides?.maxGraceSeconds;
   return {
@@ -83,11 +84,13 @@ export function resolveForNamespace(policy: Policy, ns: NamespaceInput, owner?: 
       allowed: allowed ?? defaults.jobOverrides.allowed,
       maxGraceSeconds: maxGraceSeconds ?? defaults.jobOverrides.maxGraceSeconds,
     },
+    heal: heal ?? defaults.heal,
     sources: {
       action: from(rule?.action !== undefined),
       grace: graceSources,
       jobOverrides: from(allowed !== undefined || maxGraceSeconds !== undefined),
       jobOverridesDetail: { allowed: from(allowed !== undefined), maxGraceSeconds: from(maxGraceSeconds !== undefined) },
+      heal: from(heal !== undefined),
     },
   };
 }

@@ -18,6 +18,7 @@ import {
   DEFAULT_CRONJOBS,
   DEFAULT_FORCE_DELETE_AFTER_TEXT,
   DEFAULT_GRACE_TEXT,
+  DEFAULT_HEAL,
   DEFAULT_JOB_OVERRIDES_TEXT,
   DEFAULT_LIMITS,
 } from './defaults.ts';
@@ -84,6 +85,15 @@ function jobOverridesSchema(withDefaults: boolean) {
     .meta({ description: 'Bounds on the per-Job imagepull-sweeper/grace annotation.' });
 }
 
+function healSchema(withDefaults: boolean) {
+  return z.boolean().meta({
+    description:
+      "Opt-in: recreate a Job's stuck pod, none of whose containers ever ran, once its cause is gone (auth: a pull secret its ServiceAccount now lists, or a named pull Secret created or changed since; transient and stalled: the registry host healthy again), within the Job's budget (the Eviction API when its podFailurePolicy ignores DisruptionTarget, else a deletion while failures + 1 stay within backoffLimit); at most once per pod and cause." +
+      (withDefaults ? '' : ' Unset: defaults.heal.'),
+    ...(withDefaults ? { default: DEFAULT_HEAL } : {}),
+  });
+}
+
 const ruleSchema = z
   .strictObject({
     name: z
@@ -108,6 +118,7 @@ const ruleSchema = z
     action: actionSchema.optional(),
     grace: graceSchema(false).optional(),
     jobOverrides: jobOverridesSchema(false).optional(),
+    heal: healSchema(false).optional(),
   })
   .meta({
     description:
@@ -173,6 +184,7 @@ export const policyFileSchema = z
         action: actionSchema.meta({ default: DEFAULT_ACTION }).optional(),
         grace: graceSchema(true).optional(),
         jobOverrides: jobOverridesSchema(true).optional(),
+        heal: healSchema(true).optional(),
       })
       .meta({ description: 'Values used where no rule matches, and where the matching rule leaves a field unset.' })
       .optional(),

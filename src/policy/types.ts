@@ -32,6 +32,8 @@ export interface Rule {
   action?: Action;
   grace?: Partial<GraceSeconds>;
   jobOverrides?: Partial<JobOverrides>;
+  /** Recreate a stuck pod once its cause is gone (docs/policy.md "Healing"); unset: defaults.heal. */
+  heal?: boolean;
 }
 
 export interface Limits {
@@ -50,7 +52,7 @@ export interface CronJobsPolicy {
 }
 
 export interface Policy {
-  defaults: { action: Action; grace: GraceSeconds; jobOverrides: JobOverrides };
+  defaults: { action: Action; grace: GraceSeconds; jobOverrides: JobOverrides; heal: boolean };
   rules: Rule[];
   limits: Limits;
   cronJobs: CronJobsPolicy;
@@ -70,6 +72,8 @@ export interface EffectivePolicy {
   action: Action;
   grace: GraceSeconds;
   jobOverrides: JobOverrides;
+  /** Healing is on (docs/policy.md "Healing"). */
+  heal: boolean;
   /** For each field, where its value came from: a rule name or "defaults". */
   sources: {
     action: string;
@@ -78,6 +82,7 @@ export interface EffectivePolicy {
     jobOverrides: string;
     /** Per jobOverrides field (a rule may set one and inherit the other). */
     jobOverridesDetail?: { allowed: string; maxGraceSeconds: string };
+    heal: string;
   };
 }
 

@@ -44,6 +44,8 @@ export interface AuditLine {
   waitingMessage: string;
   /** What the Job's stuck pods requested and how long they held it, when it was (or would be) failed. */
   freed: StuckCapacity | null;
+  /** Healing on for this Job's rule and class: the evidence its cause is gone, or why it was not healed (docs/how-it-works.md "Healing"). */
+  heal: string | null;
 }
 
 const FREEING: ReadonlySet<Outcome> = new Set(['failed', 'would-fail']);
@@ -81,6 +83,7 @@ export function auditLine(sweepId: string, result: ActResult, dryRun: boolean): 
     warnings: d.warnings,
     waitingMessage: truncate(d.message, WAITING_MESSAGE_LIMIT),
     freed: FREEING.has(result.outcome) ? (d.capacity ?? null) : null,
+    heal: d.healNote ?? null,
   };
 }
 

@@ -92,6 +92,7 @@ function renderDecision(l: AuditLine): string {
   const freed = describeCapacity(l.freed ?? undefined);
   if (freed) lines.push(`             ${l.dryRun ? 'would free' : 'freed'} ${freed}`);
   if (HINTED.has(liveOutcome(l.outcome))) lines.push(`             hint: ${l.hint}`);
+  if (l.heal) lines.push(`             heal: ${l.heal}`);
   if (l.error) lines.push(`             error: ${l.error}`);
   for (const w of l.warnings) lines.push(`             warning: ${w}`);
   return lines.join('\n');

@@ -71,7 +71,7 @@ export class SweepMetrics {
   });
   private readonly jobs = new Counter({
     name: 'imagepull_sweeper_decisions_total',
-    help: 'Decisions taken, by outcome (failed, reported, skipped, deferred, error; in a dry run would-fail, would-report, would-retry instead).',
+    help: 'Decisions taken, by outcome (failed, reported, retried, healed, skipped, deferred, error; in a dry run would-fail, would-report, would-retry, would-heal instead).',
     labelNames: ['outcome'],
     registers: [this.registry],
   });

@@ -27,6 +27,7 @@ export function recordingWrites(gateway: KubeGateway, monotonicMs: () => number)
     patchPodStatus: (namespace, name, patch) => (noted(namespace, name), g.patchPodStatus(namespace, name, patch)),
     patchJobStatus: (namespace, name, patch) => (noted(namespace, name), g.patchJobStatus(namespace, name, patch)),
     deletePod: (namespace, name, ...rest) => (noted(namespace, name), g.deletePod(namespace, name, ...rest)),
+    evictPod: (namespace, name, ...rest) => (noted(namespace, name), g.evictPod(namespace, name, ...rest)),
     readConfigMap: async (namespace, name) => {
       try {
         const configMap = await g.readConfigMap(namespace, name);

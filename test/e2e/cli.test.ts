@@ -196,6 +196,18 @@ describe('policy explain', () => {
     assert.match(r.stdout, /Failed Jobs: confirmWithin 5m, forceDeleteAfter 1m /);
   });
 
+  it('shows whether healing is on and where that came from, in text and JSON', async () => {
+    const policy = file('heal.yaml', 'defaults: { heal: true }\nrules:\n  - name: strict\n    namespaces: ["prod-*"]\n    heal: false\n');
+    const explain = (ns: string, output: string) =>
+      runCli(['policy', 'explain', '--namespace', ns, '--policy-file', policy, '--output', output], { env: { KUBECONFIG: '', HOME: dir } });
+    const on = await explain('ci-1', 'text');
+    assert.equal(on.code, 0, on.stderr);
+    assert.match(on.stdout, /^Heal: +on: a stuck pod is recreated once its cause is gone, within its Job's budget {2}\(from defaults\)$/m);
+    assert.match((await explain('prod-1', 'text')).stdout, /^Heal: +off {2}\(from strict\)$/m);
+    const json = JSON.parse((await explain('prod-1', 'json')).stdout) as { heal: boolean; sources: { heal: string } };
+    assert.deepEqual([json.heal, json.sources.heal], [false, 'strict']);
+  });
+
   it('shows forceDeleteAfter (0: never) with the other limits', async () => {
     const policy = file('never.yaml', 'limits: { forceDeleteAfter: 0, confirmWithin: 10m }\n');
     const text = await runCli(['policy', 'explain', '--namespace', 'ci-1', '--policy-file', policy, '--output', 'text'], {

@@ -444,9 +444,32 @@ describe('the admission guard', () => {
       await assertGuardDenies('creating a ConfigMap', 'configmaps CREATE is not a write the sweeper makes', () =>
         saCore.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: 'x' } } }),
       );
-      await assertGuardDenies('evicting a pod', 'pods/eviction CREATE is not a write the sweeper makes', () =>
-        saCore.createNamespacedPodEviction({ namespace: ns, name, body: { metadata: { name, namespace: ns } } }),
+      // Evictions (healing): only the pod as judged, with its own grace period. The guard sees the
+      // Eviction only, never the pod (docs/security.md "Healing").
+      const rule = 'pods/eviction: only with uid and resourceVersion preconditions';
+      const { uid, resourceVersion } = pod!.metadata!;
+      const evict = (deleteOptions?: object) => () =>
+        saCore.createNamespacedPodEviction({
+          namespace: ns,
+          name,
+          body: { metadata: { name, namespace: ns }, ...(deleteOptions ? { deleteOptions } : {}) },
+        });
+      await assertGuardDenies('evicting a pod without preconditions', rule, evict());
+      await assertGuardDenies('evicting with the uid only', rule, evict({ preconditions: { uid } }));
+      await assertGuardDenies(
+        'evicting with a shorter grace',
+        rule,
+        evict({ preconditions: { uid, resourceVersion }, gracePeriodSeconds: 0 }),
       );
+      await assertGuardDenies(
+        'evicting and orphaning',
+        rule,
+        evict({ preconditions: { uid, resourceVersion }, propagationPolicy: 'Orphan' }),
+      );
+      // The sweeper's own eviction, as its gateway sends it (a server dry run: judged, not kept).
+      const now = await kc.makeApiClient(CoreV1Api).readNamespacedPod({ namespace: ns, name });
+      await createGateway(saKc).serverDryRun().evictPod(ns, name, uid!, now.metadata!.resourceVersion!);
+      await kc.makeApiClient(CoreV1Api).readNamespacedPod({ namespace: ns, name });
       await assertGuardDenies('a core/v1 Event', 'events CREATE is not a write the sweeper makes', () =>
         saCore.createNamespacedEvent({
           namespace: ns,

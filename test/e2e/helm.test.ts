@@ -120,7 +120,7 @@ describe('the Helm chart', () => {
     ];
     for (const set of [
       [],
-      ['mode=deployment', 'serviceMonitor.enabled=true', 'prometheusRule.enabled=true', 'dashboard.enabled=true'],
+      ['mode=deployment', 'serviceMonitor.enabled=true', 'prometheusRule.enabled=true', 'dashboard.enabled=true', 'heal.enabled=true'],
       everything,
       ['mode=deployment', 'podDisruptionBudget.maxUnavailable=50%', ...everything],
     ]) {
@@ -164,6 +164,29 @@ describe('the Helm chart', () => {
     const chart = withoutChartLabels(await helmTemplate(INSTALL_NS, ['mode=deployment', 'createNamespace=true']));
     assertSameObjects(chart, overlay, 'deployment');
   });
+
+  it(
+    'heal.enabled renders manifests/ with the Component manifests/heal/; heal.readSecrets=false drops only the Secrets rule',
+    TIMEOUT,
+    async () => {
+      const overlay = renderKustomization(join(MANIFESTS, '..', 'test', 'fixtures', 'kustomize-heal'));
+      const chart = withoutChartLabels(await helmTemplate(INSTALL_NS, ['heal.enabled=true', 'createNamespace=true']));
+      assertSameObjects(chart, overlay, 'heal');
+      const noSecrets = await helmTemplate(INSTALL_NS, ['heal.enabled=true', 'heal.readSecrets=false']);
+      const role = noSecrets.find((o) => o.kind === 'ClusterRole' && o.metadata?.name === 'imagepull-sweeper-heal') as unknown as {
+        rules: { resources: string[] }[];
+      };
+      assert.deepEqual(
+        role.rules.flatMap((r) => r.resources),
+        ['pods/eviction', 'serviceaccounts'],
+      );
+      assert.equal(
+        (await helmTemplate(INSTALL_NS, ['heal.enabled=true', 'rbac.create=false'])).filter((o) => /heal/.test(o.metadata?.name ?? ''))
+          .length,
+        0,
+      );
+    },
+  );
 
   it('values land where they belong: image, schedule, resources, policy, placement, labels, annotations', TIMEOUT, async () => {
     const policy = 'defaults:\n  action: report\n';

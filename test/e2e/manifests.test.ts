@@ -139,6 +139,27 @@ describe('manifests/', () => {
     }
   });
 
+  it('the Component manifests/heal grants exactly what healing calls, to the ServiceAccount', () => {
+    const component = parseYaml(readFileSync(join(MANIFESTS, 'heal', 'kustomization.yaml'), 'utf8')) as {
+      kind: string;
+      resources: string[];
+    };
+    assert.deepEqual([component.kind, component.resources], ['Component', ['heal-rbac.yaml']]);
+    const objects = loadManifest('heal/heal-rbac.yaml');
+    const role = objects.find((o) => o.kind === 'ClusterRole') as unknown as {
+      rules: { apiGroups: string[]; resources: string[]; verbs: string[] }[];
+    };
+    const grants = role.rules.flatMap((r) => r.resources.flatMap((res) => r.verbs.map((v) => `${res} ${v}`)));
+    assert.deepEqual(grants.sort(), [
+      'pods/eviction create', // evictPod: a stuck pod whose cause is gone, its Job's podFailurePolicy ignoring DisruptionTarget
+      'secrets get', //          readSecretMetadata: when a named pull Secret was created or last written (metadata only)
+      'serviceaccounts get', //  readServiceAccount: the pull secrets a stuck pod's ServiceAccount lists
+    ]);
+    const binding = objects.find((o) => o.kind === 'ClusterRoleBinding') as unknown as { subjects: unknown[]; roleRef: { name: string } };
+    assert.equal(binding.roleRef.name, 'imagepull-sweeper-heal');
+    assert.deepEqual(binding.subjects, [{ kind: 'ServiceAccount', name: SERVICE_ACCOUNT, namespace: INSTALL_NS }]);
+  });
+
   it('the policy ConfigMap passes `policy validate`', async () => {
     const r = await exec(process.execPath, [CLI, 'policy', 'validate', join(MANIFESTS, 'policy-configmap.yaml')]);
     assert.equal(r.code, 0, r.stdout + r.stderr);
@@ -399,6 +420,11 @@ describe('the imagepull-sweeper ServiceAccount', () => {
     await core.listNamespacedPod({ namespace: ns });
 
     await assertForbidden('read a Secret', () => core.readNamespacedSecret({ namespace: ns, name: 'creds' }));
+    // Healing's calls need the Component manifests/heal.
+    await assertForbidden('read a ServiceAccount', () => core.readNamespacedServiceAccount({ namespace: ns, name: 'default' }));
+    await assertForbidden('evict a pod', () =>
+      core.createNamespacedPodEviction({ namespace: ns, name: victimPod, body: { metadata: { name: victimPod, namespace: ns } } }),
+    );
     await assertForbidden('list Secrets in all namespaces', () => core.listSecretForAllNamespaces());
     await assertForbidden('list Secrets in its own namespace', () => core.listNamespacedSecret({ namespace: INSTALL_NS }));
     await assertForbidden('delete a Job', () => batch.deleteNamespacedJob({ namespace: ns, name: 'victim' }));

@@ -10,6 +10,8 @@ import { mapBounded } from '../../src/concurrency.ts';
 import { useTestCluster } from '../support/hooks.ts';
 import { refuseStatusWrites } from '../support/policy-engine.ts';
 import { createStuckJob, policyFile, runSweep, sweeperEvents, trueCondition, waitForJobFailed } from '../support/sweeper.ts';
+import { realPullMessage, setPodRunning } from '../support/kubelet.ts';
+import { CoreV1Api } from '@kubernetes/client-node';
 
 const JOBS = 10;
 const PFP = { podFailurePolicy: { rules: [{ action: 'FailJob', onPodConditions: [{ type: 'ImagePullStuck', status: 'True' }] }] } };
@@ -32,13 +34,18 @@ function counting(plain: KubeGateway): { gateway: KubeGateway; counts: Record<st
       const method = Reflect.get(target, name) as (...args: unknown[]) => Promise<unknown>;
       if (name === 'lastServerDate') return method; // not a request
       return async (...args: unknown[]) => {
+        // A pod list by what it selects: the Pending pods (observe), a Job's pods, the Running pods (healing).
+        const what =
+          name === 'listPods'
+            ? `listPods(${String((args[0] as { fieldSelector?: string; labelSelector?: string }).fieldSelector ?? 'label')})`
+            : name;
         try {
           const answer = await method(...args);
-          count(name);
+          count(what);
           return answer;
         } catch (error) {
           const status = describeApiError(error).status;
-          count(status === undefined ? `${name}:unanswered` : `${name}:${status}`);
+          count(status === undefined ? `${what}:unanswered` : `${what}:${status}`);
           throw error;
         }
       };
@@ -132,4 +139,96 @@ describe('API requests per failed Job', () => {
       assert.deepEqual(writesOnly(settle), { 'createEvent:409': 1, mergePatchJob: 1 });
     },
   );
+});
+
+const IGNORE_DISRUPTION = {
+  podFailurePolicy: { rules: [{ action: 'Ignore', onPodConditions: [{ type: 'DisruptionTarget', status: 'True' }] }] },
+};
+const HEAL = policyFile('defaults: { heal: true }\n');
+/** The reads healing adds (observe's own lists aside). */
+const HEAL_READS = ['readServiceAccount', 'readSecretMetadata', 'listPods(status.phase=Running)'];
+const healReads = (c: Record<string, number>) =>
+  Object.fromEntries(Object.entries(c).filter(([k]) => HEAL_READS.some((r) => k.startsWith(r))));
+const HEAL_WRITES = [...WRITES, 'evictPod'];
+const healWrites = (c: Record<string, number>) => Object.fromEntries(Object.entries(c).filter(([k]) => HEAL_WRITES.includes(k)));
+
+/** JOBS Jobs stuck on `image` with the kubelet's words for `kind`, then their cause gone, healing on: the healing sweep's and the next sweep's requests. */
+async function measureHeal(
+  label: string,
+  image: string,
+  kind: 'auth-no-secret' | 'connection-refused',
+  causeGone: (ns: string) => Promise<void>,
+) {
+  const ns = await env.namespace(label);
+  const names = Array.from({ length: JOBS }, (_, i) => `j-${i}`);
+  const message = realPullMessage(kind, image);
+  await mapBounded(names, 8, (name) => createStuckJob(kc, ns, name, { stuckFor: 60, image, message, spec: IGNORE_DISRUPTION }));
+  await causeGone(ns);
+  const first = counting(createGateway(kc));
+  const run = await runSweep(kc, { namespaces: [ns], policy: HEAL }, first.gateway);
+  assert.equal(run.exitCode, 0, JSON.stringify(run.records));
+  assert.deepEqual(
+    run.lines.map((l) => l.outcome),
+    names.map(() => 'healed'),
+    JSON.stringify(run.lines.map((l) => l.heal)),
+  );
+  const second = counting(createGateway(kc));
+  assert.equal((await runSweep(kc, { namespaces: [ns], policy: HEAL }, second.gateway)).exitCode, 0);
+  assert.equal((await sweeperEvents(kc, ns)).filter((e) => e.reason === 'ImagePullHealed').length, JOBS);
+  assertConflictsOnlyCostARetry(first.counts);
+  console.log(
+    `[requests] ${label}, ${JOBS} Jobs: healing sweep ${JSON.stringify(first.counts)}; next sweep ${JSON.stringify(second.counts)}`,
+  );
+  return { first: first.counts, second: second.counts };
+}
+
+describe('API requests per healed Job', () => {
+  it(
+    'auth, the ServiceAccount given the secret: one ServiceAccount read a sweep; per Job the record, the eviction, the Event; then nothing',
+    { timeout: 300_000 },
+    async () => {
+      const { first, second } = await measureHeal('req-heal-auth', 'registry.example/team/private:1', 'auth-no-secret', async (ns) => {
+        const core = kc.makeApiClient(CoreV1Api);
+        await core.createNamespacedSecret({ namespace: ns, body: { metadata: { name: 'regcred' }, stringData: { x: 'y' } } });
+        await core.patchNamespacedServiceAccount({
+          namespace: ns,
+          name: 'default',
+          body: [{ op: 'add', path: '/imagePullSecrets', value: [{ name: 'regcred' }] }],
+        });
+      });
+      assert.deepEqual(healReads(first), { readServiceAccount: 1 });
+      assert.deepEqual(healWrites(first), { mergePatchJob: JOBS, evictPod: JOBS, createEvent: JOBS });
+      assert.deepEqual([healReads(second), healWrites(second)], [{}, {}]);
+    },
+  );
+
+  it('transient, a Running pod pulled the reference since: one Running-pod list a sweep', { timeout: 300_000 }, async () => {
+    const image = 'registry.example/team/app:1';
+    const { first, second } = await measureHeal('req-heal-transient', image, 'connection-refused', async (ns) => {
+      const core = kc.makeApiClient(CoreV1Api);
+      await core.createNamespacedPod({
+        namespace: ns,
+        body: { metadata: { name: 'puller' }, spec: { containers: [{ name: 'main', image }] } },
+      });
+      await setPodRunning(core, ns, 'puller', { since: new Date(Date.now() + 5_000), imageID: 'registry.example/team/app@sha256:1' });
+    });
+    assert.deepEqual(healReads(first), { 'listPods(status.phase=Running)': 1 });
+    assert.deepEqual(healWrites(first), { mergePatchJob: JOBS, evictPod: JOBS, createEvent: JOBS });
+    assert.deepEqual([healReads(second), healWrites(second)], [{}, {}]);
+  });
+
+  it('the quiet day: healing on, nothing it could heal: not one request more than with healing off', { timeout: 300_000 }, async () => {
+    const ns = await env.namespace('req-heal-quiet');
+    await mapBounded(
+      Array.from({ length: JOBS }, (_, i) => `j-${i}`),
+      8,
+      (name) => createStuckJob(kc, ns, name, { stuckFor: 60, spec: IGNORE_DISRUPTION }),
+    );
+    const off = counting(createGateway(kc));
+    await runSweep(kc, { namespaces: [ns], policy: POLICY, dryRun: true }, off.gateway);
+    const on = counting(createGateway(kc));
+    await runSweep(kc, { namespaces: [ns], policy: HEAL, dryRun: true }, on.gateway);
+    assert.deepEqual(on.counts, off.counts);
+    assert.deepEqual(healReads(on.counts), {});
+  });
 });

@@ -317,13 +317,19 @@ export function setInitRunning(core: CoreV1Api, namespace: string, podName: stri
 }
 
 /** Puts the pod in the state a kubelet reports for a healthy running pod. */
-export function setPodRunning(core: CoreV1Api, namespace: string, podName: string, opts: { since?: Date } = {}): Promise<V1Pod> {
+export function setPodRunning(
+  core: CoreV1Api,
+  namespace: string,
+  podName: string,
+  opts: { since?: Date; imageID?: string } = {},
+): Promise<V1Pod> {
   const since = opts.since ?? new Date();
   return writeStatus(core, namespace, podName, (pod) => {
     const spec = pod.spec;
     if (!spec) throw new Error(`pod ${namespace}/${podName} has no spec`);
     const running = (c: V1Container): V1ContainerStatus => ({
       ...baseStatus(c),
+      ...(opts.imageID ? { imageID: opts.imageID } : {}),
       ready: true,
       started: true,
       state: { running: { startedAt: since } },

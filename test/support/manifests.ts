@@ -104,6 +104,20 @@ export async function serviceAccountKubeconfig(
 }
 
 /**
+ * The Component manifests/heal/ (healing's RBAC) applied for one file; removed after it, for
+ * the other files on the shared cluster (manifests.test.ts proves the base role reads no Secret).
+ */
+export async function applyHealComponent(hooks: ClusterHooks): Promise<void> {
+  const api = KubernetesObjectApi.makeApiClient(hooks.kc);
+  const docs = parseAllDocuments(readFileSync(join(MANIFESTS, 'heal', 'heal-rbac.yaml'), 'utf8'));
+  const objects = (Array.isArray(docs) ? docs : [docs]).map((d) => d.toJS() as KubernetesObject);
+  for (const obj of objects) await api.patch(obj, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
+  hooks.onCleanup(async () => {
+    for (const obj of objects) await api.delete(obj).catch(() => undefined);
+  });
+}
+
+/**
  * For a test file's setup: `manifests/` applied, and the shipped ServiceAccount's kubeconfig,
  * with the policy ConfigMap (the other files on the shared cluster expect none) and the
  * kubeconfig removed after the file's tests.

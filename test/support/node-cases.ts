@@ -39,7 +39,8 @@ export function nodePodSpec(node: { name: string }, containers: V1Container[], e
   };
 }
 
-function dockerConfig(registry: string, user: string, password: string): string {
+/** A `.dockerconfigjson` for one registry. */
+export function dockerConfig(registry: string, user: string, password: string): string {
   const auth = Buffer.from(`${user}:${password}`).toString('base64');
   return JSON.stringify({ auths: { [registry]: { username: user, password, auth } } });
 }

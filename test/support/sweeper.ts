@@ -20,7 +20,7 @@ import { withRetries } from '../../src/kube/retrying.ts';
 import type { PolicyLocation } from '../../src/policy/load.ts';
 import type { AuditLine, SweepSummary } from '../../src/report/audit.ts';
 import { createLogger } from '../../src/report/logger.ts';
-import { sweep } from '../../src/sweep.ts';
+import { sweep, type DryRunMode } from '../../src/sweep.ts';
 import { jobManifest } from './fixtures.ts';
 import { realPullMessage, setImagePullStuck, waitFor, waitForJobPods } from './kubelet.ts';
 
@@ -53,6 +53,7 @@ export async function runSweep(
     namespaces: string[];
     policy: PolicyLocation;
     dryRun?: boolean;
+    dryRunMode?: DryRunMode;
     pageSize?: number;
     kueueConfig?: { namespace: string; name: string };
   },
@@ -71,6 +72,7 @@ export async function runSweep(
     },
     {
       dryRun: options.dryRun ?? false,
+      ...(options.dryRunMode ? { dryRunMode: options.dryRunMode } : {}),
       namespaces: options.namespaces,
       policy: options.policy,
       ...(options.kueueConfig ? { kueueConfig: options.kueueConfig } : {}),

@@ -11,7 +11,7 @@ import type { Command } from 'commander';
 import { parseAllDocuments } from 'yaml';
 import { buildProgram } from '../../src/cli/program.ts';
 import { EXIT } from '../../src/cli/exit.ts';
-import { EVENT_REASON_INVALID_POLICY, EVENT_REASON_STUCK, REPORTING_CONTROLLER } from '../../src/act/events.ts';
+import { EVENT_REASON_HEALED, EVENT_REASON_INVALID_POLICY, EVENT_REASON_STUCK, REPORTING_CONTROLLER } from '../../src/act/events.ts';
 import { DRY_RUN_OUTCOMES, OUTCOMES, PULL_CLASSES } from '../../src/model.ts';
 import { ANNOTATIONS, LABELS } from '../../src/policy/annotations.ts';
 import { POLICY_KEY } from '../../src/policy/configmap.ts';
@@ -170,7 +170,7 @@ describe('documentation: the contract and the names the code emits', () => {
 
   it('names the exit statuses, the Event reason and controller, and the policy ConfigMap the code uses', () => {
     for (const code of Object.values(EXIT)) assert.match(contract, new RegExp(`\`${code}\``), String(code));
-    for (const name of [EVENT_REASON_STUCK, REPORTING_CONTROLLER, DEFAULT_POLICY_CONFIGMAP, POLICY_KEY])
+    for (const name of [EVENT_REASON_STUCK, EVENT_REASON_HEALED, REPORTING_CONTROLLER, DEFAULT_POLICY_CONFIGMAP, POLICY_KEY])
       assert.ok(contract.includes(name), name);
   });
 
@@ -200,7 +200,8 @@ describe('documentation: the contract and the names the code emits', () => {
   });
 
   it('every annotation, label and Event reason the code writes is documented', () => {
-    for (const name of [...keys, EVENT_REASON_STUCK, EVENT_REASON_INVALID_POLICY]) assert.ok(everything.includes(name), name);
+    for (const name of [...keys, EVENT_REASON_STUCK, EVENT_REASON_INVALID_POLICY, EVENT_REASON_HEALED])
+      assert.ok(everything.includes(name), name);
   });
 });
 
@@ -286,6 +287,7 @@ describe('documentation: tables and examples that restate code', () => {
       warnings: true,
       waitingMessage: true,
       freed: true,
+      heal: true,
     };
     const example = /^```json\n([\s\S]*?)^```/m.exec(read('docs/how-it-works.md'))?.[1];
     assert.ok(example);

@@ -69,7 +69,15 @@ describe('a dry run says "would"', () => {
       .map((l) => JSON.parse(l) as Record<string, unknown>);
     assert.equal(line!.outcome, 'would-fail');
     assert.equal(line!.dryRun, true);
-    assert.deepEqual(summary!.outcomes, { 'would-fail': 1, 'would-report': 1, 'would-retry': 0, skipped: 1, deferred: 0, error: 0 });
+    assert.deepEqual(summary!.outcomes, {
+      'would-fail': 1,
+      'would-report': 1,
+      'would-retry': 0,
+      'would-heal': 0,
+      skipped: 1,
+      deferred: 0,
+      error: 0,
+    });
     assert.equal(summarize({ ...base, dryRun: false, results: [] }).outcomes['would-fail'], undefined);
   });
 

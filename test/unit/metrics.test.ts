@@ -86,6 +86,16 @@ describe('SweepMetrics: what an operator alerts on', () => {
     );
   });
 
+  it('counts heals as decisions (healed; would-heal in a dry run), and a heal frees nothing', async () => {
+    const m = new SweepMetrics();
+    m.record(sweepResult([result({ ...decision('h', 60, { pullClass: 'auth' }), plan: 'heal', capacity: GPU_POD }, 'healed')]), 1, NOW);
+    assert.equal(await sample(m, 'imagepull_sweeper_decisions_total', { outcome: 'healed' }), 1);
+    assert.equal(await sample(m, 'imagepull_sweeper_decision_details_total', { outcome: 'healed', class: 'auth', namespace: 'ci-a' }), 1);
+    assert.equal(await sample(m, 'imagepull_sweeper_freed_resource_seconds_total', { resource: 'cpu' }), undefined);
+    const dry = new SweepMetrics({ dryRun: true });
+    assert.equal(await sample(dry, 'imagepull_sweeper_decisions_total', { outcome: 'would-heal' }), 0);
+  });
+
   it('counts the capacity freed by failed Jobs only, and how long their containers had been stuck', async () => {
     const m = new SweepMetrics();
     const failed = { ...decision('a', 900), capacity: GPU_POD };

@@ -21,6 +21,7 @@ const SPEC_EXAMPLE = `defaults:
     stalled: 30m          # no pull error at all, but the container has waited in ContainerCreating
                           # since its pod's sandbox was ready (a registry that never answers)
   jobOverrides: { allowed: true, maxGrace: 1h }
+  heal: false             # recreate a stuck pod once its cause is gone (see "Healing")
 rules:                    # first match wins; a rule's matchers must all match; unset fields
                           # (and unset grace classes) fall back to defaults
   - name: ci
@@ -42,6 +43,7 @@ const BUILTIN_DEFAULTS: Policy['defaults'] = {
   action: 'fail',
   grace: { permanent: 120, auth: 600, transient: 3600, unknown: 900, stalled: 1800 },
   jobOverrides: { allowed: true, maxGraceSeconds: 3600 },
+  heal: false,
 };
 const BUILTIN_LIMITS: Policy['limits'] = {
   maxJobsPerSweep: 100,
@@ -144,6 +146,16 @@ describe('parsePolicyYaml: valid policies', () => {
     assert.equal(valid('limits:\n  forceDeleteAfter: 0\n').limits.forceDeleteAfterSeconds, 0);
     assert.equal(valid('limits:\n  forceDeleteAfter: "0"\n').limits.forceDeleteAfterSeconds, 0);
     assert.equal(valid('limits:\n  forceDeleteAfter: 0s\n').limits.forceDeleteAfterSeconds, 0);
+  });
+
+  it('heal: off by default; a rule sets it or leaves it to defaults.heal', () => {
+    assert.equal(valid('{}\n').defaults.heal, false);
+    assert.equal(valid('defaults: { heal: true }\n').defaults.heal, true);
+    const policy = valid('rules:\n  - name: on\n    heal: true\n  - name: off\n    heal: false\n  - name: unset\n');
+    assert.deepEqual(
+      policy.rules.map((r) => r.heal),
+      [true, false, undefined],
+    );
   });
 
   it('keeps rule fields unset when the file leaves them out', () => {
@@ -370,6 +382,7 @@ limits:
 rules:
   - name: x
     grace: 5m
+    heal: "yes"
   - 42
 limits:
   maxJobsPerSweep: 0
@@ -382,11 +395,12 @@ limits:
       '2:11 defaults.action',
       '3:28 defaults.jobOverrides.allowed',
       '6:12 rules[0].grace',
-      '7:5 rules[1]',
-      '9:20 limits.maxJobsPerSweep',
-      '10:24 limits.maxJobsPerNamespace',
-      '12:19 limits.outage.minStuckPods',
-      '13:24 limits.outage.transientFraction',
+      '7:11 rules[0].heal',
+      '8:5 rules[1]',
+      '10:20 limits.maxJobsPerSweep',
+      '11:24 limits.maxJobsPerNamespace',
+      '13:19 limits.outage.minStuckPods',
+      '14:24 limits.outage.transientFraction',
     ]);
     assert.deepEqual(
       list.map((p) => p.message),
@@ -394,6 +408,7 @@ limits:
         'expected one of "fail", "report", "ignore", got "Fail"',
         'expected true or false, got "yes"',
         'expected a mapping, got "5m"',
+        'expected true or false, got "yes"',
         'expected a mapping, got number 42',
         'expected a positive integer, got number 0',
         'expected a positive integer, got number 2.5',

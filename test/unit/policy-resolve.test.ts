@@ -66,13 +66,26 @@ describe('resolveForNamespace', () => {
       action: 'fail',
       grace: { permanent: 30, auth: 600, transient: 3600, unknown: 300, stalled: 1800 },
       jobOverrides: { allowed: true, maxGraceSeconds: 3600 },
+      heal: false,
       sources: {
         action: 'defaults',
         grace: { permanent: 'ci', auth: 'defaults', transient: 'defaults', unknown: 'ci', stalled: 'defaults' },
         jobOverrides: 'defaults',
         jobOverridesDetail: { allowed: 'defaults', maxGraceSeconds: 'defaults' },
+        heal: 'defaults',
       },
     } satisfies EffectivePolicy);
+  });
+
+  it("heal: the rule's own value, else defaults.heal, with its source", () => {
+    const base = { ...POLICY, defaults: { ...POLICY.defaults, heal: true } };
+    const on = resolveForNamespace(base, { name: 'shop' });
+    assert.deepEqual([on.heal, on.sources.heal], [true, 'defaults']);
+    const ruled = { ...base, rules: [{ name: 'no-heal', namespaces: ['shop'], heal: false }, ...POLICY.rules] };
+    const off = resolveForNamespace(ruled, { name: 'shop' });
+    assert.deepEqual([off.heal, off.sources.heal], [false, 'no-heal']);
+    const inherits = resolveForNamespace({ ...ruled, rules: [{ name: 'plain', namespaces: ['shop'] }] }, { name: 'shop' });
+    assert.deepEqual([inherits.heal, inherits.sources.heal], [true, 'defaults']);
   });
 
   it('a rule setting one jobOverrides field inherits the other', () => {
@@ -268,6 +281,9 @@ describe('annotations', () => {
         jobSetSpent: 'imagepull-sweeper/spent',
         claim: 'imagepull-sweeper/claim',
         stuck: 'imagepull-sweeper/stuck',
+        healedAt: 'imagepull-sweeper/healed-at',
+        healed: 'imagepull-sweeper/healed',
+        outageHeld: 'imagepull-sweeper/outage-held',
       },
     );
   });

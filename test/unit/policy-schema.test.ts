@@ -64,6 +64,7 @@ describe('policyJsonSchema', () => {
     assert.equal(at(['defaults', 'grace', 'unknown']).default, '15m');
     assert.equal(at(['defaults', 'jobOverrides', 'allowed']).default, true);
     assert.equal(at(['defaults', 'jobOverrides', 'maxGrace']).default, '1h');
+    assert.equal(at(['defaults', 'heal']).default, false);
     assert.equal(at(['limits', 'maxJobsPerSweep']).default, 100);
     assert.equal(at(['limits', 'maxJobsPerNamespace']).default, 20);
     assert.equal(at(['limits', 'outage', 'minStuckPods']).default, 20);
@@ -93,8 +94,11 @@ describe('policyJsonSchema', () => {
       'action',
       'grace',
       'jobOverrides',
+      'heal',
     ]);
     assert.equal(at(['rules', '[]', 'grace', 'permanent']).default, undefined);
+    assert.equal(at(['rules', '[]', 'heal']).default, undefined);
+    assert.equal(at(['rules', '[]', 'heal']).type, 'boolean');
     assert.equal(at(['rules', '[]', 'action']).default, undefined);
   });
 
