@@ -62,6 +62,12 @@ export function podCollection(namespace: string | undefined, fieldSelector: stri
   return { path, fieldSelector, what: `pod watch ${namespace ?? '*'}` };
 }
 
+/** The ServiceAccounts of one namespace, or of every namespace (healing's evidence, docs/policy.md "Healing"). */
+export function serviceAccountCollection(namespace: string | undefined): Collection {
+  const path = namespace === undefined ? '/api/v1/serviceaccounts' : `/api/v1/namespaces/${encodeURIComponent(namespace)}/serviceaccounts`;
+  return { path, what: `serviceaccount watch ${namespace ?? '*'}` };
+}
+
 /** One ConfigMap, by a field selector on its name. */
 export function configMapCollection(namespace: string, name: string): Collection {
   return {

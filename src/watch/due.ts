@@ -6,7 +6,8 @@ import type { Outcome } from '../model.ts';
 import { ANNOTATIONS } from '../policy/annotations.ts';
 import type { Limits } from '../policy/types.ts';
 
-export type DueReason = 'grace' | 'forceDeleteAfter' | 'confirmWithin' | 'deferred' | 'error';
+/** `heal`: a ServiceAccount of the Job's stuck pods was given a pull secret (watch/service-accounts.ts). */
+export type DueReason = 'grace' | 'forceDeleteAfter' | 'confirmWithin' | 'deferred' | 'error' | 'heal';
 
 export interface Due {
   atMs: number;

@@ -9,9 +9,10 @@
 // server's clock and the timers are passed in, so a test drives every turn.
 import type { ActResult } from '../act/act.ts';
 import { mapBounded } from '../concurrency.ts';
+import { policyHeals } from '../judge/judge.ts';
 import { describeApiError } from '../kube/errors.ts';
 import type { KubeGateway } from '../kube/gateway.ts';
-import { podCollection, configMapCollection, type WatchGateway } from '../kube/watch.ts';
+import { podCollection, configMapCollection, serviceAccountCollection, type Collection, type WatchGateway } from '../kube/watch.ts';
 import { PENDING_PODS, observeStuckContainers, type ObserveOptions } from '../observe/pods.ts';
 import { loadPolicy } from '../policy/load.ts';
 import type { Policy } from '../policy/types.ts';
@@ -19,13 +20,14 @@ import type { Schedule } from '../run/scheduler.ts';
 import type { SweepDeps, SweepOptions, SweepResult } from '../sweep.ts';
 import type { ServerClock } from './clock.ts';
 import { backOffMs, dueOf, type Due, type TimerQueue } from './due.ts';
-import type { WatchMetrics, WatchTrigger } from './metrics.ts';
+import type { WatchedKind, WatchMetrics, WatchTrigger } from './metrics.ts';
 import { PodCache } from './pod-cache.ts';
 import { watchPolicyFile } from './policy-file-watch.ts';
 import { PolicyConfigMap } from './policy-watch.ts';
 import { prejudge } from './prejudge.ts';
 import { recordingWrites } from './recording-gateway.ts';
-import { reflect, type RestartReason } from './reflector.ts';
+import { reflect, type ReflectorHandler, type RestartReason } from './reflector.ts';
+import { ServiceAccountSecrets } from './service-accounts.ts';
 import { Wakeup } from './wakeup.ts';
 
 /** Pods that changed are pre-judged together after this long (a burst is one batch of reads). */
@@ -101,6 +103,10 @@ export class WatchLoop {
   private policy: Policy | undefined;
   private readonly background: Promise<void>[] = [];
   private readonly watching = new AbortController();
+  /** Starts one more reflector beside the pods' (set by `start`). */
+  private follow: (<T>(kind: WatchedKind, collection: Collection, handler: ReflectorHandler<T>) => void) | undefined;
+  /** Followed once a policy heals: the ServiceAccounts given a pull secret. */
+  private serviceAccounts: ServiceAccountSecrets | undefined;
 
   constructor(
     private readonly deps: WatchLoopDeps,
@@ -128,7 +134,7 @@ export class WatchLoop {
     stop.addEventListener('abort', () => this.watching.abort(), { once: true });
     const signal = this.watching.signal;
     const { deps } = this;
-    const onRestart = (watch: 'pods' | 'policy') => (scope: string, reason: RestartReason, error?: string) => {
+    const onRestart = (watch: WatchedKind) => (scope: string, reason: RestartReason, error?: string) => {
       deps.metrics?.restarted(watch, reason);
       if (reason === 'timeout') this.logger.debug('watch ended by the API server; resuming', { watch: scope });
       else if (reason === 'expired') this.logger.warn('watch expired (410 Gone); listing again', { watch: scope });
@@ -160,6 +166,11 @@ export class WatchLoop {
       };
       this.background.push(reflect(deps.watchGateway, collection, this.cache.handler(scope), options, signal));
     }
+    this.follow = (kind, collection, handler) => {
+      const options = { ...common, onRestart: onRestart(kind), onList: () => deps.metrics?.listed(kind) };
+      this.background.push(reflect(deps.watchGateway, collection, handler, options, signal));
+    };
+    if (this.policy) this.followServiceAccounts(this.policy);
     const policy = this.options.policy;
     if (this.policyConfigMap) {
       const collection = configMapCollection(this.policyConfigMap.namespace, this.policyConfigMap.name);
@@ -468,7 +479,7 @@ export class WatchLoop {
           spent: () => this.spentNow(),
           onJudged: (decisions) => {
             for (const d of decisions) {
-              if (d.plan !== 'fail') continue;
+              if (d.plan !== 'fail' && d.plan !== 'heal') continue;
               const key = this.keyOf(d);
               this.reserved.set(key, d.namespace);
               reservedHere.add(key);
@@ -477,7 +488,10 @@ export class WatchLoop {
           logs: (r) => this.logs(r),
           focused:
             lean ||
-            (fired.size > 0 && [...fired.values()].every((d) => d.reason === 'grace' || d.reason === 'error' || d.reason === 'deferred')),
+            (fired.size > 0 &&
+              [...fired.values()].every(
+                (d) => d.reason === 'grace' || d.reason === 'error' || d.reason === 'deferred' || d.reason === 'heal',
+              )),
         },
       });
     } catch (error) {
@@ -496,17 +510,22 @@ export class WatchLoop {
     }
     const loaded = await loadPolicy(writes.replayingPolicy(), this.options.policy).catch(() => undefined);
     const limits = loaded?.ok ? loaded.policy.limits : undefined;
-    if (loaded?.ok) this.policy = loaded.policy;
+    if (loaded?.ok) this.policyLoaded(loaded.policy);
     const startedAtMs = result.summary ? Date.parse(result.summary.startedAt) : nowMs - (this.monotonicMs() - startedMono);
     const seen = new Set<string>();
     for (const r of result.results) {
       const key = this.keyOf(r.decision);
       const firstForKey = !seen.has(key);
       seen.add(key);
-      if (r.outcome === 'failed' || r.outcome === 'would-fail') this.spend(r.decision.namespace);
+      if (r.outcome === 'failed' || r.outcome === 'would-fail' || r.outcome === 'healed' || r.outcome === 'would-heal')
+        this.spend(r.decision.namespace);
       const firedFor = fired.get(key);
       const wroteAt = writes.firstWrite(r.decision.namespace, r.decision.job ?? r.decision.pod);
-      if (firedFor && wroteAt !== undefined && (r.outcome === 'failed' || r.outcome === 'reported' || r.outcome === 'retried')) {
+      if (
+        firedFor &&
+        wroteAt !== undefined &&
+        (r.outcome === 'failed' || r.outcome === 'reported' || r.outcome === 'retried' || r.outcome === 'healed')
+      ) {
         deps.metrics?.reacted(firedFor.reason, ((clock.serverNowMs(wroteAt) ?? 0) - firedFor.atMs) / 1000);
       }
       if (!limits) continue;
@@ -545,8 +564,48 @@ export class WatchLoop {
 
   private async currentPolicy(): Promise<Policy | undefined> {
     const loaded = await loadPolicy(this.reading(this.deps.sweepDeps.gateway), this.options.policy).catch(() => undefined);
-    if (loaded?.ok) this.policy = loaded.policy;
+    if (loaded?.ok) this.policyLoaded(loaded.policy);
     return loaded?.ok ? loaded.policy : this.policy;
+  }
+
+  private policyLoaded(policy: Policy): void {
+    this.policy = policy;
+    this.followServiceAccounts(policy);
+  }
+
+  /** A policy that heals: the ServiceAccounts are followed from then on (the scopes' pods' ones). */
+  private followServiceAccounts(policy: Policy): void {
+    if (this.serviceAccounts || !this.follow || !policyHeals(policy)) return;
+    this.serviceAccounts = new ServiceAccountSecrets((namespace, name) => this.pullSecretGiven(namespace, name));
+    for (const scope of this.scopes)
+      this.follow('serviceaccounts', serviceAccountCollection(scope === '*' ? undefined : scope), this.serviceAccounts.handler());
+    this.logger.info('healing on: watching ServiceAccounts for pull secrets given');
+  }
+
+  /** The Jobs with a pod stuck `auth` under that ServiceAccount are due now: the sweep reads the evidence and heals. */
+  private pullSecretGiven(namespace: string, serviceAccount: string): void {
+    const nowMs = this.deps.clock.serverNowMs(this.monotonicMs());
+    if (nowMs === undefined) return;
+    let due = 0;
+    for (const key of this.cache.keys()) {
+      if (this.inFlight.has(key)) continue;
+      const under = this.cache
+        .podsOf(key)
+        .some(
+          (pod) =>
+            pod.namespace === namespace &&
+            pod.stuck.some((c) => c.pullClass === 'auth' && (c.heal?.serviceAccount ?? 'default') === serviceAccount),
+        );
+      if (!under) continue;
+      this.deps.timers.set(key, { atMs: nowMs, reason: 'heal' });
+      due += 1;
+    }
+    if (due === 0) return;
+    this.logger.info('a ServiceAccount was given a pull secret: judging its stuck Jobs now', {
+      serviceAccount: `${namespace}/${serviceAccount}`,
+      jobs: due,
+    });
+    this.wakeup.notify();
   }
 
   /** Pre-judges the Jobs whose stuck pods changed: their timers (reads only; followers too). */
@@ -580,6 +639,8 @@ export class WatchLoop {
       const due = dueOf(d, undefined, { nowMs, limits: policy.limits, dryRun: this.options.dryRun });
       const key = this.keyOf(d);
       const known = deps.timers.get(key);
+      // A heal due (a pull secret given) is not put off by a later grace.
+      if (known?.reason === 'heal' && (!due || due.atMs >= known.atMs)) continue;
       if (due && (!known || known.reason !== 'grace' || due.atMs < known.atMs)) deps.timers.set(key, due);
       else if (!due && known?.reason === 'grace') deps.timers.delete(key);
     }

@@ -14,6 +14,7 @@ import { ensureBuilt, jsonLines, runCli, type Exec } from '../support/cli.ts';
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.ts';
 import { jobManifest } from '../support/fixtures.ts';
 import { useTestCluster } from '../support/hooks.ts';
+import { refuseStatusWrites } from '../support/policy-engine.ts';
 import { setPodRunning, waitFor, waitForJobPods } from '../support/kubelet.ts';
 import { createStuckJob, sweeperEvents, trueCondition, waitForJobFailed } from '../support/sweeper.ts';
 
@@ -242,7 +243,7 @@ async function sweepThroughFaults(proxy: FaultProxy, seed: number): Promise<void
 }
 
 // The path that lost a FailJob Event in a cold CI run, replayed exactly: the pod delete of the
-// podFailurePolicy path is held by the proxy past the client's timeout (then carried out anyway),
+// podFailurePolicy path (the fallback where the status write is refused) is held by the proxy past the client's timeout (then carried out anyway),
 // and every retry is refused before it reaches the API server, so the sweep gives up and reads the
 // pod back still undeleted. Releasing the claim then let the late delete fail the Job through its
 // policy with no claim and no Event; the claim must stay, and a later sweep writes the Event.
@@ -272,6 +273,8 @@ describe('a pod delete that lands after the sweep gave up on it', () => {
   it('keeps the claim, so the Job failed by that delete gets its one FailJob Event', { timeout: 300_000 }, async () => {
     const batch = kc.makeApiClient(BatchV1Api);
     const ns = await env.namespace('faults-late');
+    // A policy engine refuses the FailureTarget status write: the podFailurePolicy fallback deletes the pod.
+    await refuseStatusWrites(env, ns);
     await createStuckJob(kc, ns, 'late', { stuckFor: 3600, spec: PFP });
 
     const first = await runCli(sweepArgs(kubeconfig, [ns]), { timeoutMs: 120_000 });

@@ -154,6 +154,8 @@ describe('manifests/', () => {
       'pods/eviction create', // evictPod: a stuck pod whose cause is gone, its Job's podFailurePolicy ignoring DisruptionTarget
       'secrets get', //          readSecretMetadata: when a named pull Secret was created or last written (metadata only)
       'serviceaccounts get', //  readServiceAccount: the pull secrets a stuck pod's ServiceAccount lists
+      'serviceaccounts list', // run --watch: the ServiceAccounts followed while the policy heals (watch/service-accounts.ts)
+      'serviceaccounts watch',
     ]);
     const binding = objects.find((o) => o.kind === 'ClusterRoleBinding') as unknown as { subjects: unknown[]; roleRef: { name: string } };
     assert.equal(binding.roleRef.name, 'imagepull-sweeper-heal');
