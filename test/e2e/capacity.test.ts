@@ -102,7 +102,8 @@ describe('the capacity a failed Job frees', () => {
     assert.ok(trueCondition(job, 'Failed'));
     assert.match(
       (await readJob(kc, ns, 'train')).metadata!.annotations!['imagepull-sweeper/message']!,
-      new RegExp(`; frees ${FREED.source}\\): ImagePullBackOff`),
+      // The capacity, then the hint for the cause, then the kubelet's words.
+      new RegExp(`; frees ${FREED.source}\\): the image or tag does not exist in that repository.*\\. ImagePullBackOff: `),
     );
     const events = await sweeperEvents(kc, ns);
     assert.equal(events.length, 1);
