@@ -193,6 +193,14 @@ describe('the admission guard', () => {
       rule,
       status(job, { metadata: { labels: { 'imagepull-sweeper/pending': 'true' } } }),
     );
+    // The Job controller's Suspended condition comes a moment after the Job: a JSON patch removing
+    // a condition that is not there yet is refused by the API server (422), not by the guard.
+    await waitFor(
+      async () => ((await readJob(kc, ns, job)).status?.conditions ?? []).some((c) => c.type === 'Suspended'),
+      30_000,
+      `the Job controller's Suspended condition on ${job}`,
+      100,
+    );
     await assertGuardDenies("removing the Job controller's condition", rule, () =>
       saBatch.patchNamespacedJobStatus({ namespace: ns, name: job, body: [{ op: 'remove', path: '/status/conditions/0' }] }, jsonPatch),
     );
