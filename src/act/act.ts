@@ -10,7 +10,7 @@ import { tryRead } from '../kube/write-outcome.ts';
 import type { JobView } from '../model.ts';
 import { OUTCOME_OF_PLAN } from '../outcomes.ts';
 import type { Reporter } from './events.ts';
-import { failJob } from './fail-job.ts';
+import { failJob, withFallback } from './fail-job.ts';
 import { actOnOwnedPod } from './fail-owned-pod.ts';
 import { healJob } from './heal-job.ts';
 import { failJobOfJobSet } from './jobset.ts';
@@ -101,6 +101,9 @@ async function actOne(gateway: KubeGateway, first: Decision, options: ActOptions
         if (fresh === 'gone') return stoodDown(decision, 'skip', 'Job no longer exists');
         if (!fresh) return { decision, outcome: 'error', error: written.error };
         decision = options.rejudge(decision, fresh, written.freshPod);
+        // The status write's refusal is an answer for this Job: not asked again.
+        if (written.refusal && decision.plan === 'fail' && decision.mechanism === 'condition')
+          decision = withFallback(decision, written.refusal);
       }
     }
   }

@@ -21,12 +21,17 @@ export async function failJob(gateway: KubeGateway, judged: Decision, reporter: 
   const job = judged.jobView!;
   let d = judged;
   let claimed = await claimJob(gateway, d, reporter.now, claim);
+  let refusal: ApiFailure | undefined;
   // Refused for good (it did not land): the same claim by the fallback. Never after an answer that may have been lost.
   if (!claimed.landed && d.mechanism === 'condition' && claimed.why === 'failed' && isRefusal(claimed.failure)) {
-    d = withFallback(d, claimed.failure);
+    refusal = claimed.failure;
+    d = withFallback(d, refusal);
     claimed = await claimJob(gateway, d, reporter.now, claim);
   }
-  if (!claimed.landed) return notLanded(claimed);
+  if (!claimed.landed) {
+    const result = notLanded(claimed);
+    return result.kind === 'changed' && refusal ? { ...result, refusal } : result;
+  }
   if (d.mechanism === 'podFailurePolicy') {
     const steps = await failPod(gateway, d, reporter.now);
     if (steps.kind === 'unknown') {
@@ -36,7 +41,8 @@ export async function failJob(gateway: KubeGateway, judged: Decision, reporter: 
       const released = await releaseClaim(gateway, job, claim);
       const claimState = released ? 'claim released' : CLAIM_KEPT;
       if (steps.kind === 'changed') {
-        return { kind: 'changed', error: `pod ${d.pod} kept changing; ${claimState}`, freshPod: { podUid: d.podUid, stuck: steps.stuck } };
+        const freshPod = { podUid: d.podUid, stuck: steps.stuck };
+        return { kind: 'changed', error: `pod ${d.pod} kept changing; ${claimState}`, freshPod, ...(refusal ? { refusal } : {}) };
       }
       return { kind: 'failed', error: `${failureText(steps.failure)}; ${claimState}` };
     }

@@ -1,6 +1,7 @@
 import { failureText, type WriteOutcome } from '../kube/write-outcome.ts';
 import type { StuckContainer } from '../model.ts';
 import type { ActStep, Decision } from '../judge/types.ts';
+import type { ApiFailure } from '../kube/errors.ts';
 
 /** The pod a precondition failed on, as it is now (no stuck containers: gone or recovered). */
 export interface FreshPod {
@@ -15,13 +16,14 @@ export interface FreshPod {
  *   fallback mechanism;
  * - `gone`: the Job (or its pod) no longer exists;
  * - `changed`: a precondition failed: the Job is read and judged again; `error` is audited when
- *   it keeps changing;
+ *   it keeps changing; `refusal`, the status write's refusal, so the next attempt goes straight to
+ *   the fallback;
  * - `failed`: a write failed; nothing more is tried this sweep.
  */
 export type WriteResult =
   | { kind: 'done'; steps?: ActStep[]; error: string | undefined; decision?: Decision }
   | { kind: 'gone' }
-  | { kind: 'changed'; error: string; freshPod?: FreshPod }
+  | { kind: 'changed'; error: string; freshPod?: FreshPod; refusal?: ApiFailure }
   | { kind: 'failed'; error: string };
 
 /** A write that did not land, as the end of a Job's write sequence. */

@@ -170,6 +170,22 @@ describe('where the status write is refused: failing a Job by its deadline', () 
     assert.match(line.mechanism!, /^activeDeadlineSeconds \(the status write was refused \(Forbidden: /);
   });
 
+  it('a fallback claim that conflicts is judged again and claimed by the fallback at once: the refused write is not sent again', async () => {
+    const d = decisionFor('a');
+    const { gateway, calls, methods } = scriptedGateway({
+      patchJobStatus: [REFUSED],
+      mergePatchJob: [apiError(409, 'Conflict', 'the object has been modified')],
+      readJob: [jobObject(d)],
+    });
+    // As judge/rejudgeJob does: the fresh judgement chooses the Job's own condition again.
+    const [r] = await act(gateway, [d], options({ rejudge: (_prev, fresh) => ({ ...d, jobView: fresh }) }));
+    assert.deepEqual([r!.outcome, r!.error], ['failed', undefined]);
+    assert.deepEqual(methods(), ['patchJobStatus', 'mergePatchJob', 'readJob', 'mergePatchJob', 'createEvent']);
+    assert.equal((calls[3]!.args[2] as ClaimPatch).metadata.resourceVersion, '101');
+    assert.equal(r!.decision.mechanism, 'activeDeadlineSeconds');
+    assert.match(r!.decision.fallback!, /^the status write was refused \(Forbidden: /);
+  });
+
   it('400 and 422 from admission are refusals too; a 503 (the answer may come later) is not', async () => {
     for (const refusal of [apiError(400, 'BadRequest', 'denied by a webhook'), apiError(422, 'Invalid', 'denied')]) {
       const { gateway, methods } = scriptedGateway({ patchJobStatus: [refusal] });
