@@ -2,11 +2,13 @@
 // watched (reflector.ts) into a cache of what judging needs (pod-cache.ts). Each Job whose stuck
 // pods change is pre-judged, which sets its timer (a heap, due.ts). When timers fall due, those
 // Jobs, and only those, are judged and written as one batch, beside the batches already in flight:
-// a Job's retries never hold another Job back. A whole sweep (every stuck Job, from the cache) runs
+// a Job's retries never hold another Job back; a Job read within 30 s is claimed from that read
+// (the claim is conditional on it: job-reads.ts). A whole sweep (every stuck Job, from the cache) runs
 // on taking the lead, on a policy edit and at each backstop slot, alone. Limits count per backstop
 // period; a Job whose read or write failed backs off per Job up to the period. Followers keep the
 // cache and the pre-judgements warm and write nothing. The wall clock, the monotonic clock, the
 // server's clock and the timers are passed in, so a test drives every turn.
+import type { V1Job } from '@kubernetes/client-node';
 import type { ActResult } from '../act/act.ts';
 import { mapBounded } from '../concurrency.ts';
 import { policyHeals } from '../judge/judge.ts';
@@ -21,6 +23,7 @@ import type { SweepDeps, SweepOptions, SweepResult } from '../sweep.ts';
 import type { ServerClock } from './clock.ts';
 import { backOffMs, dueOf, type Due, type TimerQueue } from './due.ts';
 import type { WatchedKind, WatchMetrics, WatchTrigger } from './metrics.ts';
+import { FRESH_MS, JobReads } from './job-reads.ts';
 import { PodCache } from './pod-cache.ts';
 import { watchPolicyFile } from './policy-file-watch.ts';
 import { PolicyConfigMap } from './policy-watch.ts';
@@ -84,6 +87,8 @@ export class WatchLoop {
   /** key → the last `skipped` line written for it (an unchanged one is not written again). */
   private readonly lastSkipped = new Map<string, string>();
   private readonly inFlight = new Set<string>();
+  /** Jobs read lately whose grace runs out soon: their timers' sweeps judge from these reads. */
+  private readonly jobReads = new JobReads();
   private readonly batches = new Set<Promise<void>>();
   private spent: Spent = { total: 0, byNamespace: new Map() };
   /** Jobs a sweep in flight judged to fail, by namespace: they count against the period's limits until that sweep ends. */
@@ -455,7 +460,11 @@ export class WatchLoop {
     const { deps } = this;
     const { sweepDeps, clock } = deps;
     deps.metrics?.swept(trigger);
-    const writes = recordingWrites(this.reading(sweepDeps.gateway), this.monotonicMs);
+    // A timer's sweep judges its Jobs from an earlier fresh read of them: its first write waits on no read.
+    const jobsRead = new Map<string, V1Job>();
+    const reading = JobReads.recording(this.reading(sweepDeps.gateway), jobsRead);
+    const served = typeof keys === 'object' && fired.size > 0 ? this.jobReads.serving(reading, keys, this.monotonicMs()) : reading;
+    const writes = recordingWrites(served, this.monotonicMs);
     const policy = await this.currentPolicy();
     const reservedHere = new Set<string>();
     const deps2: SweepDeps = {
@@ -538,8 +547,16 @@ export class WatchLoop {
       if (due?.reason === 'error' && errorDelayMs >= this.periodMs) due = undefined;
       const known = firstForKey ? undefined : deps.timers.get(key);
       if (!known || (due && due.atMs < known.atMs)) deps.timers.set(key, due);
+      this.keepRead(jobsRead, r.decision, due, nowMs, startedMono);
     }
     return result;
+  }
+
+  /** Keeps the read of a Job whose grace runs out within FRESH_MS, for its timer's sweep. */
+  private keepRead(jobsRead: Map<string, V1Job>, d: ActResult['decision'], due: Due | undefined, nowMs: number, readAtMs: number): void {
+    if (due?.reason !== 'grace' || due.atMs - nowMs >= FRESH_MS || d.job === undefined) return;
+    const job = jobsRead.get(`${d.namespace}/${d.job}`);
+    if (job) this.jobReads.keep(job, readAtMs);
   }
 
   private backOff(key: string, nowMs: number, was: Due): void {
@@ -621,8 +638,10 @@ export class WatchLoop {
     const stuck = [];
     for (const key of snapshot.keys()) for (const pod of this.cache.podsOf(key)) stuck.push(...pod.stuck);
     let decisions: ActResult['decision'][];
+    const jobsRead = new Map<string, V1Job>();
+    const readFromMs = this.monotonicMs();
     try {
-      decisions = await prejudge(this.reading(deps.sweepDeps.gateway), stuck, policy, {
+      decisions = await prejudge(JobReads.recording(this.reading(deps.sweepDeps.gateway), jobsRead), stuck, policy, {
         now: () => new Date(deps.clock.serverNowMs(this.monotonicMs()) ?? 0),
         outage: this.cache.outage(policy.limits.outage),
       });
@@ -635,6 +654,7 @@ export class WatchLoop {
       return;
     }
     const nowMs = deps.clock.serverNowMs(this.monotonicMs()) ?? 0;
+    this.jobReads.prune(this.monotonicMs());
     for (const d of decisions) {
       const due = dueOf(d, undefined, { nowMs, limits: policy.limits, dryRun: this.options.dryRun });
       const key = this.keyOf(d);
@@ -643,6 +663,7 @@ export class WatchLoop {
       if (known?.reason === 'heal' && (!due || due.atMs >= known.atMs)) continue;
       if (due && (!known || known.reason !== 'grace' || due.atMs < known.atMs)) deps.timers.set(key, due);
       else if (!due && known?.reason === 'grace') deps.timers.delete(key);
+      this.keepRead(jobsRead, d, due, nowMs, readFromMs);
     }
     for (const [key, count] of snapshot) if (this.dirty.get(key) === count) this.dirty.delete(key);
     this.dirtySinceMs = this.monotonicMs();

@@ -281,6 +281,34 @@ describe('the watch loop', () => {
     t.stop.abort();
   });
 
+  it('claims a Job whose grace runs out soon after it was read from that read (the claim is conditional on it); a read older than 30 s is not used', async () => {
+    const t = setup({ jobs: [], policy: 'defaults: { grace: { permanent: 10s } }\n' });
+    await t.start();
+    t.watch.emit({ type: 'ADDED', object: stuckPod('soon', { rv: '2' }), resourceVersion: '2' });
+    await t.runFor(2_000);
+    assert.equal(t.scripted.count('readJob'), 1, 'read once, by the sweep on taking the lead');
+    await t.runFor(10_000);
+    assert.deepEqual(t.claims, ['soon']);
+    assert.equal(t.scripted.count('readJob'), 1, 'the claim rode on that read');
+    // One stuck after the lead was taken: pre-judged (its Job read), then claimed from that read.
+    const next = stuckPod('next', { rv: '3' });
+    for (const c of next.status!.conditions ?? [])
+      if (c.lastTransitionTime) c.lastTransitionTime = new Date(Date.parse(String(c.lastTransitionTime)) + 12_000);
+    t.watch.emit({ type: 'ADDED', object: next, resourceVersion: '3' });
+    await t.runFor(12_000);
+    assert.deepEqual(t.claims, ['soon', 'next']);
+    const reads = t.scripted.calls.filter((c) => c.method === 'readJob').map((c) => c.args[1]);
+    assert.deepEqual(reads, ['soon', 'next'], 'each Job read once: by the sweep, by the pre-judgement');
+    const late = setup({ jobs: [], policy: 'defaults: { grace: { permanent: 45s } }\n' });
+    await late.start();
+    late.watch.emit({ type: 'ADDED', object: stuckPod('later', { rv: '2' }), resourceVersion: '2' });
+    await late.runFor(50_000);
+    assert.deepEqual(late.claims, ['later']);
+    assert.equal(late.scripted.count('readJob'), 2, 'read on taking the lead, then again for the claim 45 s later');
+    t.stop.abort();
+    late.stop.abort();
+  });
+
   it('backs a refused write off per Job up to the backstop period: at most 12 attempts in 10 minutes, one line each', async () => {
     const t = setup({ jobs: ['refused', 'fine'], refused: ['refused'] });
     await t.start();
