@@ -102,6 +102,8 @@ export class LeaderElector {
   private lastHolder = '';
   /** Local monotonic time the last successful renewal was sent; undefined while not leading. */
   private renewedAtMs: number | undefined;
+  /** Local monotonic time another holder's Lease expires here, as last judged. */
+  private expiresAtMs: number | undefined;
 
   constructor(private readonly deps: ElectorDeps) {}
 
@@ -119,6 +121,7 @@ export class LeaderElector {
       this.lastHolder = holder;
     }
     const verdict = judgeLease(current?.spec, this.seen, identity, nowMs, this.deps.wallClock(), timings);
+    this.expiresAtMs = verdict.kind === 'held' ? nowMs + verdict.expiresInMs : undefined;
     if (verdict.kind === 'held') return false;
     const written =
       current === undefined ? await store.create(verdict.spec) : await store.replace(current.metadata?.resourceVersion ?? '', verdict.spec);
@@ -138,7 +141,7 @@ export class LeaderElector {
     const lease = `${store.namespace}/${store.name}`;
     logger.info('waiting to become the leader', { lease, identity: this.deps.identity });
     while (!stop.aborted && !(await this.attempt('acquire', timings.retryPeriodMs))) {
-      await this.deps.sleep(timings.retryPeriodMs * (1 + (this.deps.random ?? Math.random)() * (JITTER - 1)), stop);
+      await this.deps.sleep(this.untilNextAttemptMs(), stop);
     }
     if (stop.aborted) return 'released';
     logger.info('became the leader: sweeping', { lease, identity: this.deps.identity });
@@ -156,6 +159,17 @@ export class LeaderElector {
     if (!held) return 'lost';
     await this.release();
     return 'released';
+  }
+
+  /**
+   * A retry period (jittered); a Lease that expires sooner is tried as it expires: the same test
+   * of a record unchanged for a lease duration, made when it can first pass, not up to a retry
+   * period later.
+   */
+  private untilNextAttemptMs(): number {
+    const retryMs = this.deps.timings.retryPeriodMs * (1 + (this.deps.random ?? Math.random)() * (JITTER - 1));
+    if (this.expiresAtMs === undefined) return retryMs;
+    return Math.max(0, Math.min(retryMs, this.expiresAtMs - this.deps.monotonicMs()));
   }
 
   /** For /healthz: a leader that has not renewed within the lease duration is not healthy. */

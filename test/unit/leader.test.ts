@@ -166,6 +166,24 @@ describe('LeaderElector', () => {
     assert.equal(await b.tryAcquireOrRenew(), true);
   });
 
+  it('run: a follower tries a silent Lease as it expires, not up to a retry period later, and reads it no more often', async () => {
+    const store = memoryStore();
+    const clock = { ms: 0 };
+    assert.equal(await elector(store, 'a', clock).tryAcquireOrRenew(), true, 'a holds it, then dies');
+    const stop = new AbortController();
+    let reads = 0;
+    const counting: LeaseStore = { ...store, read: () => (reads++, store.read()) };
+    const b = new LeaderElector({
+      ...electorDeps(counting, 'b', clock),
+      // Retry periods of 2.2 s: attempts at 0, 2.2 ... 13.2 s, then 15.4 s had it waited a whole one.
+      random: () => 0.5,
+      sleep: async (ms) => void (clock.ms += ms),
+    });
+    let took: [number, number] | undefined;
+    await b.run(async () => void (took = [clock.ms, reads]), stop.signal);
+    assert.deepEqual(took, [15_000, 8], 'taken the moment it had stood unchanged for 15 s here, at its 8th read (0, 2.2 ... 13.2 s, 15 s)');
+  });
+
   it('run: leads while renewing; when renewals fail past the renew deadline, the lead is aborted', async () => {
     const store = memoryStore();
     const clock = { ms: 0 };
