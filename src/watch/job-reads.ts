@@ -1,11 +1,12 @@
-// The Jobs a pre-judgement read, kept briefly for the sweep their timers start: a Job falling due
-// within FRESH_MS of its read is judged from that read, so its first write (the claim, conditional
-// on the resourceVersion read) waits on no read. A Job changed since answers 409: the act stage
-// reads it again and judges it afresh (act/act.ts). Each read serves once; older ones are dropped.
+// Jobs read by a pre-judgement or a sweep, kept briefly for the sweep their timers start: a Job to
+// be failed whose grace runs out within FRESH_MS of its read is judged from that read, so its first
+// write (the claim, conditional on the resourceVersion read) waits on no read. A Job changed since
+// answers 409: the act stage reads it again and judges it afresh (act/act.ts). Each read serves
+// once; older ones are dropped.
 import type { V1Job } from '@kubernetes/client-node';
 import type { KubeGateway } from '../kube/gateway.ts';
 
-/** A pre-judgement's read of a Job serves a timer's sweep this long after it arrived. */
+/** A read of a Job serves a timer's sweep this long after it was sent. */
 export const FRESH_MS = 30_000;
 
 export class JobReads {
@@ -44,10 +45,6 @@ export class JobReads {
         return Promise.resolve(kept.job);
       },
     };
-  }
-
-  get size(): number {
-    return this.reads.size;
   }
 
   /** Drops the reads too old to serve at `nowMs`. */
