@@ -9,10 +9,11 @@ import { extendOwnerChains } from './owner-chain.ts';
 
 /**
  * Full Jobs a page of a namespace's Job list. Each answer is read, copied and parsed whole, up to
- * `listConcurrency` at once, so the page bounds what namespaces of many Jobs cost (what a Job's
- * JSON weighs, and the answers in flight: docs/performance.md).
+ * `listConcurrency` at once, so the page bounds the memory of namespaces of many Jobs (a Job's
+ * JSON is 2–5 KB: two pages in flight are a few MB), and the page count is the requests they cost
+ * (a registry outage's backstop sweep lists every such namespace: docs/performance.md).
  */
-const JOB_PAGE_SIZE = 25;
+const JOB_PAGE_SIZE = 250;
 
 export interface AttributeOptions {
   /** Requests in flight at once. */
