@@ -4,7 +4,7 @@ import { act, type ActResult } from './act/act.ts';
 import { actOnCronJobs, type CronJobResult } from './act/cronjob.ts';
 import { writeInvalidPolicyEvent } from './act/invalid-policy.ts';
 import { settleFinished } from './act/settle.ts';
-import { attributeToJobs } from './attribute/attribute.ts';
+import { attributeToJobs, type SharedJobLists } from './attribute/attribute.ts';
 import { statusOfActions, type SweepStatus } from './exit.ts';
 import { capacityByJob, withCapacity } from './judge/capacity.ts';
 import { holdsOf, judge, planHealReads, policyHeals, rejudgeJob, type JudgeInput } from './judge/judge.ts';
@@ -79,6 +79,8 @@ export interface SweepBatch {
    * whole sweeps and those Jobs' own timers do both), so the first write waits on the Jobs' reads only.
    */
   focused?: boolean;
+  /** The Job lists of a whole sweep made in parts, shared by its parts. */
+  jobLists?: SharedJobLists;
 }
 
 export type DryRunMode = 'client' | 'server';
@@ -236,6 +238,7 @@ async function observe(
       listConcurrency: CONCURRENT_JOB_LISTS,
       listThreshold: LIST_JOBS_THRESHOLD,
       onRestart: log.listRestarted('Job list'),
+      ...(options.batch?.jobLists ? { shared: options.batch.jobLists } : {}),
     }),
     readNamespaceLabels(gateway, policy, observation.stuck, CONCURRENT_READS),
     options.batch?.focused

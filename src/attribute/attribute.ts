@@ -27,6 +27,39 @@ export interface AttributeOptions {
   listThreshold: number;
   /** A namespace's Job list started over after its continue token expired (410 Gone). */
   onRestart?: (namespace: string, restart: number) => void;
+  /** Lists shared by the parts of one whole sweep (`run --watch`'s chunks): each namespace listed once. */
+  shared?: SharedJobLists;
+}
+
+/**
+ * The Job lists of one sweep made in parts: what every part will want (so a namespace is listed,
+ * or read Job by Job, by the count of the whole), and the views a list found for the parts still
+ * to come, each handed out once.
+ */
+export class SharedJobLists {
+  private readonly listed = new Map<string, Promise<Map<string, JobView> | { error: string }>>();
+
+  /** `wanted`: namespace → the names of every Job the sweep's parts will look up. */
+  constructor(readonly wanted: ReadonlyMap<string, ReadonlySet<string>>) {}
+
+  /** The namespace's list, made by the first part that asks (`list`), then handed out name by name. */
+  async take(namespace: string, names: ReadonlySet<string>, list: () => Promise<Map<string, JobView>>): Promise<Map<string, JobView>> {
+    let listing = this.listed.get(namespace);
+    if (!listing) {
+      listing = list().catch((error: unknown) => ({ error: describeApiError(error).message }));
+      this.listed.set(namespace, listing);
+    }
+    const found = await listing;
+    if ('error' in found) throw new Error(found.error);
+    const taken = new Map<string, JobView>();
+    for (const name of names) {
+      const key = `${namespace}/${name}`;
+      const view = found.get(key);
+      if (view) taken.set(key, view);
+      found.delete(key);
+    }
+    return taken;
+  }
 }
 
 export interface Attribution {
@@ -57,22 +90,26 @@ export async function attributeToJobs(
   const requests = limited(options.concurrency);
   const lists = limited(options.listConcurrency);
   const lookups: Promise<void>[] = [];
+  const { shared } = options;
   for (const [namespace, names] of wanted) {
-    if (names.size >= options.listThreshold) {
+    const listed = shared?.wanted.get(namespace) ?? names;
+    if (listed.size >= options.listThreshold) {
       const listNamespace = async () => {
         try {
           const listPage = (continueToken: string | undefined) => gateway.listJobs({ namespace, limit: JOB_PAGE_SIZE, continueToken });
           const onRestart = (restart: number) => options.onRestart?.(namespace, restart);
-          const listed = await listFromStart(
-            listPage,
-            () => new Map<string, JobView>(),
-            (acc, jobs) => {
-              for (const job of jobs)
-                if (names.has(job.metadata?.name ?? '')) acc.set(`${namespace}/${job.metadata!.name}`, toJobView(job));
-            },
-            { onRestart },
-          );
-          for (const [key, view] of listed) found.set(key, view);
+          const list = () =>
+            listFromStart(
+              listPage,
+              () => new Map<string, JobView>(),
+              (acc, jobs) => {
+                for (const job of jobs)
+                  if (listed.has(job.metadata?.name ?? '')) acc.set(`${namespace}/${job.metadata!.name}`, toJobView(job));
+              },
+              { onRestart },
+            );
+          const views = shared ? await shared.take(namespace, names, list) : await list();
+          for (const [key, view] of views) found.set(key, view);
         } catch (error) {
           const { message } = describeApiError(error);
           for (const name of names) errors.push({ namespace, job: name, message });

@@ -10,6 +10,7 @@
 // server's clock and the timers are passed in, so a test drives every turn.
 import type { V1Job } from '@kubernetes/client-node';
 import type { ActResult } from '../act/act.ts';
+import { SharedJobLists } from '../attribute/attribute.ts';
 import { mapBounded } from '../concurrency.ts';
 import { policyHeals } from '../judge/judge.ts';
 import { describeApiError } from '../kube/errors.ts';
@@ -18,6 +19,7 @@ import { podCollection, configMapCollection, serviceAccountCollection, type Coll
 import { PENDING_PODS, observeStuckContainers, type ObserveOptions } from '../observe/pods.ts';
 import { loadPolicy } from '../policy/load.ts';
 import type { Policy } from '../policy/types.ts';
+import { jobOwner } from '../model.ts';
 import type { Schedule } from '../run/scheduler.ts';
 import type { SweepDeps, SweepOptions, SweepResult } from '../sweep.ts';
 import type { ServerClock } from './clock.ts';
@@ -358,13 +360,14 @@ export class WatchLoop {
       for (const r of result.results) judged.add(this.keyOf(r.decision));
     } else {
       const chunks = this.chunksOldestFirst();
+      const jobLists = chunks.length > 1 ? new SharedJobLists(this.jobNamesByNamespace(chunks.flat())) : undefined;
       for (let i = 0; i < chunks.length; i += 1) {
         if (i > 0) this.startDue();
         const chunk = new Set(chunks[i]!.filter((key) => !this.inFlight.has(key)));
         for (const key of chunk) this.inFlight.add(key);
         try {
           // The first chunk also lists the Jobs failed earlier and checks the server's version.
-          const result = await this.sweepOf(trigger, chunk, new Map(), i > 0);
+          const result = await this.sweepOf(trigger, chunk, new Map(), i > 0, jobLists);
           if (!result) return;
           for (const r of result.results) judged.add(this.keyOf(r.decision));
         } finally {
@@ -380,6 +383,21 @@ export class WatchLoop {
     for (const [key, count] of snapshot) if (this.dirty.get(key) === count) this.dirty.delete(key);
     for (const key of this.cache.keys())
       if (!judged.has(key) && !this.inFlight.has(key) && this.deps.timers.get(key)?.reason === 'grace') this.deps.timers.delete(key);
+  }
+
+  /** namespace → the names of the Jobs of `keys`: what a whole sweep's chunks will look up. */
+  private jobNamesByNamespace(keys: readonly string[]): Map<string, Set<string>> {
+    const names = new Map<string, Set<string>>();
+    for (const key of keys)
+      for (const pod of this.cache.podsOf(key))
+        for (const c of pod.stuck) {
+          const job = jobOwner(c.controller);
+          if (!job) continue;
+          let inNamespace = names.get(c.namespace);
+          if (!inNamespace) names.set(c.namespace, (inNamespace = new Set()));
+          inNamespace.add(job.name);
+        }
+    return names;
   }
 
   /** The stuck Jobs in chunks of CHUNK, the longest stuck first; at least one chunk (a sweep of nothing still settles). */
@@ -456,6 +474,7 @@ export class WatchLoop {
     keys: ReadonlySet<string> | 'list' | 'running' | undefined,
     fired: Map<string, Due>,
     lean = false,
+    jobLists?: SharedJobLists,
   ) {
     const { deps } = this;
     const { sweepDeps, clock } = deps;
@@ -495,6 +514,7 @@ export class WatchLoop {
             }
           },
           logs: (r) => this.logs(r),
+          ...(jobLists ? { jobLists } : {}),
           focused:
             lean ||
             (fired.size > 0 &&

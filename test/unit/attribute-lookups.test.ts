@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { V1Job } from '@kubernetes/client-node';
-import { attributeToJobs } from '../../src/attribute/attribute.ts';
+import { attributeToJobs, SharedJobLists } from '../../src/attribute/attribute.ts';
 import type { StuckContainer } from '../../src/model.ts';
 import { scriptedGateway } from '../support/scripted-gateway.ts';
 
@@ -90,5 +90,42 @@ describe('attributeToJobs', () => {
     assert.equal(seen.maxRequests, 1);
     assert.deepEqual([...seen.listed].sort(), ['a', 'b', 'c']);
     assert.deepEqual(seen.read.sort(), ['d/j0', 'e/j0']);
+  });
+
+  it('a sweep in parts lists each namespace once, by what the whole wants, and hands each part its own Jobs', async () => {
+    const { gateway, seen, stuck } = scripted({ a: 12, b: 4 });
+    // Two parts, each with 6 of a's Jobs and 2 of b's: below the threshold in a part, above it (a) in the whole.
+    const parts = [stuck.filter((_, i) => i % 2 === 0), stuck.filter((_, i) => i % 2 === 1)];
+    const wanted = new Map<string, Set<string>>();
+    for (const c of stuck) wanted.set(c.namespace, (wanted.get(c.namespace) ?? new Set()).add(c.controller!.name));
+    const shared = new SharedJobLists(wanted);
+    const options = { concurrency: 4, listConcurrency: 2, listThreshold: 10, shared };
+    for (const part of parts) {
+      const attribution = await attributeToJobs(gateway, part, options);
+      assert.deepEqual(attribution.errors, []);
+      for (const c of part) assert.equal(attribution.ownerOf(c.podUid).kind, 'job', `${c.namespace}/${c.pod}`);
+    }
+    assert.deepEqual(seen.listed, ['a'], "a listed once, by the first part; b's Jobs read");
+    assert.deepEqual(seen.read.sort(), ['b/j0', 'b/j1', 'b/j2', 'b/j3']);
+  });
+
+  it('a list that failed fails every part that wants it, without listing again', async () => {
+    const { gateway, seen, stuck } = scripted({ a: 12 });
+    let lists = 0;
+    const failing = {
+      ...gateway,
+      listJobs: () => (lists++, Promise.reject(Object.assign(new Error('connection reset'), { code: 'ECONNRESET' }))),
+    };
+    const shared = new SharedJobLists(new Map([['a', new Set(stuck.map((c) => c.controller!.name))]]));
+    const options = { concurrency: 4, listConcurrency: 2, listThreshold: 10, shared };
+    const first = await attributeToJobs(failing, stuck.slice(0, 6), options);
+    const byFirst = lists;
+    const second = await attributeToJobs(failing, stuck.slice(6), options);
+    assert.ok(byFirst >= 1);
+    assert.equal(lists, byFirst, 'the second part asks nothing');
+    assert.equal(first.errors.length, 6);
+    assert.equal(second.errors.length, 6);
+    assert.match(second.errors[0]!.message, /connection reset/);
+    assert.equal(seen.read.length, 0);
   });
 });

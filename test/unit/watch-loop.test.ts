@@ -309,6 +309,19 @@ describe('the watch loop', () => {
     late.stop.abort();
   });
 
+  it("lists a namespace's Jobs once for a whole sweep, however many chunks it goes in", async () => {
+    const jobs = Array.from({ length: 600 }, (_, i) => `w${i}`);
+    const t = setup({ jobs });
+    await t.start();
+    await t.runFor(1_000);
+    const namespaceLists = () =>
+      t.scripted.calls.filter((c) => c.method === 'listJobs' && !(c.args[0] as { labelSelector?: string }).labelSelector);
+    assert.equal(t.sweeps.length, 2, 'the start sweep, in two chunks (500 + 100)');
+    assert.equal(namespaceLists().length, 1);
+    assert.equal(t.scripted.count('readJob'), 0);
+    t.stop.abort();
+  });
+
   it('backs a refused write off per Job up to the backstop period: at most 12 attempts in 10 minutes, one line each', async () => {
     const t = setup({ jobs: ['refused', 'fine'], refused: ['refused'] });
     await t.start();
