@@ -132,8 +132,24 @@ export function versionOfBinaries(dir: string): string {
   return version;
 }
 
-/** A free TCP port on 127.0.0.1 (bound then released). */
-export function freePort(): Promise<number> {
+/** Ports this process has handed out: the kernel may offer a released port again before its taker has bound it. */
+const handedOut = new Set<number>();
+
+/**
+ * A free TCP port on 127.0.0.1 (bound then released), never one this process handed out before:
+ * two calls in a row once returned the same port, and etcd and the API server raced for it.
+ */
+export async function freePort(): Promise<number> {
+  for (let attempt = 0; attempt < 50; attempt += 1) {
+    const port = await anyFreePort();
+    if (handedOut.has(port)) continue;
+    handedOut.add(port);
+    return port;
+  }
+  throw new Error('no free port that this process has not handed out already');
+}
+
+function anyFreePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
     srv.unref();
