@@ -9,7 +9,8 @@
 //   every 30 s a Job stuck on "not found" at another registry with a 5 s grace. `run --watch
 //   --schedule '*/2 * * * *'` and then `run --schedule '*/2 * * * *'`, `--minutes` each, with the
 //   shipped NODE_OPTIONS: the sweeper's CPU, API requests, peak RSS, audit lines, and the
-//   decisive Jobs' first write after grace.
+//   decisive Jobs' first write after grace (all of them, and those created once the sweeper was
+//   ready: the watch's cache synced, the periodic mode's first sweep scheduled).
 // - takeover: 20,000 Pending pods (unscheduled) of which 1,000 are Jobs past grace; a follower
 //   `run --watch --leader-elect` with its cache synced while another identity holds the Lease;
 //   the Lease released: from the follower's acquireTime to its first write.
@@ -217,11 +218,19 @@ async function outage(cluster: Cluster): Promise<void> {
       const { claimed, stop: unwatch } = claimsIn(kc, [decisiveNs]);
       const s = await startSweeper([...args, '--policy-file', policy, '--kubeconfig', cluster.kubeconfigPath]);
       const due = new Map<string, number>();
+      const created = new Map<string, number>();
       const started = Date.now();
+      // Ready: the watch once its pod cache is synced, the periodic mode once it has scheduled its first sweep.
+      const readyLine = mode === 'watch' ? 'watching: the pod cache is synced' : 'next sweep scheduled';
+      let readyAt: number | undefined;
+      const readiness = setInterval(() => {
+        if (readyAt === undefined && s.output().includes(readyLine)) readyAt = Date.now();
+      }, 100);
       let n = 0;
       while (Date.now() - started < MINUTES * 60_000) {
         const name = `${mode}-decisive-${n++}`;
         const image = `other.registry.example/team/app:missing-${n}`;
+        created.set(name, Date.now());
         await batch.createNamespacedJob({ namespace: decisiveNs, body: jobManifest(name, image) });
         void (async () => {
           const [pod] = await waitForJobPods(core, decisiveNs, name);
@@ -236,12 +245,18 @@ async function outage(cluster: Cluster): Promise<void> {
       }
       const figures = await sweeperFigures(s);
       const lines = jsonLines(s.output()).length;
+      clearInterval(readiness);
       await s.stop();
       unwatch();
       const at = (name: string) => claimed.get(`${decisiveNs}/${name}`);
       const writes = [...due].filter(([k]) => at(k) !== undefined).map(([k, d]) => (at(k)! - d) / 1000);
+      const whenReady = [...due]
+        .filter(([k]) => at(k) !== undefined && readyAt !== undefined && created.get(k)! >= readyAt)
+        .map(([k, d]) => (at(k)! - d) / 1000);
+      const ready = readyAt === undefined ? 'never ready' : `ready ${((readyAt - started) / 1000).toFixed(1)} s after start`;
       console.log(
-        `${mode} (${STUCK} stuck, ${MINUTES} min): CPU ${figures.cpuS.toFixed(1)} s, requests ${figures.requests}, peak RSS ${figures.rssMb.toFixed(0)} MB, audit lines ${lines}; decisive Jobs ${writes.length}/${due.size} written, first write after grace p50 ${f2(pct(writes, 50))} s, p99 ${f2(pct(writes, 99))} s, max ${f2(Math.max(...writes))} s`,
+        `${mode} (${STUCK} stuck, ${MINUTES} min): CPU ${figures.cpuS.toFixed(1)} s, requests ${figures.requests}, peak RSS ${figures.rssMb.toFixed(0)} MB, audit lines ${lines}; decisive Jobs ${writes.length}/${due.size} written, first write after grace p50 ${f2(pct(writes, 50))} s, p99 ${f2(pct(writes, 99))} s, max ${f2(Math.max(...writes))} s; ` +
+          `${ready}, of the ${whenReady.length} created after: p50 ${f2(pct(whenReady, 50))} s, p99 ${f2(pct(whenReady, 99))} s`,
       );
     }
   } finally {
