@@ -14,8 +14,8 @@
 // - takeover: 20,000 Pending pods (unscheduled) of which 1,000 are Jobs past grace; a follower
 //   `run --watch --leader-elect` with its cache synced while another identity holds the Lease;
 //   the Lease released: from the follower's acquireTime to its first write.
-// - refused: 5 stuck Jobs whose every update a ValidatingAdmissionPolicy denies, `--minutes`:
-//   claim attempts per Job and Events per Job.
+// - refused: 5 stuck Jobs whose every update (status included) a ValidatingAdmissionPolicy
+//   denies, `--minutes`: claim attempts per Job and Events per Job.
 // - failover: 3 replicas of `run --watch --leader-elect` through the fault proxy (`--faults` of
 //   every request, watches cut every 10 s), the leader SIGKILLed after each 20 s of tenure and
 //   restarted; 200 stuck Jobs in waves, 5 s grace, 30 controls: first write after grace for Jobs
@@ -347,7 +347,10 @@ async function refused(cluster: Cluster): Promise<void> {
     metadata: { name: 'bench-refuse-job-updates' },
     spec: {
       failurePolicy: 'Fail',
-      matchConstraints: { resourceRules: [{ apiGroups: ['batch'], apiVersions: ['v1'], operations: ['UPDATE'], resources: ['jobs'] }] },
+      // The Job and its status: the FailureTarget status write and the fallback's patch alike.
+      matchConstraints: {
+        resourceRules: [{ apiGroups: ['batch'], apiVersions: ['v1'], operations: ['UPDATE'], resources: ['jobs', 'jobs/status'] }],
+      },
       validations: [{ expression: 'false', message: 'this cluster does not let Jobs be changed' }],
     },
   };
