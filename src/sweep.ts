@@ -81,6 +81,12 @@ export interface SweepBatch {
   focused?: boolean;
   /** The Job lists of a whole sweep made in parts, shared by its parts. */
   jobLists?: SharedJobLists;
+  /**
+   * The API server's time by the watch's clock (never ahead of it: docs/clock.md): a batch judged
+   * from the cache and from reads kept since may send no request before judging, so no answer of
+   * its own dates it.
+   */
+  serverNow?: () => Date | undefined;
 }
 
 export type DryRunMode = 'client' | 'server';
@@ -126,7 +132,7 @@ export async function sweep(liveDeps: SweepDeps, options: SweepOptions): Promise
   if ('status' in observed) return observed;
   await warnKueueTimeouts(deps.gateway, log, loaded, options.kueueConfig);
   const nowMs = deps.monotonicMs();
-  const now = serverNow(deps.gateway.lastServerDate(), nowMs - startedMs);
+  const now = latest(serverNow(deps.gateway.lastServerDate(), nowMs - startedMs), options.batch?.serverNow?.());
   if (!now) return noServerClock(log);
   log.sandboxWaits(observed.observation.sandboxWaits, now);
 
@@ -173,6 +179,12 @@ export async function sweep(liveDeps: SweepDeps, options: SweepOptions): Promise
     cronJobs: acted.cronJobs,
     ...(loaded.builtin ? { policyMissing: 'default' as const } : {}),
   };
+}
+
+/** The later of two lower bounds of the API server's time (either may be missing). */
+function latest(a: Date | undefined, b: Date | undefined): Date | undefined {
+  if (!a || !b) return a ?? b;
+  return a.getTime() >= b.getTime() ? a : b;
 }
 
 /** The loggers of the processes whose first sweep has run: the start-up checks are made once per process. */

@@ -514,6 +514,10 @@ export class WatchLoop {
             }
           },
           logs: (r) => this.logs(r),
+          serverNow: () => {
+            const ms = clock.serverNowMs(this.monotonicMs());
+            return ms === undefined ? undefined : new Date(ms);
+          },
           ...(jobLists ? { jobLists } : {}),
           focused:
             lean ||

@@ -182,11 +182,25 @@ function setup(s: Setup) {
     },
     { repeatLast: true },
   );
-  // The retry layer as the CLI stacks it (one attempt: a refusal is not retried anyway), over the scripted API.
-  const gateway: KubeGateway = {
-    ...withRetries(scripted.gateway, { attempts: 1 }),
-    lastServerDate: () => ({ date: time.wall(), ageMs: 0 }),
-  };
+  // The retry layer as the CLI stacks it (one attempt: a refusal is not retried anyway), over the
+  // scripted API. A server Date comes only with an answer, as over HTTP (truncated to the second).
+  let answeredAtMono: number | undefined;
+  const retrying = withRetries(scripted.gateway, { attempts: 1 });
+  const answered = <T>(p: Promise<T>) => p.finally(() => (answeredAtMono = time.mono));
+  const gateway = new Proxy(retrying, {
+    get: (target, name: string) => {
+      const value = Reflect.get(target, name) as unknown;
+      if (name === 'lastServerDate') {
+        return () => {
+          if (answeredAtMono === undefined) return undefined;
+          const at = Math.floor((time.base + answeredAtMono) / 1000) * 1000;
+          return { date: new Date(at), ageMs: time.mono - answeredAtMono };
+        };
+      }
+      if (typeof value !== 'function' || name === 'serverDryRun') return value;
+      return (...args: unknown[]) => answered((value as (...a: unknown[]) => Promise<unknown>).apply(target, args));
+    },
+  }) as KubeGateway;
   const watch = new ScriptedWatch();
   watch.pods = s.jobs.map((j) => stuckPod(j));
   const out = new PassThrough();
