@@ -27,6 +27,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BatchV1Api, CoreV1Api, CoordinationV1Api, type V1Pod } from '@kubernetes/client-node';
+import { findStuckContainers } from '../src/classify/index.ts';
 import { mapBounded } from '../src/concurrency.ts';
 import { CLI, ensureBuilt, jsonLines } from '../test/support/cli.ts';
 import { freePort, startCluster, type Cluster } from '../test/support/cluster.ts';
@@ -54,6 +55,8 @@ const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length === 0 ? NaN : s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]!;
 };
+/** When a 5 s grace runs out on the stuck clock the sweeper reads from the pod (its conditions' times, docs/clock.md). */
+const graceEnds = (pod: V1Pod): number => findStuckContainers(pod)[0]!.stuckSince.getTime() + 5_000;
 const f2 = (x: number) => (Number.isNaN(x) ? 'n/a' : x.toFixed(2));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -238,8 +241,7 @@ async function outage(cluster: Cluster): Promise<void> {
             since: new Date(),
             stuck: [{ container: 'main', reason: 'ErrImagePull', message: realPullMessage('tag-missing', image, 'ErrImagePull') }],
           });
-          const cond = written.status?.conditions?.find((c) => c.type === 'PodReadyToStartContainers');
-          due.set(name, new Date(cond!.lastTransitionTime!).getTime() + 5_000);
+          due.set(name, graceEnds(written));
         })();
         await sleep(30_000);
       }
@@ -530,8 +532,7 @@ async function failover(cluster: Cluster): Promise<void> {
               },
             ],
           });
-          const cond = pod.status?.conditions?.find((c) => c.type === 'PodReadyToStartContainers');
-          due.set(k, new Date(cond!.lastTransitionTime!).getTime() + 5_000);
+          due.set(k, graceEnds(pod));
         }),
       );
       await sleep(6_000);
