@@ -389,9 +389,13 @@ async function refused(cluster: Cluster): Promise<void> {
   await s.stop();
   const errors = jsonLines(s.output()).filter((l) => l.outcome === 'error');
   const perJob = pods.map((p) => errors.filter((l) => l.job === p.name).length);
-  const events = JSON.parse((await raw.request('GET', `/apis/events.k8s.io/v1/namespaces/${ns}/events`)).body) as { items: unknown[] };
+  // The sweeper's Events only (the Job controller writes its own, one SuccessfulCreate per Job).
+  const events = JSON.parse((await raw.request('GET', `/apis/events.k8s.io/v1/namespaces/${ns}/events`)).body) as {
+    items: { reportingController?: string }[];
+  };
+  const sweepers = events.items.filter((e) => e.reportingController === 'imagepull-sweeper').length;
   console.log(
-    `refused (${MINUTES} min): claim attempts per Job ${perJob.join(', ')} (max ${Math.max(...perJob)}); Events ${events.items.length}`,
+    `refused (${MINUTES} min): claim attempts per Job ${perJob.join(', ')} (max ${Math.max(...perJob)}); the sweeper's Events ${sweepers} (all Events ${events.items.length})`,
   );
   raw.close();
 }
