@@ -576,9 +576,12 @@ export class WatchLoop {
     return result;
   }
 
-  /** Keeps the read of a Job whose grace runs out within FRESH_MS, for its timer's sweep. */
+  /**
+   * Keeps the read of a Job a rule fails whose grace runs out within FRESH_MS, for its timer's
+   * sweep: the claim is conditional on it (a report or a retry is written on a fresh read).
+   */
   private keepRead(jobsRead: Map<string, V1Job>, d: ActResult['decision'], due: Due | undefined, nowMs: number, readAtMs: number): void {
-    if (due?.reason !== 'grace' || due.atMs - nowMs >= FRESH_MS || d.job === undefined) return;
+    if (due?.reason !== 'grace' || due.atMs - nowMs >= FRESH_MS || d.job === undefined || d.action !== 'fail') return;
     const job = jobsRead.get(`${d.namespace}/${d.job}`);
     if (job) this.jobReads.keep(job, readAtMs);
   }

@@ -323,6 +323,19 @@ describe('the watch loop', () => {
     late.stop.abort();
   });
 
+  it('reads a Job again before a report: only a claim is conditional on the read kept', async () => {
+    const t = setup({
+      jobs: [],
+      policy: 'defaults: { grace: { permanent: 10s } }\nrules:\n  - name: watch-only\n    namespaces: [ci]\n    action: report\n',
+    });
+    await t.start();
+    t.watch.emit({ type: 'ADDED', object: stuckPod('told', { rv: '2' }), resourceVersion: '2' });
+    await t.runFor(12_000);
+    assert.ok(t.scripted.count('createEvent') >= 1, 'reported');
+    assert.equal(t.scripted.count('readJob'), 2, 'read on taking the lead, then again for the report');
+    t.stop.abort();
+  });
+
   it("lists a namespace's Jobs once for a whole sweep, however many chunks it goes in", async () => {
     const jobs = Array.from({ length: 600 }, (_, i) => `w${i}`);
     const t = setup({ jobs });
