@@ -75,16 +75,20 @@ async function startSweeper(args: string[], env: Record<string, string> = {}): P
   });
   let out = '';
   child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
+  // Every replica's log is kept, a killed one's too.
+  const closed = new Promise<void>((r) =>
+    child.on('close', () => {
+      writeFileSync(join(tmpdir(), `bad-day-${SCENARIO}-${child.pid}.log`), out);
+      r();
+    }),
+  );
   return {
     child,
     output: () => out,
     metricsPort,
     stop: async () => {
-      if (child.exitCode === null) {
-        child.kill('SIGTERM');
-        await new Promise((r) => child.on('close', r));
-      }
-      writeFileSync(join(tmpdir(), `bad-day-${SCENARIO}-${child.pid}.log`), out);
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      await closed;
     },
   };
 }
@@ -490,6 +494,7 @@ async function failover(cluster: Cluster): Promise<void> {
   const output = () => everyReplica.map((r) => r.output()).join('');
   const kills: number[] = [];
   const exits: number[] = [];
+  const holders: { at: number; holder: string }[] = [];
   let running = true;
   // The killer: whoever holds the Lease for 20 s is SIGKILLed and replaced.
   const killer = (async () => {
@@ -499,7 +504,10 @@ async function failover(cluster: Cluster): Promise<void> {
       await sleep(250);
       const lease = await leases.readNamespacedLease({ namespace: leaseNs, name: 'imagepull-sweeper' }).catch(() => undefined);
       const now = lease?.spec?.holderIdentity ?? '';
-      if (now !== holder) [holder, since] = [now, Date.now()];
+      if (now !== holder) {
+        [holder, since] = [now, Date.now()];
+        holders.push({ at: since, holder });
+      }
       // A replica that exited (a lost Lease exits 1) is started again, as its Deployment would.
       for (let r = 0; r < replicas.length; r += 1) {
         if (replicas[r]!.child.exitCode === null) continue;
@@ -556,6 +564,9 @@ async function failover(cluster: Cluster): Promise<void> {
       if (c < d) early += 1;
       (kills.some((t) => t >= d - renewed && t <= c) ? across : lives).push((c - d) / 1000);
     }
+    const timeline = join(tmpdir(), `bad-day-failover-${process.pid}.json`);
+    writeFileSync(timeline, JSON.stringify({ due: [...due], claimed: [...claimed], kills, holders }));
+    console.log(`failover timeline: ${timeline}`);
     const counted = await countFaultOutcomes(kc, namespaces, jobs, healthy, output());
     console.log(
       `failover (faults ${FAULT_RATE}, ${kills.length} kills, ${exits.length} exits of their own [${exits.join(',')}], ${injected.cuts} watch cuts): first write after grace, leader lives p50 ${f2(pct(lives, 50))} s, p99 ${f2(pct(lives, 99))} s (${lives.length}); across a kill p99 ${f2(pct(across, 99))} s (${across.length}); ` +
@@ -564,7 +575,7 @@ async function failover(cluster: Cluster): Promise<void> {
   } finally {
     running = false;
     unwatch();
-    await Promise.all(replicas.map((r) => r.stop()));
+    await Promise.all(everyReplica.map((r) => r.stop()));
     await faults.proxy.close();
   }
 }
