@@ -104,6 +104,8 @@ export class LeaderElector {
   private renewedAtMs: number | undefined;
   /** Local monotonic time another holder's Lease expires here, as last judged. */
   private expiresAtMs: number | undefined;
+  /** The last attempt to take the Lease met a newer record (perhaps its own write, its answer lost). */
+  private takeConflicted = false;
 
   constructor(private readonly deps: ElectorDeps) {}
 
@@ -126,6 +128,7 @@ export class LeaderElector {
     const written =
       current === undefined ? await store.create(verdict.spec) : await store.replace(current.metadata?.resourceVersion ?? '', verdict.spec);
     if (written) this.seen = { fingerprint: fingerprint(verdict.spec), atMs: nowMs };
+    this.takeConflicted = !written;
     return written;
   }
 
@@ -164,10 +167,16 @@ export class LeaderElector {
   /**
    * A retry period (jittered); a Lease that expires sooner is tried as it expires: the same test
    * of a record unchanged for a lease duration, made when it can first pass, not up to a retry
-   * period later.
+   * period later. A take that conflicted reads the record again at once, once: the newer record
+   * may be its own (a write that landed with its answer lost, then repeated) or a rival's, which
+   * it then waits out.
    */
   private untilNextAttemptMs(): number {
     const retryMs = this.deps.timings.retryPeriodMs * (1 + (this.deps.random ?? Math.random)() * (JITTER - 1));
+    if (this.takeConflicted) {
+      this.takeConflicted = false;
+      return 0;
+    }
     if (this.expiresAtMs === undefined) return retryMs;
     return Math.max(0, Math.min(retryMs, this.expiresAtMs - this.deps.monotonicMs()));
   }

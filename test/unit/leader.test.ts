@@ -184,6 +184,33 @@ describe('LeaderElector', () => {
     assert.deepEqual(took, [15_000, 8], 'taken the moment it had stood unchanged for 15 s here, at its 8th read (0, 2.2 ... 13.2 s, 15 s)');
   });
 
+  it('run: a take whose answer was lost (repeated, it conflicts with itself) reads the Lease again at once and leads', async () => {
+    const store = memoryStore();
+    const clock = { ms: 0 };
+    let lostAnswers = 1;
+    // The first replace lands and its answer is lost; the retry layer repeats it with the old
+    // resourceVersion, which now conflicts with the write itself: false, as the API server's 409.
+    const losing: LeaseStore = {
+      ...store,
+      replace: async (rv, spec) => {
+        const landed = await store.replace(rv, spec);
+        if (landed && lostAnswers-- > 0) return store.replace(rv, spec);
+        return landed;
+      },
+    };
+    await store.create({ holderIdentity: null, leaseDurationSeconds: 1 });
+    const sleeps: number[] = [];
+    const b = new LeaderElector({
+      ...electorDeps(losing, 'b', clock),
+      sleep: async (ms) => void (sleeps.push(ms), (clock.ms += ms)),
+    });
+    let ledAt: number | undefined;
+    await b.run(async () => void (ledAt = clock.ms), new AbortController().signal);
+    assert.equal(store.lease?.spec?.holderIdentity, null, 'released on the way out');
+    assert.equal(ledAt, 0, 'led at once: no retry period waited after its own write conflicted');
+    assert.deepEqual(sleeps.slice(0, 1), [0]);
+  });
+
   it('run: leads while renewing; when renewals fail past the renew deadline, the lead is aborted', async () => {
     const store = memoryStore();
     const clock = { ms: 0 };
