@@ -1,6 +1,7 @@
 // `run --watch` (docs/how-it-works.md "Event-driven mode"). The pods and the policy are listed and
 // watched (reflector.ts) into a cache of what judging needs (pod-cache.ts). Each Job whose stuck
-// pods change is pre-judged, which sets its timer (a heap, due.ts). When timers fall due, those
+// pods change is pre-judged beside the loop (a slow read holds back only its own Jobs), which sets
+// its timer (a heap, due.ts). When timers fall due, those
 // Jobs, and only those, are judged and written as one batch, beside the batches already in flight:
 // a Job's retries never hold another Job back; a Job read within 30 s is claimed from that read
 // (the claim is conditional on it: job-reads.ts). A whole sweep (every stuck Job, from the cache) runs
@@ -37,6 +38,8 @@ import { Wakeup } from './wakeup.ts';
 
 /** Pods that changed are pre-judged together after this long (a burst is one batch of reads). */
 const PREJUDGE_DELAY_MS = 50;
+/** Pre-judgements run beside the loop, at most this many at once: a slow read holds only its own. */
+const MAX_PREJUDGES = 4;
 /** A batch starts this long after its due time on our estimate of the server's clock. */
 const FIRE_MARGIN_MS = 20;
 /** The clock is calibrated again, beside the loop, when its newest answer is older than this. */
@@ -92,6 +95,9 @@ export class WatchLoop {
   /** Jobs read lately whose grace runs out soon: their timers' sweeps judge from these reads. */
   private readonly jobReads = new JobReads();
   private readonly batches = new Set<Promise<void>>();
+  private readonly prejudges = new Set<Promise<void>>();
+  /** The keys of the pre-judgements in flight. */
+  private readonly prejudging = new Set<string>();
   private spent: Spent = { total: 0, byNamespace: new Map() };
   /** Jobs a sweep in flight judged to fail, by namespace: they count against the period's limits until that sweep ends. */
   private readonly reserved = new Map<string, string>();
@@ -208,7 +214,7 @@ export class WatchLoop {
       }
     } finally {
       this.watching.abort();
-      await Promise.allSettled([...this.background, ...this.batches]);
+      await Promise.allSettled([...this.background, ...this.batches, ...this.prejudges]);
       this.logger.info('stopping: no sweep in flight');
     }
   }
@@ -258,8 +264,9 @@ export class WatchLoop {
       return 0;
     }
     const monoNow = this.monotonicMs();
-    if (this.dirty.size > 0 && monoNow >= this.dirtySinceMs + PREJUDGE_DELAY_MS) {
-      await this.prejudgeDirty();
+    const prejudgeWaits = this.prejudgeWaiting();
+    if (prejudgeWaits && monoNow >= this.dirtySinceMs + PREJUDGE_DELAY_MS) {
+      this.startPrejudge();
       return 0;
     }
     const waits: number[] = [];
@@ -275,7 +282,7 @@ export class WatchLoop {
         else waits.push(at - monoNow);
       }
     }
-    if (this.dirty.size > 0) waits.push(this.dirtySinceMs + PREJUDGE_DELAY_MS - monoNow);
+    if (prejudgeWaits) waits.push(this.dirtySinceMs + PREJUDGE_DELAY_MS - monoNow);
     return this.waitMs(waits);
   }
 
@@ -349,7 +356,7 @@ export class WatchLoop {
    * it is one sweep.
    */
   private async wholeSweep(trigger: WatchTrigger): Promise<void> {
-    await Promise.allSettled([...this.batches]);
+    await Promise.allSettled([...this.batches, ...this.prejudges]);
     if (trigger === 'schedule') this.nextPeriod();
     const fromCache = this.synced.size === this.scopes.length && this.connected.size === this.scopes.length;
     const snapshot = new Map(this.dirty);
@@ -652,10 +659,31 @@ export class WatchLoop {
     this.wakeup.notify();
   }
 
-  /** Pre-judges the Jobs whose stuck pods changed: their timers (reads only; followers too). */
-  private async prejudgeDirty(): Promise<void> {
+  /** Changed Jobs not being pre-judged already, and room for one more pre-judgement. */
+  private prejudgeWaiting(): boolean {
+    if (this.prejudges.size >= MAX_PREJUDGES) return false;
+    for (const key of this.dirty.keys()) if (!this.prejudging.has(key)) return true;
+    return false;
+  }
+
+  /** Pre-judges the changed Jobs not in a pre-judgement already, beside the loop; it wakes the loop when done. */
+  private startPrejudge(): void {
+    const snapshot = new Map([...this.dirty].filter(([key]) => !this.prejudging.has(key)));
+    for (const key of snapshot.keys()) this.prejudging.add(key);
+    this.dirtySinceMs = this.monotonicMs();
+    const run: Promise<void> = this.prejudgeChanged(snapshot)
+      .catch((error: unknown) => void this.logger.error('pre-judging crashed', { error: (error as Error).message }))
+      .finally(() => {
+        for (const key of snapshot.keys()) this.prejudging.delete(key);
+        this.prejudges.delete(run);
+        this.wakeup.notify();
+      });
+    this.prejudges.add(run);
+  }
+
+  /** Pre-judges the Jobs whose stuck pods changed (`snapshot`: key → its change count): their timers (reads only; followers too). */
+  private async prejudgeChanged(snapshot: Map<string, number>): Promise<void> {
     const { deps } = this;
-    const snapshot = new Map(this.dirty);
     const policy = await this.currentPolicy();
     if (!policy) {
       // The sweep reports the policy's problem; the timers wait for it to be fixed.
@@ -693,7 +721,6 @@ export class WatchLoop {
       this.keepRead(jobsRead, d, due, nowMs, readFromMs);
     }
     for (const [key, count] of snapshot) if (this.dirty.get(key) === count) this.dirty.delete(key);
-    this.dirtySinceMs = this.monotonicMs();
     if (this.dirty.size === 0) this.prejudged = true;
   }
 

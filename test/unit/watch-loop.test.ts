@@ -130,6 +130,8 @@ interface Setup {
   refused?: string[];
   /** A claim of these Jobs hangs until released. */
   slow?: Map<string, Promise<void>>;
+  /** A read of these Jobs hangs until released. */
+  slowReads?: Map<string, Promise<void>>;
   /** What a read of a pod answers, by name (a 404 otherwise). */
   pods?: Record<string, V1Pod>;
 }
@@ -146,7 +148,8 @@ function setup(s: Setup) {
   const scripted = scriptedGateway(
     {
       readJob: [
-        (_ns: string, name: string) => {
+        async (_ns: string, name: string) => {
+          await s.slowReads?.get(name);
           const j = jobObject(name);
           j.metadata!.annotations = annotations.get(name);
           return j;
@@ -292,6 +295,23 @@ describe('the watch loop', () => {
     release();
     await t.runFor(1_000);
     assert.deepEqual(t.claims, ['b', 'a']);
+    t.stop.abort();
+  });
+
+  it("fails a Job that falls due while another Job's pre-judgement waits on its read", async () => {
+    let release!: () => void;
+    const slowReads = new Map([['b', new Promise<void>((resolve) => (release = resolve))]]);
+    const t = setup({ jobs: ['a'], slowReads });
+    await t.start();
+    await t.runFor(20_000);
+    // b gets stuck: its pre-judgement reads its Job, and that read hangs past a's due time.
+    t.watch.emit({ type: 'ADDED', object: stuckPod('b', { rv: '5' }), resourceVersion: '5' });
+    await t.runFor(15_000);
+    assert.deepEqual(t.claims, ['a'], "a was failed on time while b's read still hung");
+    release();
+    await settle();
+    await t.runFor(1_000);
+    assert.deepEqual(t.claims, ['a', 'b'], 'b, stuck as long as a, is failed once its read answers');
     t.stop.abort();
   });
 
