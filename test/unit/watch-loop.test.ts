@@ -64,12 +64,12 @@ const settle = async () => {
 const recorded = REAL_NODE.cases.find((c) => c.id === 'repo-missing')!.pods.ImagePullBackOff!;
 const since = findStuckContainers(recorded)[0]!.stuckSince.getTime();
 
-function stuckPod(job: string, over: { rv?: string } = {}): V1Pod {
+function stuckPod(job: string, over: { rv?: string; namespace?: string } = {}): V1Pod {
   const pod = structuredClone(recorded);
   pod.metadata = {
     ...pod.metadata,
     name: `${job}-pod`,
-    namespace: 'ci',
+    namespace: over.namespace ?? 'ci',
     uid: `pod-${job}`,
     resourceVersion: over.rv ?? '1',
     ownerReferences: [{ apiVersion: 'batch/v1', kind: 'Job', name: job, uid: `job-${job}`, controller: true }],
@@ -77,8 +77,8 @@ function stuckPod(job: string, over: { rv?: string } = {}): V1Pod {
   return pod;
 }
 
-const jobObject = (name: string): V1Job => ({
-  metadata: { name, namespace: 'ci', uid: `job-${name}`, resourceVersion: '10' },
+const jobObject = (name: string, namespace = 'ci'): V1Job => ({
+  metadata: { name, namespace, uid: `job-${name}`, resourceVersion: '10' },
   spec: { template: { spec: { containers: [{ name: 'main', image: 'x' }] } } },
   status: {},
 });
@@ -134,6 +134,8 @@ interface Setup {
   slowReads?: Map<string, Promise<void>>;
   /** What a read of a pod answers, by name (a 404 otherwise). */
   pods?: Record<string, V1Pod>;
+  /** The sweeper's namespaces (default: ci). */
+  namespaces?: string[];
 }
 
 function setup(s: Setup) {
@@ -148,9 +150,9 @@ function setup(s: Setup) {
   const scripted = scriptedGateway(
     {
       readJob: [
-        async (_ns: string, name: string) => {
+        async (namespace: string, name: string) => {
           await s.slowReads?.get(name);
-          const j = jobObject(name);
+          const j = jobObject(name, namespace);
           j.metadata!.annotations = annotations.get(name);
           return j;
         },
@@ -214,7 +216,7 @@ function setup(s: Setup) {
   const sweeps: { trigger: string; jobs: string[] }[] = [];
   const options: SweepOptions = {
     dryRun: false,
-    namespaces: ['ci'],
+    namespaces: s.namespaces ?? ['ci'],
     policy: { kind: 'file', path: '-', stdin: async () => policyText },
     instance: 'test',
   };
@@ -312,6 +314,24 @@ describe('the watch loop', () => {
     await settle();
     await t.runFor(1_000);
     assert.deepEqual(t.claims, ['a', 'b'], 'b, stuck as long as a, is failed once its read answers');
+    t.stop.abort();
+  });
+
+  it("sets a Job's timer once its own namespace's reads are in, not after another namespace's slow read", async () => {
+    let release!: () => void;
+    const slowReads = new Map([['b', new Promise<void>((resolve) => (release = resolve))]]);
+    const t = setup({ jobs: [], slowReads, namespaces: [] });
+    await t.start();
+    await t.runFor(20_000);
+    // a and b get stuck together (one pre-judgement), in two namespaces; b's Job read hangs.
+    t.watch.emit({ type: 'ADDED', object: stuckPod('a', { rv: '4', namespace: 'ci' }), resourceVersion: '4' });
+    t.watch.emit({ type: 'ADDED', object: stuckPod('b', { rv: '5', namespace: 'other' }), resourceVersion: '5' });
+    await t.runFor(15_000);
+    assert.deepEqual(t.claims, ['a'], "a was failed on time while b's read still hung");
+    release();
+    await settle();
+    await t.runFor(1_000);
+    assert.deepEqual(t.claims, ['a', 'b']);
     t.stop.abort();
   });
 
