@@ -50,6 +50,8 @@ const RECALIBRATE_AFTER_MS = 5 * 60_000;
 const FIRST_BACK_OFF_MS = 5_000;
 /** Jobs due at once are judged and written in batches of at most this many, side by side. */
 const BATCH_MAX = 8;
+/** A cache first listed this recently is swept as it is, its watch up or not (as fresh as a list would be). */
+const JUST_LISTED_MS = 10_000;
 /** A whole sweep from the cache judges this many stuck Jobs at a time. */
 const CHUNK = 500;
 /** The loop turns at least this often (its health is judged on it). */
@@ -105,6 +107,8 @@ export class WatchLoop {
   private readonly reserved = new Map<string, string>();
   private readonly scopes: string[];
   private readonly synced = new Set<string>();
+  /** When the pod cache's first list was in (monotonic): until its watch is up, that list is the cache's age. */
+  private syncedAtMs: number | undefined;
   private readonly connected = new Set<string>();
   private leading: AbortSignal | undefined;
   private startPending = false;
@@ -169,6 +173,7 @@ export class WatchLoop {
         onList: () => deps.metrics?.listed('pods'),
         onSynced: () => {
           this.synced.add(scope);
+          if (this.synced.size === this.scopes.length) this.syncedAtMs = this.monotonicMs();
           if (this.synced.size === this.scopes.length)
             this.logger.info('watching: the pod cache is synced', { stuckJobs: this.cache.stuckKeys, leading: this.leading !== undefined });
           this.wakeup.notify();
@@ -354,13 +359,13 @@ export class WatchLoop {
    * Every stuck Job: on taking the lead, a policy edit, the backstop slot (a new period). From the
    * cache it goes in chunks of CHUNK Jobs, oldest stuck first (so the limits keep the oldest),
    * with the due batches started between chunks: a Job falling due waits for one chunk, not for
-   * every stuck Job, and memory holds one chunk's decisions. Listing (the watch not connected),
-   * it is one sweep.
+   * every stuck Job, and memory holds one chunk's decisions. Listing (the watch not connected and
+   * the first list older than 10 s), it is one sweep.
    */
   private async wholeSweep(trigger: WatchTrigger): Promise<void> {
     await Promise.allSettled([...this.batches, ...this.prejudges]);
     if (trigger === 'schedule') this.nextPeriod();
-    const fromCache = this.synced.size === this.scopes.length && this.connected.size === this.scopes.length;
+    const fromCache = this.synced.size === this.scopes.length && (this.connected.size === this.scopes.length || this.justListed());
     const snapshot = new Map(this.dirty);
     const judged = new Set<string>();
     if (!fromCache) {
@@ -392,6 +397,11 @@ export class WatchLoop {
     for (const [key, count] of snapshot) if (this.dirty.get(key) === count) this.dirty.delete(key);
     for (const key of this.cache.keys())
       if (!judged.has(key) && !this.inFlight.has(key) && this.deps.timers.get(key)?.reason === 'grace') this.deps.timers.delete(key);
+  }
+
+  /** The cache's first list is moments old: whatever its watch did since, the cache is as fresh as a list. */
+  private justListed(): boolean {
+    return this.syncedAtMs !== undefined && this.monotonicMs() - this.syncedAtMs < JUST_LISTED_MS;
   }
 
   /** namespace → the names of the Jobs of `keys`: what a whole sweep's chunks will look up. */

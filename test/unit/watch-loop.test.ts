@@ -460,6 +460,25 @@ describe('the watch loop', () => {
     t.stop.abort();
   });
 
+  it('on a cold start sweeps the cache its list has just filled, its watch not up yet: the pods are not listed again', async () => {
+    const t = setup({ jobs: ['a'] });
+    // The watch request is never answered (a slow API server): only the list is in.
+    t.watch.watch = (_c, opts) => new Promise<void>((resolve) => opts.signal.addEventListener('abort', () => resolve(), { once: true }));
+    await t.start();
+    await t.runFor(1_000);
+    assert.deepEqual(
+      t.scripted.calls.filter((c) => c.method === 'listPodRows' || c.method === 'listPods'),
+      [],
+      'the start sweep judged from the cache',
+    );
+    assert.deepEqual(
+      audit(t.lines, 'a').map((l) => l.outcome),
+      ['skipped'],
+      'a was judged (its grace not over)',
+    );
+    t.stop.abort();
+  });
+
   it("acts on fresh facts while the pod watch is down: the due Jobs' pods are read again first", async () => {
     const recovered = stuckPod('recovered');
     recovered.status = { ...recovered.status, phase: 'Running', containerStatuses: [] };
