@@ -116,7 +116,7 @@ export class WatchLoop {
   private periodMs: number;
   private busySinceMs: number | undefined;
   private calibrating = false;
-  /** Every stuck Job the cache holds has been pre-judged (a follower's warm timers). */
+  /** Every stuck Job the cache held has been pre-judged once (a follower's warm timers); what changed since is being pre-judged. */
   private prejudged = false;
   private calibratedAtMs = -Infinity;
   private policy: Policy | undefined;
@@ -261,8 +261,9 @@ export class WatchLoop {
       this.startPending = false;
       // Jobs whose grace ran out while there was no leader, known from the pre-judgements, first.
       this.startDue();
-      // A follower that pre-judged every stuck Job has every timer already: nothing to sweep.
-      if (!(this.prejudged && this.dirty.size === 0)) await this.wholeSweep('start');
+      // A follower that has pre-judged every stuck Job it held has their timers; what changed since
+      // is being pre-judged, leader or not: nothing to sweep, and no whole sweep holds the timers.
+      if (!this.prejudged) await this.wholeSweep('start');
       return 0;
     }
     if (leading && this.policyChanged) {
@@ -738,7 +739,6 @@ export class WatchLoop {
         error: (error as Error).message,
       });
       this.dirtySinceMs = this.monotonicMs() + FIRST_BACK_OFF_MS;
-      this.prejudged = false;
       return false;
     }
     const nowMs = deps.clock.serverNowMs(this.monotonicMs()) ?? 0;

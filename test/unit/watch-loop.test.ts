@@ -513,4 +513,22 @@ describe('the watch loop', () => {
     assert.deepEqual(t.claims, ['a'], 'the first turn after taking the lead');
     t.stop.abort();
   });
+
+  it('taking the lead while a pre-judgement waits on a read, acts at once: no whole sweep waits for it', async () => {
+    let release!: () => void;
+    const slowReads = new Map([['b', new Promise<void>((resolve) => (release = resolve))]]);
+    const t = setup({ jobs: ['a'], slowReads });
+    await t.start(false);
+    await t.runFor(20_000);
+    t.watch.emit({ type: 'ADDED', object: stuckPod('b', { rv: '5' }), resourceVersion: '5' });
+    await t.runFor(20_000);
+    t.loop.lead(new AbortController().signal);
+    await t.runFor(100);
+    assert.deepEqual(t.claims, ['a'], "a, due as a follower, failed on the first turn while b's read still hangs");
+    release();
+    await settle();
+    await t.runFor(1_000);
+    assert.deepEqual(t.claims, ['a', 'b']);
+    t.stop.abort();
+  });
 });
