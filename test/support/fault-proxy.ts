@@ -266,7 +266,10 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
         ca: options.upstreamCa,
       },
       (answer) => {
+        // Sent at once, as the API server flushes a watch's headers before any event: Node would
+        // hold them until the first body chunk, and a quiet watch would look unaccepted.
         res.writeHead(answer.statusCode ?? 502, answer.headers);
+        res.flushHeaders();
         answer.pipe(res);
         answer.on('error', () => req.socket.destroy());
       },
