@@ -41,7 +41,7 @@ const PREJUDGE_DELAY_MS = 50;
 /** Pre-judgements run beside the loop, at most this many at once: a slow read holds only its own. */
 const MAX_PREJUDGES = 4;
 /** One pre-judgement reads this many namespaces' Jobs side by side. */
-const PREJUDGE_NAMESPACES = 4;
+const PREJUDGE_NAMESPACES = 16;
 /** A batch starts this long after its due time on our estimate of the server's clock. */
 const FIRE_MARGIN_MS = 20;
 /** The clock is calibrated again, beside the loop, when its newest answer is older than this. */
