@@ -1,14 +1,15 @@
 // `run --watch` (docs/how-it-works.md "Event-driven mode"). The pods and the policy are listed and
 // watched (reflector.ts) into a cache of what judging needs (pod-cache.ts). Each Job whose stuck
-// pods change is pre-judged beside the loop (a slow read holds back only its own Jobs), which sets
-// its timer (a heap, due.ts). When timers fall due, those
-// Jobs, and only those, are judged and written as one batch, beside the batches already in flight:
-// a Job's retries never hold another Job back; a Job read within 30 s is claimed from that read
-// (the claim is conditional on it: job-reads.ts). A whole sweep (every stuck Job, from the cache) runs
-// on taking the lead, on a policy edit and at each backstop slot, alone. Limits count per backstop
-// period; a Job whose read or write failed backs off per Job up to the period. Followers keep the
-// cache and the pre-judgements warm and write nothing. The wall clock, the monotonic clock, the
-// server's clock and the timers are passed in, so a test drives every turn.
+// pods change is pre-judged beside the loop (a slow read holds back only its own namespace's
+// Jobs), which sets its timer (a heap, due.ts). When timers fall due, those Jobs, and only those,
+// are judged and written as one batch, beside the batches already in flight: a Job's retries never
+// hold another Job back; a Job read within 30 s is claimed from that read (the claim is
+// conditional on it: job-reads.ts). A whole sweep (every stuck Job, from the cache) runs on a cold
+// start, on a policy edit and at each backstop slot, one at a time and beside the timers (not when
+// it must list: then no timer fires until it is done). Limits count per backstop period; a Job
+// whose read or write failed backs off per Job up to the period. Followers keep the cache and the
+// pre-judgements warm and write nothing. The wall clock, the monotonic clock, the server's clock
+// and the timers are passed in, so a test drives every turn.
 import type { V1Job } from '@kubernetes/client-node';
 import type { ActResult } from '../act/act.ts';
 import { SharedJobLists } from '../attribute/attribute.ts';
@@ -99,6 +100,13 @@ export class WatchLoop {
   /** Jobs read lately whose grace runs out soon: their timers' sweeps judge from these reads. */
   private readonly jobReads = new JobReads();
   private readonly batches = new Set<Promise<void>>();
+  /** The whole sweep in flight, beside the loop (at most one). */
+  private whole: Promise<void> | undefined;
+  private wholeSinceMs: number | undefined;
+  /** A whole sweep is listing (its cache not trusted): no timer fires until it is done. */
+  private listing = false;
+  /** The Jobs judged or pre-judged beside the whole sweep in flight: it does not undo their timers. */
+  private readonly judgedMeanwhile = new Set<string>();
   private readonly prejudges = new Set<Promise<void>>();
   /** The keys of the pre-judgements in flight. */
   private readonly prejudging = new Set<string>();
@@ -221,16 +229,20 @@ export class WatchLoop {
       }
     } finally {
       this.watching.abort();
-      await Promise.allSettled([...this.background, ...this.batches, ...this.prejudges]);
+      await Promise.allSettled([...this.background, ...this.batches, ...this.prejudges, this.whole]);
       this.logger.info('stopping: no sweep in flight');
     }
   }
 
-  /** Healthy unless a turn (a sweep included) has run longer than the backstop period. */
+  /** Healthy unless a turn or a whole sweep has run longer than the backstop period. */
   health(): { ok: true } | { ok: false; why: string } {
-    const busy = this.busySinceMs === undefined ? 0 : this.monotonicMs() - this.busySinceMs;
+    const now = this.monotonicMs();
+    const busy = this.busySinceMs === undefined ? 0 : now - this.busySinceMs;
+    const whole = this.wholeSinceMs === undefined ? 0 : now - this.wholeSinceMs;
     const limitMs = Math.max(this.periodMs, 2 * MAX_WAIT_MS);
-    return busy <= limitMs ? { ok: true } : { ok: false, why: `the watch loop has not turned for ${Math.round(busy / 1000)} s` };
+    if (busy > limitMs) return { ok: false, why: `the watch loop has not turned for ${Math.round(busy / 1000)} s` };
+    if (whole > limitMs) return { ok: false, why: `a whole sweep has run for ${Math.round(whole / 1000)} s` };
+    return { ok: true };
   }
 
   /** One turn: whatever is due now. Returns how long to wait for the next (0: turn again). */
@@ -251,24 +263,26 @@ export class WatchLoop {
     const synced = this.synced.size === this.scopes.length;
     if (this.deps.clock.ageMs(this.monotonicMs()) > RECALIBRATE_AFTER_MS) this.calibrate();
 
-    if (backstopDue) {
-      if (leading) await this.wholeSweep('schedule');
+    // A whole sweep runs beside the loop, one at a time: the timers and pre-judgements go on meanwhile.
+    const wholeFree = this.whole === undefined;
+    if (backstopDue && wholeFree) {
+      if (leading) this.startWhole('schedule');
       else this.nextPeriod();
       return 0;
     }
     if (!synced) return this.waitMs([]);
-    if (leading && this.startPending) {
+    if (leading && this.startPending && wholeFree) {
       this.startPending = false;
       // Jobs whose grace ran out while there was no leader, known from the pre-judgements, first.
       this.startDue();
       // A follower that has pre-judged every stuck Job it held has their timers; what changed since
-      // is being pre-judged, leader or not: nothing to sweep, and no whole sweep holds the timers.
-      if (!this.prejudged) await this.wholeSweep('start');
+      // is being pre-judged, leader or not: nothing to sweep.
+      if (!this.prejudged) this.startWhole('start');
       return 0;
     }
-    if (leading && this.policyChanged) {
+    if (leading && this.policyChanged && wholeFree) {
       this.policyChanged = false;
-      await this.wholeSweep('policy');
+      this.startWhole('policy');
       return 0;
     }
     const monoNow = this.monotonicMs();
@@ -278,7 +292,7 @@ export class WatchLoop {
       return 0;
     }
     const waits: number[] = [];
-    if (leading) {
+    if (leading && !this.listing) {
       const serverNow = deps.clock.serverNowMs(monoNow);
       const earliest = deps.timers.earliest();
       if (earliest && serverNow !== undefined && earliest.atMs + FIRE_MARGIN_MS <= serverNow) {
@@ -295,8 +309,23 @@ export class WatchLoop {
   }
 
   private waitMs(waits: number[]): number {
-    const toBackstop = this.nextBackstop.getTime() - this.deps.wallClock().getTime();
+    // A backstop due while a whole sweep runs waits for its end (which wakes the loop).
+    const toBackstop = this.whole ? MAX_WAIT_MS : this.nextBackstop.getTime() - this.deps.wallClock().getTime();
     return Math.max(0, Math.min(MAX_WAIT_MS, toBackstop, ...waits));
+  }
+
+  private startWhole(trigger: WatchTrigger): void {
+    this.wholeSinceMs = this.monotonicMs();
+    this.judgedMeanwhile.clear();
+    this.whole = this.wholeSweep(trigger)
+      .catch((error: unknown) => void this.logger.error('sweep crashed', { error: (error as Error).message }))
+      .finally(() => {
+        this.whole = undefined;
+        this.wholeSinceMs = undefined;
+        this.listing = false;
+        this.judgedMeanwhile.clear();
+        this.wakeup.notify();
+      });
   }
 
   private changed(key: string): void {
@@ -365,11 +394,13 @@ export class WatchLoop {
    */
   private async wholeSweep(trigger: WatchTrigger): Promise<void> {
     await Promise.allSettled([...this.batches, ...this.prejudges]);
+    // The batches in flight at the slot count in the period they were judged in.
     if (trigger === 'schedule') this.nextPeriod();
     const fromCache = this.synced.size === this.scopes.length && (this.connected.size === this.scopes.length || this.justListed());
     const snapshot = new Map(this.dirty);
-    const judged = new Set<string>();
+    const judged = this.judgedMeanwhile;
     if (!fromCache) {
+      this.listing = true;
       const result = await this.sweepOf(trigger, 'list', new Map());
       if (!result) return;
       for (const r of result.results) judged.add(this.keyOf(r.decision));
@@ -396,8 +427,11 @@ export class WatchLoop {
       }
     }
     for (const [key, count] of snapshot) if (this.dirty.get(key) === count) this.dirty.delete(key);
+    // A grace timer of a Job nothing judged (no rule fails it any more) goes; not one judged or
+    // changed beside this sweep.
     for (const key of this.cache.keys())
-      if (!judged.has(key) && !this.inFlight.has(key) && this.deps.timers.get(key)?.reason === 'grace') this.deps.timers.delete(key);
+      if (!judged.has(key) && !this.inFlight.has(key) && !this.dirty.has(key) && this.deps.timers.get(key)?.reason === 'grace')
+        this.deps.timers.delete(key);
   }
 
   /** The cache's first list is moments old: whatever its watch did since, the cache is as fresh as a list. */
@@ -568,6 +602,7 @@ export class WatchLoop {
     const seen = new Set<string>();
     for (const r of result.results) {
       const key = this.keyOf(r.decision);
+      if (this.whole) this.judgedMeanwhile.add(key);
       const firstForKey = !seen.has(key);
       seen.add(key);
       if (r.outcome === 'failed' || r.outcome === 'would-fail' || r.outcome === 'healed' || r.outcome === 'would-heal')
@@ -746,6 +781,7 @@ export class WatchLoop {
     for (const d of decisions) {
       const due = dueOf(d, undefined, { nowMs, limits: policy.limits, dryRun: this.options.dryRun });
       const key = this.keyOf(d);
+      if (this.whole) this.judgedMeanwhile.add(key);
       const known = deps.timers.get(key);
       // A heal due (a pull secret given) is not put off by a later grace.
       if (known?.reason === 'heal' && (!due || due.atMs >= known.atMs)) continue;

@@ -335,6 +335,23 @@ describe('the watch loop', () => {
     t.stop.abort();
   });
 
+  it('fails a Job stuck after a whole sweep began on time, while that sweep waits on a read', async () => {
+    let release!: () => void;
+    const slowReads = new Map([['b', new Promise<void>((resolve) => (release = resolve))]]);
+    const t = setup({ jobs: ['b'], slowReads });
+    // The start sweep (a whole sweep) reads b's Job, and that read hangs.
+    await t.start();
+    await t.runFor(20_000);
+    t.watch.emit({ type: 'ADDED', object: stuckPod('c', { rv: '5' }), resourceVersion: '5' });
+    await t.runFor(15_000);
+    assert.deepEqual(t.claims, ['c'], 'c was failed when due, the whole sweep still in flight');
+    release();
+    await settle();
+    await t.runFor(1_000);
+    assert.deepEqual(t.claims, ['c', 'b']);
+    t.stop.abort();
+  });
+
   it('claims a Job whose grace runs out soon after it was read from that read (the claim is conditional on it); a read older than 30 s is not used', async () => {
     const t = setup({ jobs: [], policy: 'defaults: { grace: { permanent: 10s } }\n' });
     await t.start();
