@@ -51,6 +51,9 @@ const RECALIBRATE_AFTER_MS = 5 * 60_000;
 const FIRST_BACK_OFF_MS = 5_000;
 /** Jobs due at once are judged and written in batches of at most this many, side by side. */
 const BATCH_MAX = 8;
+/** At most this many batches in flight: more due Jobs wait in the heap, so a takeover's thousand
+ * due Jobs do not queue a thousand reads ahead of the first claim in the client's rate limit. */
+const MAX_BATCHES = 8;
 /** A cache first listed this recently is swept as it is, its watch up or not (as fresh as a list would be). */
 const JUST_LISTED_MS = 10_000;
 /** A whole sweep from the cache judges this many stuck Jobs at a time. */
@@ -296,8 +299,11 @@ export class WatchLoop {
       const serverNow = deps.clock.serverNowMs(monoNow);
       const earliest = deps.timers.earliest();
       if (earliest && serverNow !== undefined && earliest.atMs + FIRE_MARGIN_MS <= serverNow) {
-        this.startDue();
-        return 0;
+        // With every batch slot taken, a batch that ends wakes the loop.
+        if (this.batches.size < MAX_BATCHES) {
+          this.startDue();
+          return 0;
+        }
       } else if (earliest) {
         const at = deps.clock.monotonicAt(earliest.atMs + FIRE_MARGIN_MS, monoNow);
         if (at === undefined) this.calibrate();
@@ -476,7 +482,9 @@ export class WatchLoop {
   private startDue(): void {
     const serverNow = this.deps.clock.serverNowMs(this.monotonicMs());
     if (serverNow === undefined) return;
-    const taken = this.deps.timers.takeDue(serverNow - FIRE_MARGIN_MS);
+    const room = (MAX_BATCHES - this.batches.size) * BATCH_MAX;
+    if (room <= 0) return;
+    const taken = this.deps.timers.takeDue(serverNow - FIRE_MARGIN_MS, room);
     for (const key of this.inFlight) taken.delete(key);
     // Small batches side by side: the first writes wait on a few Jobs' reads, not on all of them.
     const entries = [...taken];

@@ -352,6 +352,22 @@ describe('the watch loop', () => {
     t.stop.abort();
   });
 
+  it('keeps at most 8 batches in flight: 100 Jobs due at once start 64 claims, the rest as batches end', async () => {
+    let release!: () => void;
+    const hold = new Promise<void>((resolve) => (release = resolve));
+    const jobs = Array.from({ length: 100 }, (_, i) => `j${i}`);
+    const policy = 'defaults: { grace: { permanent: 30s } }\nlimits: { maxJobsPerSweep: 1000, maxJobsPerNamespace: 1000 }\n';
+    const t = setup({ jobs, policy, slow: new Map(jobs.map((j) => [j, hold])) });
+    await t.start();
+    await t.runFor(35_000);
+    assert.equal(t.started.length, 64, 'eight batches of eight claims in flight, no more');
+    release();
+    await settle();
+    await t.runFor(2_000);
+    assert.equal(new Set(t.claims).size, 100);
+    t.stop.abort();
+  });
+
   it('claims a Job whose grace runs out soon after it was read from that read (the claim is conditional on it); a read older than 30 s is not used', async () => {
     const t = setup({ jobs: [], policy: 'defaults: { grace: { permanent: 10s } }\n' });
     await t.start();
