@@ -40,9 +40,12 @@ function tally(into: Map<string, Tally>, key: string, c: StuckContainer, notFoun
 
 function scopeOf(name: string, host: string | undefined, t: Tally | undefined, limits: Limits['outage']): OutageScope {
   const stuckPods = t?.pods.size ?? 0;
-  const count = (cls: PullClass) => [...(t?.pods.values() ?? [])].filter((classes) => classes.has(cls)).length;
-  const transientPods = count('transient');
-  const authPods = count('auth');
+  let transientPods = 0;
+  let authPods = 0;
+  for (const classes of t?.pods.values() ?? []) {
+    if (classes.has('transient')) transientPods += 1;
+    if (classes.has('auth')) authPods += 1;
+  }
   const fraction = (n: number) => (stuckPods === 0 ? 0 : n / stuckPods);
   const scope: OutageScope = {
     scope: name,
@@ -75,10 +78,14 @@ function scopeOf(name: string, host: string | undefined, t: Tally | undefined, l
 export function assessOutage(stuck: readonly StuckContainer[], limits: Limits['outage']): OutageAssessment {
   const whole = new Map<string, Tally>();
   const byHost = new Map<string, Tally>();
+  // Thousands of stuck pods share a few dozen images: each is parsed once.
+  const hosts = new Map<string, string>();
   for (const c of stuck) {
     const notFound = isNotFoundFailure(c);
     tally(whole, '', c, notFound);
-    tally(byHost, registryHost(c.image), c, notFound);
+    let host = hosts.get(c.image);
+    if (host === undefined) hosts.set(c.image, (host = registryHost(c.image)));
+    tally(byHost, host, c, notFound);
   }
   const sweepScope = scopeOf('the whole sweep', undefined, whole.get(''), limits);
   const trips: OutageTrip[] = sweepScope.tripped.map((cls) => tripOf(sweepScope, cls));

@@ -7,6 +7,7 @@
 // change.
 import type { V1Pod } from '@kubernetes/client-node';
 import { findStuckContainers } from '../classify/index.ts';
+import { isNotFoundFailure } from '../classify/pull-class.ts';
 import { jobOwner } from '../attribute/job-view.ts';
 import { assessOutage } from '../judge/outage.ts';
 import type { OutageAssessment } from '../judge/types.ts';
@@ -194,8 +195,9 @@ export class PodCache {
       if (previous && previous.key !== key && previous.stuck.length > 0) this.onChange(previous.key);
       if (stuck.length > 0 || (previous && previous.stuck.length > 0)) this.onChange(key);
     } else if (previous.stuck.length > 0) {
-      // Same facts: the messages and resourceVersions are the newest, the timer stays.
-      this.version += stuck.some((c, i) => c.message !== previous.stuck[i]?.message) ? 1 : 0;
+      // Same facts: the messages are the newest, the timer stays, and the breaker's picture
+      // changes only if a message now reads not-found where it did not (or the reverse).
+      this.version += stuck.some((c, i) => isNotFoundFailure(c) !== isNotFoundFailure(previous.stuck[i]!)) ? 1 : 0;
     }
   }
 

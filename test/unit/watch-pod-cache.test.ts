@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
+import { assessOutage } from '../../src/judge/outage.ts';
 import { DEFAULT_LIMITS } from '../../src/policy/defaults.ts';
 import { PodCache } from '../../src/watch/pod-cache.ts';
 import { REAL_NODE } from './real-node.ts';
@@ -62,5 +63,32 @@ describe('the pod cache', () => {
     h.listEnded();
     assert.deepEqual([...cache.keys()], ['job-b']);
     assert.equal(cache.observation().podsScanned, 1);
+  });
+
+  it("keeps the outage breaker's verdict through the kubelet's back-off rewrites, and judges it again when the picture changes", () => {
+    const cache = new PodCache(() => undefined);
+    const h = cache.handler('*');
+    const pod = (i: number, id: string, reason: 'ErrImagePull' | 'ImagePullBackOff') => {
+      const p = ofJob(recorded(id, reason), `j${i}`);
+      for (const c of [...(p.spec?.containers ?? []), ...(p.status?.containerStatuses ?? [])])
+        c.image = `registry.example/team/app-${i % 6}:1`;
+      return p;
+    };
+    h.listStarted();
+    for (let i = 0; i < 30; i++) h.listed(pod(i, 'service-unavailable', 'ErrImagePull'));
+    h.listEnded();
+    const held = cache.outage(DEFAULT_LIMITS.outage);
+    assert.deepEqual(
+      held.trips.map((t) => `${t.host}:${t.pullClass}`),
+      ['undefined:transient', 'registry.example:transient'],
+    );
+    for (let i = 0; i < 30; i++) h.event('MODIFIED', pod(i, 'service-unavailable', 'ImagePullBackOff'));
+    assert.equal(cache.outage(DEFAULT_LIMITS.outage), held, 'the same verdict, not judged again');
+    assert.deepEqual(held, assessOutage(cache.observation().stuck, DEFAULT_LIMITS.outage), 'and still the true one');
+    for (let i = 0; i < 15; i++) h.event('MODIFIED', pod(i, 'repo-missing', 'ErrImagePull'));
+    const after = cache.outage(DEFAULT_LIMITS.outage);
+    assert.deepEqual(after, assessOutage(cache.observation().stuck, DEFAULT_LIMITS.outage));
+    assert.equal(after.transientPods, 15);
+    assert.deepEqual(after.trips, [], 'half transient, half not-found on too few pods: nothing held');
   });
 });
