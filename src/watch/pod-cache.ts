@@ -153,7 +153,7 @@ export class PodCache {
   /** The outage breaker over every stuck container the cache holds (a batch of a few Jobs still judges the whole picture). */
   outage(limits: Limits['outage']): OutageAssessment {
     const memo = this.outageMemo;
-    if (memo && memo.version === this.version && memo.limits === limits) return memo.outage;
+    if (memo && memo.version === this.version && sameLimits(memo.limits, limits)) return memo.outage;
     const all: StuckContainer[] = [];
     for (const pod of this.pods.values()) for (const c of pod.stuck) all.push(c);
     const outage = assessOutage(all, limits);
@@ -228,4 +228,14 @@ function factsOf(stuck: readonly StuckContainer[]): string {
     out += ';';
   }
   return out;
+}
+
+/** The backstop reads the policy again each period: the same limits in a new object are the same breaker. */
+function sameLimits(a: Limits['outage'], b: Limits['outage']): boolean {
+  return (
+    a.minStuckPods === b.minStuckPods &&
+    a.minImages === b.minImages &&
+    a.transientFraction === b.transientFraction &&
+    a.authFraction === b.authFraction
+  );
 }

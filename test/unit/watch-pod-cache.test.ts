@@ -84,6 +84,8 @@ describe('the pod cache', () => {
     );
     for (let i = 0; i < 30; i++) h.event('MODIFIED', pod(i, 'service-unavailable', 'ImagePullBackOff'));
     assert.equal(cache.outage(DEFAULT_LIMITS.outage), held, 'the same verdict, not judged again');
+    assert.equal(cache.outage({ ...DEFAULT_LIMITS.outage }), held, 'the same limits read again from the policy');
+    assert.notEqual(cache.outage({ ...DEFAULT_LIMITS.outage, minStuckPods: 40 }), held, 'other limits: judged again');
     assert.deepEqual(held, assessOutage(cache.observation().stuck, DEFAULT_LIMITS.outage), 'and still the true one');
     for (let i = 0; i < 15; i++) h.event('MODIFIED', pod(i, 'repo-missing', 'ErrImagePull'));
     const after = cache.outage(DEFAULT_LIMITS.outage);
