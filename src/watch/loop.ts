@@ -113,6 +113,8 @@ export class WatchLoop {
   private readonly prejudges = new Set<Promise<void>>();
   /** The keys of the pre-judgements in flight. */
   private readonly prejudging = new Set<string>();
+  /** Keys a whole sweep from the cache has yet to judge: its chunk will, from the cache as it is then. */
+  private readonly awaitingWhole = new Set<string>();
   private spent: Spent = { total: 0, byNamespace: new Map() };
   /** Jobs a sweep in flight judged to fail, by namespace: they count against the period's limits until that sweep ends. */
   private readonly reserved = new Map<string, string>();
@@ -330,6 +332,7 @@ export class WatchLoop {
         this.wholeSinceMs = undefined;
         this.listing = false;
         this.judgedMeanwhile.clear();
+        this.awaitingWhole.clear();
         this.wakeup.notify();
       });
   }
@@ -413,6 +416,8 @@ export class WatchLoop {
     } else {
       const chunks = this.chunksOldestFirst();
       const jobLists = chunks.length > 1 ? new SharedJobLists(this.jobNamesByNamespace(chunks.flat())) : undefined;
+      // Not pre-judged meanwhile: its chunk reads the same Jobs (a cold start's whole cache, twice).
+      for (const key of chunks.flat()) this.awaitingWhole.add(key);
       for (let i = 0; i < chunks.length; i += 1) {
         if (i > 0) this.startDue();
         const chunk = new Set(chunks[i]!.filter((key) => !this.inFlight.has(key)));
@@ -424,6 +429,8 @@ export class WatchLoop {
           for (const r of result.results) judged.add(this.keyOf(r.decision));
         } finally {
           for (const key of chunk) this.inFlight.delete(key);
+          for (const key of chunks[i]!) this.awaitingWhole.delete(key);
+          this.wakeup.notify();
         }
       }
       // The watch holds the Pending pods; the backstop lists the Running ones whose container restarted in place.
@@ -718,13 +725,13 @@ export class WatchLoop {
   /** Changed Jobs not being pre-judged already, and room for one more pre-judgement. */
   private prejudgeWaiting(): boolean {
     if (this.prejudges.size >= MAX_PREJUDGES) return false;
-    for (const key of this.dirty.keys()) if (!this.prejudging.has(key)) return true;
+    for (const key of this.dirty.keys()) if (!this.prejudging.has(key) && !this.awaitingWhole.has(key)) return true;
     return false;
   }
 
   /** Pre-judges the changed Jobs not in a pre-judgement already, beside the loop; it wakes the loop when done. */
   private startPrejudge(): void {
-    const snapshot = new Map([...this.dirty].filter(([key]) => !this.prejudging.has(key)));
+    const snapshot = new Map([...this.dirty].filter(([key]) => !this.prejudging.has(key) && !this.awaitingWhole.has(key)));
     for (const key of snapshot.keys()) this.prejudging.add(key);
     this.dirtySinceMs = this.monotonicMs();
     const run: Promise<void> = this.prejudgeChanged(snapshot)

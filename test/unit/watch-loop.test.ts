@@ -61,6 +61,23 @@ const settle = async () => {
   for (let i = 0; i < 20; i += 1) await new Promise((resolve) => setImmediate(resolve));
 };
 
+/** A read of `job`'s Job that hangs until `answer` (which then lets the loop run a second). */
+function hangingRead(job: string): {
+  slowReads: Map<string, Promise<void>>;
+  answer: (t: { runFor: (ms: number) => Promise<void> }) => Promise<void>;
+} {
+  let release!: () => void;
+  const slowReads = new Map([[job, new Promise<void>((resolve) => (release = resolve))]]);
+  return {
+    slowReads,
+    answer: async (t) => {
+      release();
+      await settle();
+      await t.runFor(1_000);
+    },
+  };
+}
+
 const recorded = REAL_NODE.cases.find((c) => c.id === 'repo-missing')!.pods.ImagePullBackOff!;
 const since = findStuckContainers(recorded)[0]!.stuckSince.getTime();
 
@@ -132,6 +149,8 @@ interface Setup {
   slow?: Map<string, Promise<void>>;
   /** A read of these Jobs hangs until released. */
   slowReads?: Map<string, Promise<void>>;
+  /** A list of a namespace's Jobs hangs until this settles. */
+  slowList?: Promise<void>;
   /** What a read of a pod answers, by name (a 404 otherwise). */
   pods?: Record<string, V1Pod>;
   /** The sweeper's namespaces (default: ci). */
@@ -160,12 +179,18 @@ function setup(s: Setup) {
       readServerVersion: [{ major: '1', minor: '37', gitVersion: 'v1.37.2' }],
       // A namespace's Jobs listed (10 or more wanted); the pending ones (a label selector): none here.
       listJobs: [
-        (opts: { labelSelector?: string }) => ({
-          items: opts.labelSelector
-            ? []
-            : s.jobs.map((name) => ({ ...jobObject(name), metadata: { ...jobObject(name).metadata, annotations: annotations.get(name) } })),
-          continueToken: undefined,
-        }),
+        async (opts: { labelSelector?: string }) => {
+          if (!opts.labelSelector) await s.slowList;
+          return {
+            items: opts.labelSelector
+              ? []
+              : s.jobs.map((name) => ({
+                  ...jobObject(name),
+                  metadata: { ...jobObject(name).metadata, annotations: annotations.get(name) },
+                })),
+            continueToken: undefined,
+          };
+        },
       ],
       readPod: [(_ns: string, name: string) => s.pods?.[name] ?? apiError(404, 'NotFound', `pods "${name}" not found`)],
       // The claim and the FailureTarget, in one status write (docs/how-it-works.md).
@@ -301,8 +326,7 @@ describe('the watch loop', () => {
   });
 
   it("fails a Job that falls due while another Job's pre-judgement waits on its read", async () => {
-    let release!: () => void;
-    const slowReads = new Map([['b', new Promise<void>((resolve) => (release = resolve))]]);
+    const { slowReads, answer } = hangingRead('b');
     const t = setup({ jobs: ['a'], slowReads });
     await t.start();
     await t.runFor(20_000);
@@ -310,16 +334,13 @@ describe('the watch loop', () => {
     t.watch.emit({ type: 'ADDED', object: stuckPod('b', { rv: '5' }), resourceVersion: '5' });
     await t.runFor(15_000);
     assert.deepEqual(t.claims, ['a'], "a was failed on time while b's read still hung");
-    release();
-    await settle();
-    await t.runFor(1_000);
+    await answer(t);
     assert.deepEqual(t.claims, ['a', 'b'], 'b, stuck as long as a, is failed once its read answers');
     t.stop.abort();
   });
 
   it("sets a Job's timer once its own namespace's reads are in, not after another namespace's slow read", async () => {
-    let release!: () => void;
-    const slowReads = new Map([['b', new Promise<void>((resolve) => (release = resolve))]]);
+    const { slowReads, answer } = hangingRead('b');
     const t = setup({ jobs: [], slowReads, namespaces: [] });
     await t.start();
     await t.runFor(20_000);
@@ -328,16 +349,13 @@ describe('the watch loop', () => {
     t.watch.emit({ type: 'ADDED', object: stuckPod('b', { rv: '5', namespace: 'other' }), resourceVersion: '5' });
     await t.runFor(15_000);
     assert.deepEqual(t.claims, ['a'], "a was failed on time while b's read still hung");
-    release();
-    await settle();
-    await t.runFor(1_000);
+    await answer(t);
     assert.deepEqual(t.claims, ['a', 'b']);
     t.stop.abort();
   });
 
   it('fails a Job stuck after a whole sweep began on time, while that sweep waits on a read', async () => {
-    let release!: () => void;
-    const slowReads = new Map([['b', new Promise<void>((resolve) => (release = resolve))]]);
+    const { slowReads, answer } = hangingRead('b');
     const t = setup({ jobs: ['b'], slowReads });
     // The start sweep (a whole sweep) reads b's Job, and that read hangs.
     await t.start();
@@ -345,9 +363,7 @@ describe('the watch loop', () => {
     t.watch.emit({ type: 'ADDED', object: stuckPod('c', { rv: '5' }), resourceVersion: '5' });
     await t.runFor(15_000);
     assert.deepEqual(t.claims, ['c'], 'c was failed when due, the whole sweep still in flight');
-    release();
-    await settle();
-    await t.runFor(1_000);
+    await answer(t);
     assert.deepEqual(t.claims, ['c', 'b']);
     t.stop.abort();
   });
@@ -419,6 +435,33 @@ describe('the watch loop', () => {
     assert.equal(t.sweeps.length, 2, 'the start sweep, in two chunks (500 + 100)');
     assert.equal(namespaceLists().length, 1);
     assert.equal(t.scripted.count('readJob'), 0);
+    t.stop.abort();
+  });
+
+  it('does not pre-judge what a whole sweep from the cache is about to judge: a cold start reads each Job once', async () => {
+    const jobs = Array.from({ length: 1200 }, (_, i) => `w${i}`);
+    let answer!: () => void;
+    const t = setup({ jobs, slowList: new Promise<void>((resolve) => (answer = resolve)) });
+    await t.start();
+    // The start sweep's list of the Jobs takes 3 s.
+    await t.runFor(3_000);
+    answer();
+    await t.runFor(2_000);
+    const namespaceLists = () =>
+      t.scripted.calls.filter((c) => c.method === 'listJobs' && !(c.args[0] as { labelSelector?: string }).labelSelector).length;
+    assert.equal(t.sweeps.length, 3, 'the start sweep, in three chunks');
+    assert.equal(namespaceLists(), 1, 'one list, for the start sweep: no pre-judgement of the same Jobs beside it');
+    assert.equal(t.scripted.count('readJob'), 0);
+    // Changed after its chunk was judged: pre-judged.
+    const changed = stuckPod('w7', { rv: '9' });
+    for (const c of changed.status!.conditions ?? [])
+      if (c.lastTransitionTime) c.lastTransitionTime = new Date(Date.parse(String(c.lastTransitionTime)) + 10_000);
+    t.watch.emit({ type: 'ADDED', object: changed, resourceVersion: '9' });
+    await t.runFor(1_000);
+    assert.deepEqual(
+      t.scripted.calls.filter((c) => c.method === 'readJob').map((c) => c.args[1]),
+      ['w7'],
+    );
     t.stop.abort();
   });
 
@@ -548,8 +591,7 @@ describe('the watch loop', () => {
   });
 
   it('taking the lead while a pre-judgement waits on a read, acts at once: no whole sweep waits for it', async () => {
-    let release!: () => void;
-    const slowReads = new Map([['b', new Promise<void>((resolve) => (release = resolve))]]);
+    const { slowReads, answer } = hangingRead('b');
     const t = setup({ jobs: ['a'], slowReads });
     await t.start(false);
     await t.runFor(20_000);
@@ -558,9 +600,7 @@ describe('the watch loop', () => {
     t.loop.lead(new AbortController().signal);
     await t.runFor(100);
     assert.deepEqual(t.claims, ['a'], "a, due as a follower, failed on the first turn while b's read still hangs");
-    release();
-    await settle();
-    await t.runFor(1_000);
+    await answer(t);
     assert.deepEqual(t.claims, ['a', 'b']);
     t.stop.abort();
   });
