@@ -4,7 +4,7 @@ import { act, type ActResult } from './act/act.ts';
 import { actOnCronJobs, type CronJobResult } from './act/cronjob.ts';
 import { writeInvalidPolicyEvent } from './act/invalid-policy.ts';
 import { settleFinished } from './act/settle.ts';
-import { attributeToJobs, type SharedJobLists } from './attribute/attribute.ts';
+import { attributeToJobs, LIST_JOBS_THRESHOLD, type SharedJobLists } from './attribute/attribute.ts';
 import { statusOfActions, type SweepStatus } from './exit.ts';
 import { capacityByJob, withCapacity } from './judge/capacity.ts';
 import { holdsOf, judge, planHealReads, policyHeals, rejudgeJob, type JudgeInput } from './judge/judge.ts';
@@ -39,7 +39,6 @@ const CONCURRENT_READS = 8;
 /** Writes in flight at once; more gain nothing measurable (docs/performance.md). */
 const CONCURRENT_WRITES = 16;
 /** From this many stuck Jobs in one namespace on, one paged LIST is cheaper than GETs. */
-const LIST_JOBS_THRESHOLD = 10;
 /** Namespace Job lists at once: fewer lists in flight keep a large dry run's peak memory lower (docs/performance.md). */
 const CONCURRENT_JOB_LISTS = 2;
 

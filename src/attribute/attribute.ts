@@ -14,6 +14,8 @@ import { extendOwnerChains } from './owner-chain.ts';
  * (a registry outage's backstop sweep lists every such namespace: docs/performance.md).
  */
 const JOB_PAGE_SIZE = 250;
+/** A namespace with this many of the wanted Jobs is listed (pages of 250), not read Job by Job. */
+export const LIST_JOBS_THRESHOLD = 10;
 
 export interface AttributeOptions {
   /** Requests in flight at once. */

@@ -12,7 +12,7 @@
 // and the timers are passed in, so a test drives every turn.
 import type { V1Job } from '@kubernetes/client-node';
 import type { ActResult } from '../act/act.ts';
-import { SharedJobLists } from '../attribute/attribute.ts';
+import { LIST_JOBS_THRESHOLD, SharedJobLists } from '../attribute/attribute.ts';
 import { mapBounded } from '../concurrency.ts';
 import { policyHeals } from '../judge/judge.ts';
 import { describeApiError } from '../kube/errors.ts';
@@ -415,9 +415,15 @@ export class WatchLoop {
       for (const r of result.results) judged.add(this.keyOf(r.decision));
     } else {
       const chunks = this.chunksOldestFirst();
-      const jobLists = chunks.length > 1 ? new SharedJobLists(this.jobNamesByNamespace(chunks.flat())) : undefined;
-      // Not pre-judged meanwhile: its chunk reads the same Jobs (a cold start's whole cache, twice).
-      for (const key of chunks.flat()) this.awaitingWhole.add(key);
+      const names = this.jobNamesByNamespace(chunks.flat());
+      const jobLists = chunks.length > 1 ? new SharedJobLists(names) : undefined;
+      // A namespace the sweep lists is not pre-judged meanwhile: its chunks judge it from the cache
+      // as it is then (a cold start would list those Jobs twice). A few Jobs elsewhere are: one
+      // read each, and their timers come at once.
+      for (const key of chunks.flat()) {
+        const namespace = this.cache.podsOf(key)[0]?.namespace ?? '';
+        if ((names.get(namespace)?.size ?? 0) >= LIST_JOBS_THRESHOLD) this.awaitingWhole.add(key);
+      }
       for (let i = 0; i < chunks.length; i += 1) {
         if (i > 0) this.startDue();
         const chunk = new Set(chunks[i]!.filter((key) => !this.inFlight.has(key)));

@@ -2,7 +2,7 @@
 // a sweep would judge it: the same attribution (its Job read, for the `grace` annotation), the same
 // namespace labels and the same pure judge, on that Job's stuck containers only. Nothing is written
 // and nothing is logged: this only sets a timer; the sweep it triggers decides again.
-import { attributeToJobs } from '../attribute/attribute.ts';
+import { attributeToJobs, LIST_JOBS_THRESHOLD } from '../attribute/attribute.ts';
 import { judge } from '../judge/judge.ts';
 import type { Decision, OutageAssessment } from '../judge/types.ts';
 import type { KubeGateway } from '../kube/gateway.ts';
@@ -21,7 +21,7 @@ export async function prejudge(
 ): Promise<Decision[]> {
   if (stuck.length === 0) return [];
   const [attribution, namespaceLabels] = await Promise.all([
-    attributeToJobs(gateway, stuck, { concurrency: CONCURRENT_READS, listConcurrency: 2, listThreshold: 10 }),
+    attributeToJobs(gateway, stuck, { concurrency: CONCURRENT_READS, listConcurrency: 2, listThreshold: LIST_JOBS_THRESHOLD }),
     readNamespaceLabels(gateway, policy, stuck, CONCURRENT_READS),
   ]);
   const namespaceOf = new Map(stuck.map((c) => [c.podUid, c.namespace]));

@@ -438,30 +438,30 @@ describe('the watch loop', () => {
     t.stop.abort();
   });
 
-  it('does not pre-judge what a whole sweep from the cache is about to judge: a cold start reads each Job once', async () => {
+  it('does not pre-judge a namespace a whole sweep from the cache is about to list; a lone Job elsewhere is, and is failed on time', async () => {
     const jobs = Array.from({ length: 1200 }, (_, i) => `w${i}`);
     let answer!: () => void;
-    const t = setup({ jobs, slowList: new Promise<void>((resolve) => (answer = resolve)) });
+    const t = setup({ jobs, slowList: new Promise<void>((resolve) => (answer = resolve)), namespaces: [] });
+    t.watch.pods.push(stuckPod('lone', { namespace: 'other' }));
     await t.start();
-    // The start sweep's list of the Jobs takes 3 s.
-    await t.runFor(3_000);
-    answer();
-    await t.runFor(2_000);
+    // The start sweep's list of the ci Jobs hangs past the grace (30 s).
+    await t.runFor(35_000);
+    assert.deepEqual(t.claims, ['lone'], 'the lone Job, pre-judged beside the sweep, failed when due');
     const namespaceLists = () =>
       t.scripted.calls.filter((c) => c.method === 'listJobs' && !(c.args[0] as { labelSelector?: string }).labelSelector).length;
-    assert.equal(t.sweeps.length, 3, 'the start sweep, in three chunks');
-    assert.equal(namespaceLists(), 1, 'one list, for the start sweep: no pre-judgement of the same Jobs beside it');
-    assert.equal(t.scripted.count('readJob'), 0);
+    assert.equal(namespaceLists(), 1, 'the ci Jobs listed once, by the start sweep: not pre-judged beside it');
+    answer();
+    await t.runFor(2_000);
+    assert.equal(t.sweeps.length, 4, "lone's batch, and the start sweep in three chunks");
+    assert.equal(namespaceLists(), 1);
+    assert.ok(!t.scripted.calls.some((c) => c.method === 'readJob' && c.args[1] === 'w7'));
     // Changed after its chunk was judged: pre-judged.
     const changed = stuckPod('w7', { rv: '9' });
     for (const c of changed.status!.conditions ?? [])
-      if (c.lastTransitionTime) c.lastTransitionTime = new Date(Date.parse(String(c.lastTransitionTime)) + 10_000);
+      if (c.lastTransitionTime) c.lastTransitionTime = new Date(Date.parse(String(c.lastTransitionTime)) + 60_000);
     t.watch.emit({ type: 'ADDED', object: changed, resourceVersion: '9' });
     await t.runFor(1_000);
-    assert.deepEqual(
-      t.scripted.calls.filter((c) => c.method === 'readJob').map((c) => c.args[1]),
-      ['w7'],
-    );
+    assert.equal(t.scripted.calls.filter((c) => c.method === 'readJob').at(-1)?.args[1], 'w7');
     t.stop.abort();
   });
 
