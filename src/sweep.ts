@@ -38,7 +38,6 @@ import { wordCronJobResult, wordResult } from './report/wording.ts';
 const CONCURRENT_READS = 8;
 /** Writes in flight at once; more gain nothing measurable (docs/performance.md). */
 const CONCURRENT_WRITES = 16;
-/** From this many stuck Jobs in one namespace on, one paged LIST is cheaper than GETs. */
 /** Namespace Job lists at once: fewer lists in flight keep a large dry run's peak memory lower (docs/performance.md). */
 const CONCURRENT_JOB_LISTS = 2;
 

@@ -14,7 +14,7 @@ import { extendOwnerChains } from './owner-chain.ts';
  * (a registry outage's backstop sweep lists every such namespace: docs/performance.md).
  */
 const JOB_PAGE_SIZE = 250;
-/** A namespace with this many of the wanted Jobs is listed (pages of 250), not read Job by Job. */
+/** From this many wanted Jobs in one namespace on, one paged LIST is cheaper than a GET each. */
 export const LIST_JOBS_THRESHOLD = 10;
 
 export interface AttributeOptions {
