@@ -31,7 +31,7 @@ import { loadPolicy, problemSource, type LoadedPolicy, type PolicyLocation } fro
 import { formatProblem } from './policy/problems.ts';
 import type { Policy } from './policy/types.ts';
 import { auditLine, cronJobAuditLine, summarize, type SweepSummary } from './report/audit.ts';
-import { logCronJob, logDecision, logSummary } from './report/logger.ts';
+import { logCronJob, logDecision, logSummary, outputRoom } from './report/logger.ts';
 import { NO_SERVER_DATE, SweepLog } from './report/sweep-log.ts';
 import { wordCronJobResult, wordResult } from './report/wording.ts';
 
@@ -356,6 +356,7 @@ async function carryOut(
     rejudge: (decision, fresh, freshPod) => ({ ...rejudgeJob(judged, decision, fresh, freshPod), capacity: decision.capacity }),
     onResult: (result) => {
       if (options.batch?.logs?.(result) !== false) logDecision(log.logger, auditLine(log.sweepId, wordResult(result, dryRun), dryRun));
+      return outputRoom(log.logger);
     },
   });
   const reporter = { instance, now };

@@ -31,8 +31,11 @@ export interface ActOptions {
   maxConflicts?: number;
   /** Once aborted, no write sequence starts; those in flight finish. */
   signal?: AbortSignal;
-  /** Called as each decision completes, so its audit line is out before the batch ends. */
-  onResult?: (result: ActResult) => void;
+  /**
+   * Called as each decision completes, so its audit line is out before the batch ends; a promise
+   * it returns holds that decision's place until it settles (a slow log reader's back-pressure).
+   */
+  onResult?: (result: ActResult) => void | Promise<void>;
 }
 
 export type { ActResult, ActStep } from '../judge/types.ts';
@@ -45,7 +48,7 @@ export type { ActResult, ActStep } from '../judge/types.ts';
 export async function act(gateway: KubeGateway, decisions: readonly Decision[], options: ActOptions): Promise<ActResult[]> {
   return mapBounded(decisions, options.concurrency, async (decision) => {
     const result = await actOne(gateway, decision, options);
-    options.onResult?.(result);
+    await options.onResult?.(result);
     return result;
   });
 }

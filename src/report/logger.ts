@@ -42,6 +42,7 @@ const MESSAGE = Symbol.for('message');
  */
 class LineTransport extends TransportStream {
   readonly #out: Writable;
+  #room: Promise<void> | undefined;
   constructor(out: Writable) {
     super();
     this.#out = out;
@@ -50,6 +51,32 @@ class LineTransport extends TransportStream {
     this.#out.write(`${String(info[MESSAGE])}\n`);
     next();
   }
+  /** Undefined while the output takes lines; else one promise for every waiter, settled by 'drain' (or 'close'). */
+  room(): Promise<void> | undefined {
+    const out = this.#out;
+    if (!out.writableNeedDrain || out.destroyed) return undefined;
+    this.#room ??= new Promise<void>((resolve) => {
+      const done = () => {
+        out.off('drain', done);
+        out.off('close', done);
+        this.#room = undefined;
+        resolve();
+      };
+      out.on('drain', done);
+      out.on('close', done);
+    });
+    return this.#room;
+  }
+}
+
+/**
+ * Resolves once the log's output takes lines again (undefined: it does). A pipe to a slow log
+ * reader queues in memory whatever the sweeper writes; a sweep that waits here before its next
+ * decision keeps that queue to the stream's buffer (docs/performance.md).
+ */
+export function outputRoom(logger: winston.Logger): Promise<void> | undefined {
+  for (const transport of logger.transports) if (transport instanceof LineTransport) return transport.room();
+  return undefined;
 }
 
 export function logDecision(logger: winston.Logger, line: AuditLine): void {
