@@ -77,6 +77,8 @@ export function makeDecision(c: StuckContainer, now: Date, f: DecisionFields): D
     warnings: f.warnings ?? [],
     jobView: f.job,
     stuckPods: f.stuckPods ?? 1,
+    // Set later (withCapacity): a copy that only replaces a field keeps the literal's hidden class.
+    capacity: undefined,
   };
   if (c.volume !== undefined) d.volume = c.volume;
   if (f.spentBy) d.spentBy = f.spentBy;
