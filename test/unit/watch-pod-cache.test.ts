@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
 import { assessOutage } from '../../src/judge/outage.ts';
+import { ANNOTATIONS } from '../../src/policy/annotations.ts';
 import { DEFAULT_LIMITS } from '../../src/policy/defaults.ts';
 import { PodCache } from '../../src/watch/pod-cache.ts';
 import { REAL_NODE } from './real-node.ts';
@@ -37,8 +38,14 @@ describe('the pod cache', () => {
     assert.equal(cache.podsOf('job-a')[0]!.stuck[0]!.reason, 'ImagePullBackOff', 'the newest words are kept');
     h.event('MODIFIED', ofJob(recorded('service-unavailable', 'ImagePullBackOff'), 'a'));
     assert.deepEqual(changed, ['job-a', 'job-a'], 'another class: a change');
-    h.event('DELETED', ofJob(recorded('service-unavailable', 'ImagePullBackOff'), 'a'));
-    assert.deepEqual(changed, ['job-a', 'job-a', 'job-a']);
+    const graced = ofJob(recorded('service-unavailable', 'ImagePullBackOff'), 'a');
+    graced.metadata!.annotations = { ...graced.metadata!.annotations, [ANNOTATIONS.grace]: '5m' };
+    h.event('MODIFIED', graced);
+    assert.deepEqual(changed, ['job-a', 'job-a', 'job-a'], "the pod's own grace: a change");
+    h.event('MODIFIED', structuredClone(graced));
+    assert.deepEqual(changed, ['job-a', 'job-a', 'job-a'], 'the same annotations again: no change');
+    h.event('DELETED', graced);
+    assert.deepEqual(changed, ['job-a', 'job-a', 'job-a', 'job-a']);
     assert.equal(cache.stuckKeys, 0);
   });
 
