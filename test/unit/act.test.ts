@@ -7,7 +7,6 @@ import type { EventsV1Event, V1Job, V1Pod } from '@kubernetes/client-node';
 import { act, type ActOptions } from '../../src/act/act.ts';
 import { settleFinished } from '../../src/act/settle.ts';
 import { hintFor } from '../../src/judge/hint.ts';
-import { judge } from '../../src/judge/judge.ts';
 import type { Decision } from '../../src/judge/types.ts';
 import { dryRunGateway, type RecordedWrites } from '../../src/kube/dry-run-gateway.ts';
 import { withRetries } from '../../src/kube/retrying.ts';
@@ -15,18 +14,13 @@ import { auditLine } from '../../src/report/audit.ts';
 import { wordResult } from '../../src/report/wording.ts';
 import type { JobView } from '../../src/model.ts';
 import { ANNOTATIONS, LABELS } from '../../src/policy/annotations.ts';
-import { parsePolicyYaml } from '../../src/policy/parse.ts';
 import { apiError, lostAnswer, scriptedGateway } from '../support/scripted-gateway.ts';
-import { job, NOW, ownersFor, secondsAgo, stuckIn } from './judge-fixtures.ts';
+import { defaultDecision, job, NOW, secondsAgo } from './judge-fixtures.ts';
 
 const PFP = { podFailureRules: [{ action: 'FailJob', onPodConditions: [{ type: 'ImagePullStuck', status: 'True' }] }] };
 
 function decisionFor(name: string, over: Partial<JobView> = {}): Decision {
-  const j = job(name, over);
-  const stuck = [stuckIn(j, { pod: `${name}-pod`, stuckSince: secondsAgo(600) })];
-  const parsed = parsePolicyYaml('{}');
-  assert.ok(parsed.ok);
-  const d = judge({ stuck, ownerOf: ownersFor(stuck, [j]), namespaceLabels: new Map(), policy: parsed.policy, now: NOW }).decisions[0]!;
+  const d = defaultDecision(name, 600, over);
   assert.equal(d.plan, 'fail');
   return d;
 }

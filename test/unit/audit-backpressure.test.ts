@@ -3,12 +3,10 @@ import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { describe, it } from 'node:test';
 import { act } from '../../src/act/act.ts';
-import { judge } from '../../src/judge/judge.ts';
 import type { Decision } from '../../src/judge/types.ts';
-import { parsePolicyYaml } from '../../src/policy/parse.ts';
 import { createLogger, outputRoom } from '../../src/report/logger.ts';
 import { scriptedGateway } from '../support/scripted-gateway.ts';
-import { NOW, job, ownersFor, secondsAgo, stuckIn } from './judge-fixtures.ts';
+import { NOW, defaultDecision } from './judge-fixtures.ts';
 
 /** An output that takes a line only when the test lets it (`release`), 100 bytes of buffer. */
 function slowOutput() {
@@ -62,11 +60,7 @@ describe('the log output under a slow reader', () => {
 
 describe('act under back-pressure from its result callback', () => {
   function skipped(name: string): Decision {
-    const j = job(name);
-    const stuck = [stuckIn(j, { pod: `${name}-pod`, stuckSince: secondsAgo(60) })];
-    const parsed = parsePolicyYaml('{}');
-    assert.ok(parsed.ok);
-    const d = judge({ stuck, ownerOf: ownersFor(stuck, [j]), namespaceLabels: new Map(), policy: parsed.policy, now: NOW }).decisions[0]!;
+    const d = defaultDecision(name, 60);
     assert.equal(d.plan, 'skip');
     return d;
   }

@@ -1,4 +1,8 @@
+import assert from 'node:assert/strict';
+import { judge } from '../../src/judge/judge.ts';
+import type { Decision } from '../../src/judge/types.ts';
 import type { JobView, PodOwner, StuckContainer } from '../../src/model.ts';
+import { parsePolicyYaml } from '../../src/policy/parse.ts';
 
 export const NOW = new Date('2026-11-29T12:00:00Z');
 
@@ -59,4 +63,13 @@ export function ownersFor(stuck: StuckContainer[], jobs: JobView[]): (podUid: st
     if (j) return { kind: 'job', job: j };
     return { kind: 'not-a-job', owner: c?.controller };
   };
+}
+
+/** The default policy's decision on Job `name`, its one pod stuck `stuckSeconds`. */
+export function defaultDecision(name: string, stuckSeconds: number, over: Partial<JobView> = {}): Decision {
+  const j = job(name, over);
+  const stuck = [stuckIn(j, { pod: `${name}-pod`, stuckSince: secondsAgo(stuckSeconds) })];
+  const parsed = parsePolicyYaml('{}');
+  assert.ok(parsed.ok);
+  return judge({ stuck, ownerOf: ownersFor(stuck, [j]), namespaceLabels: new Map(), policy: parsed.policy, now: NOW }).decisions[0]!;
 }
