@@ -47,14 +47,23 @@ export function describeLocation(location: PolicyLocation): string {
 
 /**
  * The text of a policy file. The one place policy files are read. Reads at most one byte more
- * than MAX_POLICY_BYTES, so a huge file costs no memory and still fails as too large.
+ * than MAX_POLICY_BYTES, so a huge file costs no memory and still fails as too large; the buffer
+ * starts at the file's size (a sweep reads the policy often: a 1 MiB buffer each time showed in
+ * the watch's garbage collection).
  */
 export async function readPolicyFile(path: string): Promise<string> {
   const file = await open(path, 'r');
   try {
-    const buffer = Buffer.alloc(MAX_POLICY_BYTES + 1);
+    const limit = MAX_POLICY_BYTES + 1;
+    let buffer = Buffer.allocUnsafe(Math.min(limit, Math.max(4096, (await file.stat()).size + 1)));
     let length = 0;
-    while (length < buffer.length) {
+    for (;;) {
+      if (length === buffer.length) {
+        if (buffer.length === limit) break;
+        const grown = Buffer.allocUnsafe(Math.min(limit, buffer.length * 2));
+        buffer.copy(grown, 0, 0, length);
+        buffer = grown;
+      }
       const { bytesRead } = await file.read(buffer, length, buffer.length - length, null);
       if (bytesRead === 0) break;
       length += bytesRead;
@@ -63,6 +72,20 @@ export async function readPolicyFile(path: string): Promise<string> {
   } finally {
     await file.close();
   }
+}
+
+/**
+ * The last text parsed, per form, and its result: a long-running process reads the same policy
+ * before every sweep (in the watch, every batch), and parsing it is most of that read's cost. A
+ * parsed policy is never changed after parsing, so the same result serves again.
+ */
+const lastParsed = new Map<'file' | 'configmap', { text: string; result: unknown }>();
+function lastParse<T>(text: string | undefined, form: 'file' | 'configmap', parse: () => T): T {
+  const last = lastParsed.get(form);
+  if (text !== undefined && last?.text === text) return last.result as T;
+  const result = parse();
+  if (text !== undefined) lastParsed.set(form, { text, result });
+  return result;
 }
 
 /**
@@ -78,7 +101,7 @@ export async function loadPolicy(gateway: KubeGateway | undefined, location: Pol
     } catch (error) {
       return { ok: false, kind: 'unreadable-file', description, message: (error as Error).message };
     }
-    const parsed = parsePolicyDocument(text);
+    const parsed = lastParse(text, 'file', () => parsePolicyDocument(text));
     return parsed.ok
       ? { ok: true, policy: parsed.policy, description, builtin: false, warnings: parsed.warnings }
       : { ok: false, kind: 'invalid', description, problems: parsed.problems, configMapUid: undefined };
@@ -86,7 +109,8 @@ export async function loadPolicy(gateway: KubeGateway | undefined, location: Pol
   if (!gateway) throw new Error('a ConfigMap policy needs a cluster connection');
   try {
     const configMap = await gateway.readConfigMap(location.namespace, location.name);
-    const parsed = parseConfigMapData(configMap.data);
+    const data = configMap.data;
+    const parsed = lastParse(data?.[POLICY_KEY], 'configmap', () => parseConfigMapData(data));
     return parsed.ok
       ? { ok: true, policy: parsed.policy, description, builtin: false, warnings: parsed.warnings }
       : { ok: false, kind: 'invalid', description, problems: parsed.problems, configMapUid: configMap.metadata?.uid };

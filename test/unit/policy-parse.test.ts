@@ -1,11 +1,13 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { toPolicy } from '../../src/policy/convert.ts';
 import { FALLBACK_POLICY } from '../../src/policy/defaults.ts';
-import { readPolicyFile } from '../../src/policy/load.ts';
+import { loadPolicy, readPolicyFile } from '../../src/policy/load.ts';
 import { MAX_POLICY_BYTES, parsePolicyYaml } from '../../src/policy/parse.ts';
 import { formatPath } from '../../src/policy/problems.ts';
 import type { Policy, PolicyProblem } from '../../src/policy/types.ts';
@@ -565,5 +567,34 @@ describe('readPolicyFile', () => {
     assert.match(only(text).message, /larger than 1 MiB/);
     writeFileSync(join(dir, 'small.yaml'), '{}\n');
     assert.equal(await readPolicyFile(join(dir, 'small.yaml')), '{}\n');
+  });
+
+  it('reads all of a file whose size is not known beforehand (a pipe)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ips-read-'));
+    const fifo = join(dir, 'policy.fifo');
+    execFileSync('mkfifo', [fifo]);
+    const text = `# ${'x'.repeat(20_000)}\nrules: []\n`;
+    const [read] = await Promise.all([readPolicyFile(fifo), writeFile(fifo, text)]);
+    assert.equal(read, text);
+  });
+});
+
+describe('loadPolicy from a file', () => {
+  it('serves the same parsed policy while the text is unchanged, and parses an edit', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ips-load-'));
+    const path = join(dir, 'policy.yaml');
+    writeFileSync(path, 'rules:\n  - name: a\n    grace: { permanent: 5m }\n');
+    const first = await loadPolicy(undefined, { kind: 'file', path });
+    const again = await loadPolicy(undefined, { kind: 'file', path });
+    assert.ok(first.ok && again.ok);
+    assert.equal(again.policy, first.policy);
+    writeFileSync(path, 'rules:\n  - name: b\n    grace: { permanent: 7m }\n');
+    const edited = await loadPolicy(undefined, { kind: 'file', path });
+    assert.ok(edited.ok);
+    assert.notEqual(edited.policy, first.policy);
+    assert.deepEqual(
+      edited.policy.rules.map((r) => r.name),
+      ['b'],
+    );
   });
 });
