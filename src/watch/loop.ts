@@ -434,6 +434,8 @@ export class WatchLoop {
           const result = await this.sweepOf(trigger, chunk, new Map(), i > 0, jobLists);
           if (!result) return;
           for (const r of result.results) judged.add(this.keyOf(r.decision));
+          // Judged: not pre-judged again while the later chunks run (a change since still is).
+          for (const key of chunks[i]!) if (this.dirty.get(key) === snapshot.get(key)) this.dirty.delete(key);
         } finally {
           for (const key of chunk) this.inFlight.delete(key);
           for (const key of chunks[i]!) this.awaitingWhole.delete(key);

@@ -151,6 +151,8 @@ interface Setup {
   slowReads?: Map<string, Promise<void>>;
   /** A list of a namespace's Jobs hangs until this settles. */
   slowList?: Promise<void>;
+  /** Jobs in a second namespace, whose list hangs until `slowList` settles (then the ci list does not). */
+  elsewhere?: { namespace: string; jobs: string[]; slowList: Promise<void> };
   /** What a read of a pod answers, by name (a 404 otherwise). */
   pods?: Record<string, V1Pod>;
   /** The sweeper's namespaces (default: ci). */
@@ -179,8 +181,11 @@ function setup(s: Setup) {
       readServerVersion: [{ major: '1', minor: '37', gitVersion: 'v1.37.2' }],
       // A namespace's Jobs listed (10 or more wanted); the pending ones (a label selector): none here.
       listJobs: [
-        async (opts: { labelSelector?: string }) => {
-          if (!opts.labelSelector) await s.slowList;
+        async (opts: { labelSelector?: string; namespace?: string }) => {
+          const other = s.elsewhere && opts.namespace === s.elsewhere.namespace ? s.elsewhere : undefined;
+          if (!opts.labelSelector) await (other ? other.slowList : s.slowList);
+          if (other && !opts.labelSelector)
+            return { items: other.jobs.map((name) => jobObject(name, other.namespace)), continueToken: undefined };
           return {
             items: opts.labelSelector
               ? []
@@ -233,6 +238,7 @@ function setup(s: Setup) {
   }) as KubeGateway;
   const watch = new ScriptedWatch();
   watch.pods = s.jobs.map((j) => stuckPod(j));
+  if (s.elsewhere) for (const j of s.elsewhere.jobs) watch.pods.push(stuckPod(j, { namespace: s.elsewhere.namespace }));
   const out = new PassThrough();
   const lines: Record<string, unknown>[] = [];
   out.on('data', (chunk: Buffer) => {
@@ -462,6 +468,37 @@ describe('the watch loop', () => {
     t.watch.emit({ type: 'ADDED', object: changed, resourceVersion: '9' });
     await t.runFor(1_000);
     assert.equal(t.scripted.calls.filter((c) => c.method === 'readJob').at(-1)?.args[1], 'w7');
+    t.stop.abort();
+  });
+
+  it("does not pre-judge again the Jobs a whole sweep's chunk has judged while its later chunks run", async () => {
+    let answer!: () => void;
+    const slowList = new Promise<void>((resolve) => (answer = resolve));
+    const jobs = Array.from({ length: 500 }, (_, i) => `w${i}`);
+    const elsewhere = { namespace: 'slow', jobs: Array.from({ length: 20 }, (_, i) => `s${i}`), slowList };
+    const t = setup({ jobs, elsewhere, namespaces: [] });
+    await t.start();
+    const lists = (namespace: string) =>
+      t.scripted.calls.filter((c) => {
+        const opts = c.args[0] as { labelSelector?: string; namespace?: string };
+        return c.method === 'listJobs' && !opts.labelSelector && opts.namespace === namespace;
+      }).length;
+    // The first chunk (ci's 500 Jobs) is judged; the second waits on the slow namespace's list.
+    await t.runFor(10_000);
+    assert.deepEqual(
+      t.sweeps.map((w) => w.jobs.length),
+      [500, 20],
+      "the chunks observed: ci's 500 Jobs, then the slow namespace's 20",
+    );
+    assert.equal(audit(t.lines, 'w0').length, 1, 'the first chunk judged');
+    assert.equal(lists('ci'), 1, "ci's Jobs listed once: its judged Jobs are not pre-judged beside the second chunk");
+    assert.equal(t.scripted.count('readJob'), 0);
+    answer();
+    await t.runFor(1_000);
+    assert.equal(t.sweeps.length, 2);
+    assert.equal(audit(t.lines, 's0').length, 1, 'the second chunk judged');
+    assert.equal(lists('slow'), 1);
+    assert.equal(lists('ci'), 1);
     t.stop.abort();
   });
 
