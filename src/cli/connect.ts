@@ -51,12 +51,16 @@ export async function connectedGateway(
   settings: ClientSettings = clientSettings(flags),
 ): Promise<KubeGateway> {
   const timeoutMs = requestTimeoutMs(flags.requestTimeout);
-  const [{ loadKubeConfig }, { createGateway }, { withRetries }] = await Promise.all([
+  const [{ loadKubeConfig }, { createGateway }, { withRetries, hedgeAfterMs }] = await Promise.all([
     import('./kube-config.ts'),
     import('../kube/gateway.ts'),
     import('../kube/retrying.ts'),
   ]);
-  return withRetries(createGateway(loadKubeConfig(flags), { timeoutMs, onResponse, settings }), { onRetry, signal: settings.fence });
+  return withRetries(createGateway(loadKubeConfig(flags), { timeoutMs, onResponse, settings }), {
+    onRetry,
+    signal: settings.fence,
+    hedgeAfterMs: hedgeAfterMs(timeoutMs),
+  });
 }
 
 /**

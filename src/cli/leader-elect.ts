@@ -72,7 +72,7 @@ export async function runAsLeader(
     { LeaderElector, timingProblem },
     { loadKubeConfig },
     { createLeaseGateway, createLeaseStore },
-    { withLeaseRetries },
+    { withLeaseRetries, hedgeAfterMs },
     { abortableSleep },
   ] = await Promise.all([
     import('../leader/elector.ts'),
@@ -89,6 +89,7 @@ export async function runAsLeader(
     createLeaseGateway(kubeConfig, { timeoutMs: timings.renewDeadlineMs, onResponse: observers.onResponse, settings: observers.settings }),
     {
       onRetry: (n) => logger.warn(retryLine(n), retryFields(n)),
+      hedgeAfterMs: hedgeAfterMs(timings.renewDeadlineMs),
     },
   );
   const store = createLeaseStore(gateway, leaseNamespace(flags.leaderElectNamespace, kubeConfig), name);

@@ -28,7 +28,12 @@ export interface RetryPolicy {
   sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
   /** Called once per retried request, before the wait. */
   onRetry?: (notice: RetryNotice) => void;
+  /** A single-object read unanswered this long is sent once more beside the first (`hedged`); none when unset. */
+  hedgeAfterMs?: number;
 }
+
+/** When to hedge a read: a quarter of the request timeout, at most a second. */
+export const hedgeAfterMs = (requestTimeoutMs: number): number => Math.min(1_000, Math.round(requestTimeoutMs / 4));
 
 export const DEFAULT_RETRY_POLICY: RetryPolicy = {
   attempts: 4,
@@ -38,6 +43,46 @@ export const DEFAULT_RETRY_POLICY: RetryPolicy = {
   random: Math.random,
   sleep: (ms, signal) => delay(ms, undefined, { signal }).catch(() => undefined),
 };
+
+/**
+ * A read of one object not answered within `afterMs` is sent once more beside the first; the
+ * first answer wins. A read whose answer is slow (a stalled connection, a busy server) then costs
+ * `afterMs`, not the request timeout and a back-off. Only single-object reads are hedged: they
+ * are small and safe to repeat; lists and writes are not.
+ */
+export function hedged<T>(call: () => Promise<T>, afterMs: number | undefined): Promise<T> {
+  if (afterMs === undefined) return call();
+  return new Promise<T>((resolve, reject) => {
+    let settled = false;
+    let inFlight = 0;
+    let hedge: NodeJS.Timeout | undefined;
+    const send = () => {
+      inFlight += 1;
+      call().then(
+        (value) => {
+          if (settled) return;
+          settled = true;
+          clearTimeout(hedge);
+          resolve(value);
+        },
+        (error: unknown) => {
+          inFlight -= 1;
+          // The other copy may still answer; with none in flight the error goes to the retries.
+          if (settled || inFlight > 0) return;
+          settled = true;
+          clearTimeout(hedge);
+          reject(error);
+        },
+      );
+    };
+    hedge = setTimeout(() => {
+      hedge = undefined;
+      if (!settled) send();
+    }, afterMs);
+    hedge.unref?.();
+    send();
+  });
+}
 
 /** Wait before the next attempt: the server's Retry-After if given, else exponential back-off; capped. */
 export function retryDelayMs(policy: RetryPolicy, failure: ApiFailure, attempt: number): number {
@@ -103,6 +148,7 @@ const FAILED = Symbol('failed');
 export function withRetries(plain: KubeGateway, options: Partial<RetryPolicy> = {}): KubeGateway {
   const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...options };
   const retry = <T>(request: string, call: () => Promise<T>) => retrying(policy, request, call);
+  const read = <T>(request: string, call: () => Promise<T>) => retrying(policy, request, () => hedged(call, policy.hedgeAfterMs));
   const retryWrite = <T>(request: string, call: () => Promise<T>, settle?: (e: unknown, retried: boolean) => Promise<T | typeof FAILED>) =>
     retrying(policy, request, call, settle, true);
   // Settling a conditional write reads the object back through these retries too: a lost read
@@ -111,12 +157,12 @@ export function withRetries(plain: KubeGateway, options: Partial<RetryPolicy> = 
     listNamespaceNames: (opts) => retry('listNamespaceNames', () => plain.listNamespaceNames(opts)),
     listPodRows: (opts) => retry(`listPodRows ${opts.namespace}`, () => plain.listPodRows(opts)),
     listAllPodRows: (opts) => retry('listAllPodRows', () => plain.listAllPodRows(opts)),
-    readPod: (namespace, name) => retry(`readPod ${namespace}/${name}`, () => plain.readPod(namespace, name)),
+    readPod: (namespace, name) => read(`readPod ${namespace}/${name}`, () => plain.readPod(namespace, name)),
     listPods: (opts) => retry(`listPods ${opts.namespace}`, () => plain.listPods(opts)),
     listJobs: (opts) => retry(`listJobs ${opts.namespace ?? '*'}`, () => plain.listJobs(opts)),
-    readJob: (namespace, name) => retry(`readJob ${namespace}/${name}`, () => plain.readJob(namespace, name)),
-    readNamespace: (name) => retry(`readNamespace ${name}`, () => plain.readNamespace(name)),
-    readConfigMap: (namespace, name) => retry(`readConfigMap ${namespace}/${name}`, () => plain.readConfigMap(namespace, name)),
+    readJob: (namespace, name) => read(`readJob ${namespace}/${name}`, () => plain.readJob(namespace, name)),
+    readNamespace: (name) => read(`readNamespace ${name}`, () => plain.readNamespace(name)),
+    readConfigMap: (namespace, name) => read(`readConfigMap ${namespace}/${name}`, () => plain.readConfigMap(namespace, name)),
     patchPodStatus: (namespace, name, patch) =>
       retryWrite(`patchPodStatus ${namespace}/${name}`, () => plain.patchPodStatus(namespace, name, patch)),
     mergePatchJob: (namespace, name, patch) =>
@@ -151,23 +197,23 @@ export function withRetries(plain: KubeGateway, options: Partial<RetryPolicy> = 
         async (error, retried) => (retried && judgeWriteError('delete', error).landed ? undefined : FAILED),
       ),
     readServiceAccount: (namespace, name) =>
-      retry(`readServiceAccount ${namespace}/${name}`, () => plain.readServiceAccount(namespace, name)),
+      read(`readServiceAccount ${namespace}/${name}`, () => plain.readServiceAccount(namespace, name)),
     readSecretMetadata: (namespace, name) =>
-      retry(`readSecretMetadata ${namespace}/${name}`, () => plain.readSecretMetadata(namespace, name)),
+      read(`readSecretMetadata ${namespace}/${name}`, () => plain.readSecretMetadata(namespace, name)),
     createEvent: (namespace, event) =>
       retryWrite(
         `createEvent ${namespace}/${event.metadata?.name ?? ''}`,
         () => plain.createEvent(namespace, event),
         async (error, retried) => (retried && judgeWriteError('create', error).landed ? undefined : FAILED),
       ),
-    readCronJob: (namespace, name) => retry(`readCronJob ${namespace}/${name}`, () => plain.readCronJob(namespace, name)),
+    readCronJob: (namespace, name) => read(`readCronJob ${namespace}/${name}`, () => plain.readCronJob(namespace, name)),
     mergePatchCronJob: (namespace, name, patch) =>
       retryWrite(
         `mergePatchCronJob ${namespace}/${name}`,
         () => plain.mergePatchCronJob(namespace, name, patch),
         settleConditional(patch, () => gateway.readCronJob(namespace, name)),
       ),
-    readJobSet: (namespace, name) => retry(`readJobSet ${namespace}/${name}`, () => plain.readJobSet(namespace, name)),
+    readJobSet: (namespace, name) => read(`readJobSet ${namespace}/${name}`, () => plain.readJobSet(namespace, name)),
     mergePatchJobSet: (namespace, name, patch) =>
       retryWrite(
         `mergePatchJobSet ${namespace}/${name}`,
@@ -207,7 +253,8 @@ type Annotated = V1Job | V1CronJob | JobSetObject;
 export function withLeaseRetries(plain: LeaseGateway, options: Partial<RetryPolicy> = {}): LeaseGateway {
   const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...options };
   return {
-    readLease: (namespace, name) => retrying(policy, `readLease ${namespace}/${name}`, () => plain.readLease(namespace, name)),
+    readLease: (namespace, name) =>
+      retrying(policy, `readLease ${namespace}/${name}`, () => hedged(() => plain.readLease(namespace, name), policy.hedgeAfterMs)),
     createLease: (namespace, name, spec) =>
       retrying(policy, `createLease ${namespace}/${name}`, () => plain.createLease(namespace, name, spec)),
     replaceLease: (namespace, name, resourceVersion, spec) =>

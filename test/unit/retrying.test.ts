@@ -6,7 +6,7 @@ import { ApiException, type EventsV1Event, type V1Job } from '@kubernetes/client
 import { mapBounded } from '../../src/concurrency.ts';
 import { describeApiError } from '../../src/kube/errors.ts';
 import type { KubeGateway } from '../../src/kube/gateway.ts';
-import { withRetries, type RetryNotice } from '../../src/kube/retrying.ts';
+import { hedgeAfterMs, hedged, withRetries, type RetryNotice } from '../../src/kube/retrying.ts';
 import { scriptedGateway, type Script } from '../support/scripted-gateway.ts';
 
 const dropped = () => Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
@@ -130,5 +130,100 @@ describe('mapBounded', () => {
     });
     assert.deepEqual(out, [10, 20, 30, 40, 50, 60, 70]);
     assert.equal(peak, 3);
+  });
+});
+
+describe('a hedged read', () => {
+  /** A call whose every copy waits for the test to answer it. */
+  function calls<T>() {
+    const sent: { resolve: (v: T) => void; reject: (e: unknown) => void }[] = [];
+    const call = () => new Promise<T>((resolve, reject) => sent.push({ resolve, reject }));
+    return { sent, call };
+  }
+  const flush = () => new Promise<void>((r) => setImmediate(r));
+
+  it('is sent once when answered in time', async (t) => {
+    t.mock.timers.enable({ apis: ['setTimeout'] });
+    const c = calls<string>();
+    const read = hedged(c.call, 500);
+    c.sent[0]!.resolve('first');
+    assert.equal(await read, 'first');
+    t.mock.timers.tick(1_000);
+    assert.equal(c.sent.length, 1);
+  });
+
+  it('is sent again when unanswered after the delay; the first answer wins', async (t) => {
+    t.mock.timers.enable({ apis: ['setTimeout'] });
+    const c = calls<string>();
+    const read = hedged(c.call, 500);
+    t.mock.timers.tick(499);
+    assert.equal(c.sent.length, 1);
+    t.mock.timers.tick(1);
+    assert.equal(c.sent.length, 2);
+    c.sent[1]!.resolve('second');
+    c.sent[0]!.resolve('first, late');
+    assert.equal(await read, 'second');
+  });
+
+  it('hands a quick failure to the retries at once, without a second copy', async (t) => {
+    t.mock.timers.enable({ apis: ['setTimeout'] });
+    const c = calls<string>();
+    const read = hedged(c.call, 500);
+    c.sent[0]!.reject(new Error('socket hang up'));
+    await assert.rejects(read, /socket hang up/);
+    t.mock.timers.tick(1_000);
+    assert.equal(c.sent.length, 1);
+  });
+
+  it('waits for the other copy when one fails, and fails only when both have', async (t) => {
+    t.mock.timers.enable({ apis: ['setTimeout'] });
+    const c = calls<string>();
+    let outcome: string | undefined;
+    const read = hedged(c.call, 500).then(
+      (v) => (outcome = `answer ${v}`),
+      (e: Error) => (outcome = `error ${e.message}`),
+    );
+    t.mock.timers.tick(500);
+    c.sent[0]!.reject(new Error('request timeout'));
+    await flush();
+    assert.equal(outcome, undefined, 'the second copy is still in flight');
+    c.sent[1]!.reject(new Error('503'));
+    await read;
+    assert.equal(outcome, 'error 503');
+  });
+
+  it('is not hedged without a delay', async () => {
+    const c = calls<string>();
+    const read = hedged(c.call, undefined);
+    await flush();
+    c.sent[0]!.resolve('only');
+    assert.equal(await read, 'only');
+    assert.equal(c.sent.length, 1);
+  });
+
+  it('in the retried gateway: a slow read of one object is sent again, a slow list or write is not', async (t) => {
+    t.mock.timers.enable({ apis: ['setTimeout'] });
+    const never = () => new Promise<never>(() => undefined);
+    const scripted = scriptedGateway({
+      readJob: [never, { metadata: { name: 'build-7' } } as V1Job],
+      listJobs: [never],
+      patchJobStatus: [never],
+    });
+    const gateway = withRetries(scripted.gateway, { hedgeAfterMs: 500 });
+    let answered: string | undefined;
+    void gateway.readJob('ci', 'build-7').then((job) => (answered = job.metadata?.name));
+    void gateway.listJobs({ namespace: 'ci', limit: 500 });
+    void gateway.patchJobStatus('ci', 'build-7', { metadata: { resourceVersion: '5' } });
+    await flush();
+    t.mock.timers.tick(500);
+    await flush();
+    await flush();
+    assert.equal(answered, 'build-7');
+    assert.deepEqual([scripted.count('readJob'), scripted.count('listJobs'), scripted.count('patchJobStatus')], [2, 1, 1]);
+  });
+
+  it('hedges a quarter of the request timeout, at most a second', () => {
+    assert.equal(hedgeAfterMs(2_000), 500);
+    assert.equal(hedgeAfterMs(30_000), 1_000);
   });
 });
