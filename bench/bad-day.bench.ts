@@ -20,7 +20,8 @@
 // - failover: 3 replicas of `run --watch --leader-elect` through the fault proxy (`--faults` of
 //   every request, watches cut every 10 s), the leader SIGKILLed after each 20 s of tenure and
 //   restarted; 200 stuck Jobs in waves, 5 s grace, 30 controls: first write after grace for Jobs
-//   whose leader lived and across a kill; unfailed, duplicate Events, early, controls touched.
+//   whose leader lived and across a kill (the first wave, due before any replica took the Lease,
+//   apart: from the first Lease taken); unfailed, duplicate Events, early, controls touched.
 // - policy: `run --watch` through the fault proxy, watches cut every 10 s; 5 edits of the policy
 //   ConfigMap, each making a stuck Job due: edit -> first write.
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -572,11 +573,18 @@ async function failover(cluster: Cluster): Promise<void> {
     const lives: number[] = [];
     const livesSeen: number[] = [];
     const acrossTaken: number[] = [];
+    // Due before the first replica took the Lease (the first wave meets the replicas starting): no leader lived yet.
+    const firstTaken = holders.find((h) => h.holder !== '')?.at ?? Infinity;
+    const beforeLeader: number[] = [];
     let early = 0;
     for (const [k, d] of due) {
       const c = claimed.get(k);
       if (c === undefined) continue;
       if (c < d) early += 1;
+      if (d < firstTaken) {
+        beforeLeader.push((c - firstTaken) / 1000);
+        continue;
+      }
       const kill = kills.find((t) => t >= d - renewed && t <= c);
       const isAcross = kill !== undefined;
       (isAcross ? across : lives).push((c - d) / 1000);
@@ -591,7 +599,7 @@ async function failover(cluster: Cluster): Promise<void> {
     console.log(`failover timeline: ${timeline}`);
     const counted = await countFaultOutcomes(kc, namespaces, jobs, healthy, output());
     console.log(
-      `failover (faults ${FAULT_RATE}, ${kills.length} kills, ${exits.length} exits of their own [${exits.join(',')}], ${injected.cuts} watch cuts): first write after grace, leader lives p50 ${f2(pct(lives, 50))} s, p99 ${f2(pct(lives, 99))} s (${lives.length}; after grace or the stuck status's write, whichever is later: p50 ${f2(pct(livesSeen, 50))} s, p99 ${f2(pct(livesSeen, 99))} s); across a kill p99 ${f2(pct(across, 99))} s (${across.length}; after the new leader took the Lease: p50 ${f2(pct(acrossTaken, 50))} s, p99 ${f2(pct(acrossTaken, 99))} s); ` +
+      `failover (faults ${FAULT_RATE}, ${kills.length} kills, ${exits.length} exits of their own [${exits.join(',')}], ${injected.cuts} watch cuts): first write after grace, leader lives p50 ${f2(pct(lives, 50))} s, p99 ${f2(pct(lives, 99))} s (${lives.length}; after grace or the stuck status's write, whichever is later: p50 ${f2(pct(livesSeen, 50))} s, p99 ${f2(pct(livesSeen, 99))} s); across a kill p99 ${f2(pct(across, 99))} s (${across.length}; after the new leader took the Lease: p50 ${f2(pct(acrossTaken, 50))} s, p99 ${f2(pct(acrossTaken, 99))} s); due before the first leader took the Lease ${beforeLeader.length}, written after it p50 ${f2(pct(beforeLeader, 50))} s, max ${f2(Math.max(...beforeLeader))} s; ` +
         `unfailed ${counted.unfailed}, duplicate Events ${counted.duplicateEvents}, early ${early}, controls touched ${counted.healthyTouched}/30`,
     );
   } finally {
