@@ -20,8 +20,9 @@
 // - failover: 3 replicas of `run --watch --leader-elect` through the fault proxy (`--faults` of
 //   every request, watches cut every 10 s), the leader SIGKILLed after each 20 s of tenure and
 //   restarted; 200 stuck Jobs in waves, 5 s grace, 30 controls: first write after grace for Jobs
-//   whose leader lived and across a kill (the first wave, due before any replica took the Lease,
-//   apart: from the first Lease taken); unfailed, duplicate Events, early, controls touched.
+//   whose leader lived and across a change of leader (a kill, or a leader's exit on losing its
+//   Lease to the faults; the first wave, due before any replica took the Lease, apart: from the
+//   first Lease taken); unfailed, duplicate Events, early, controls touched.
 // - policy: `run --watch` through the fault proxy, watches cut every 10 s; 5 edits of the policy
 //   ConfigMap, each making a stuck Job due: edit -> first write.
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -504,6 +505,8 @@ async function failover(cluster: Cluster): Promise<void> {
   const output = () => everyReplica.map((r) => r.output()).join('');
   const kills: number[] = [];
   const exits: number[] = [];
+  /** When a leader that lost its Lease was seen gone: a change of leader, as a kill is. */
+  const exitedAt: number[] = [];
   const holders: { at: number; holder: string }[] = [];
   let running = true;
   // The killer: whoever holds the Lease for 20 s is SIGKILLed and replaced.
@@ -522,6 +525,7 @@ async function failover(cluster: Cluster): Promise<void> {
       for (let r = 0; r < replicas.length; r += 1) {
         if (replicas[r]!.child.exitCode === null) continue;
         exits.push(replicas[r]!.child.exitCode!);
+        exitedAt.push(Date.now());
         names[r] = `replica-${r}-r${exits.length}`;
         replicas[r] = await startSweeper(args, { POD_NAME: names[r]! });
         everyReplica.push(replicas[r]!);
@@ -585,7 +589,7 @@ async function failover(cluster: Cluster): Promise<void> {
         beforeLeader.push((c - firstTaken) / 1000);
         continue;
       }
-      const kill = kills.find((t) => t >= d - renewed && t <= c);
+      const kill = [...kills, ...exitedAt].find((t) => t >= d - renewed && t <= c);
       const isAcross = kill !== undefined;
       (isAcross ? across : lives).push((c - d) / 1000);
       // The new leader: the first other holder the bench saw after the kill.
@@ -595,11 +599,11 @@ async function failover(cluster: Cluster): Promise<void> {
       if (!isAcross) livesSeen.push((c - Math.max(d, written.get(k)!)) / 1000);
     }
     const timeline = join(tmpdir(), `bad-day-failover-${process.pid}.json`);
-    writeFileSync(timeline, JSON.stringify({ due: [...due], claimed: [...claimed], kills, holders }));
+    writeFileSync(timeline, JSON.stringify({ due: [...due], claimed: [...claimed], kills, exitedAt, holders }));
     console.log(`failover timeline: ${timeline}`);
     const counted = await countFaultOutcomes(kc, namespaces, jobs, healthy, output());
     console.log(
-      `failover (faults ${FAULT_RATE}, ${kills.length} kills, ${exits.length} exits of their own [${exits.join(',')}], ${injected.cuts} watch cuts): first write after grace, leader lives p50 ${f2(pct(lives, 50))} s, p99 ${f2(pct(lives, 99))} s (${lives.length}; after grace or the stuck status's write, whichever is later: p50 ${f2(pct(livesSeen, 50))} s, p99 ${f2(pct(livesSeen, 99))} s); across a kill p99 ${f2(pct(across, 99))} s (${across.length}; after the new leader took the Lease: p50 ${f2(pct(acrossTaken, 50))} s, p99 ${f2(pct(acrossTaken, 99))} s); due before the first leader took the Lease ${beforeLeader.length}, written after it p50 ${f2(pct(beforeLeader, 50))} s, max ${f2(Math.max(...beforeLeader))} s; ` +
+      `failover (faults ${FAULT_RATE}, ${kills.length} kills, ${exits.length} exits of their own [${exits.join(',')}], ${injected.cuts} watch cuts): first write after grace, leader lives p50 ${f2(pct(lives, 50))} s, p99 ${f2(pct(lives, 99))} s (${lives.length}; after grace or the stuck status's write, whichever is later: p50 ${f2(pct(livesSeen, 50))} s, p99 ${f2(pct(livesSeen, 99))} s); across a kill or a lost Lease p99 ${f2(pct(across, 99))} s (${across.length}; after the new leader took the Lease: p50 ${f2(pct(acrossTaken, 50))} s, p99 ${f2(pct(acrossTaken, 99))} s); due before the first leader took the Lease ${beforeLeader.length}, written after it p50 ${f2(pct(beforeLeader, 50))} s, max ${f2(Math.max(...beforeLeader))} s; ` +
         `unfailed ${counted.unfailed}, duplicate Events ${counted.duplicateEvents}, early ${early}, controls touched ${counted.healthyTouched}/30`,
     );
   } finally {
