@@ -84,6 +84,12 @@ export function hedged<T>(call: () => Promise<T>, afterMs: number | undefined): 
   });
 }
 
+/** Single-object reads under `policy`: each attempt hedged, then retried. */
+const hedgedReads =
+  (policy: RetryPolicy) =>
+  <T>(request: string, call: () => Promise<T>): Promise<T> =>
+    retrying(policy, request, () => hedged(call, policy.hedgeAfterMs));
+
 /** Wait before the next attempt: the server's Retry-After if given, else exponential back-off; capped. */
 export function retryDelayMs(policy: RetryPolicy, failure: ApiFailure, attempt: number): number {
   if (failure.retryAfterSeconds !== undefined) return Math.min(policy.maxDelayMs, failure.retryAfterSeconds * 1000);
@@ -148,7 +154,7 @@ const FAILED = Symbol('failed');
 export function withRetries(plain: KubeGateway, options: Partial<RetryPolicy> = {}): KubeGateway {
   const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...options };
   const retry = <T>(request: string, call: () => Promise<T>) => retrying(policy, request, call);
-  const read = <T>(request: string, call: () => Promise<T>) => retrying(policy, request, () => hedged(call, policy.hedgeAfterMs));
+  const read = hedgedReads(policy);
   const retryWrite = <T>(request: string, call: () => Promise<T>, settle?: (e: unknown, retried: boolean) => Promise<T | typeof FAILED>) =>
     retrying(policy, request, call, settle, true);
   // Settling a conditional write reads the object back through these retries too: a lost read
@@ -252,9 +258,9 @@ type Annotated = V1Job | V1CronJob | JobSetObject;
  */
 export function withLeaseRetries(plain: LeaseGateway, options: Partial<RetryPolicy> = {}): LeaseGateway {
   const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...options };
+  const read = hedgedReads(policy);
   return {
-    readLease: (namespace, name) =>
-      retrying(policy, `readLease ${namespace}/${name}`, () => hedged(() => plain.readLease(namespace, name), policy.hedgeAfterMs)),
+    readLease: (namespace, name) => read(`readLease ${namespace}/${name}`, () => plain.readLease(namespace, name)),
     createLease: (namespace, name, spec) =>
       retrying(policy, `createLease ${namespace}/${name}`, () => plain.createLease(namespace, name, spec)),
     replaceLease: (namespace, name, resourceVersion, spec) =>

@@ -75,18 +75,19 @@ export async function readPolicyFile(path: string): Promise<string> {
 }
 
 /**
- * The last text parsed, per form, and its result: a long-running process reads the same policy
- * before every sweep (in the watch, every batch), and parsing it is most of that read's cost. A
- * parsed policy is never changed after parsing, so the same result serves again.
+ * `parse`, answering again from its last result while the text is the same: a long-running
+ * process reads the same policy before every sweep (in the watch, every batch), and parsing is
+ * most of that read's cost. A parsed policy is never changed after parsing.
  */
-const lastParsed = new Map<'file' | 'configmap', { text: string; result: unknown }>();
-function lastParse<T>(text: string | undefined, form: 'file' | 'configmap', parse: () => T): T {
-  const last = lastParsed.get(form);
-  if (text !== undefined && last?.text === text) return last.result as T;
-  const result = parse();
-  if (text !== undefined) lastParsed.set(form, { text, result });
-  return result;
+function sameTextOnce<T>(parse: (text: string) => T): (text: string) => T {
+  let last: { text: string; result: T } | undefined;
+  return (text) => {
+    if (last?.text !== text) last = { text, result: parse(text) };
+    return last.result;
+  };
 }
+const parseFilePolicy = sameTextOnce(parsePolicyDocument);
+const parseConfigMapPolicy = sameTextOnce((text) => parseConfigMapData({ [POLICY_KEY]: text }));
 
 /**
  * Reads and validates the policy. A missing default ConfigMap means the fallback policy; a
@@ -101,7 +102,7 @@ export async function loadPolicy(gateway: KubeGateway | undefined, location: Pol
     } catch (error) {
       return { ok: false, kind: 'unreadable-file', description, message: (error as Error).message };
     }
-    const parsed = lastParse(text, 'file', () => parsePolicyDocument(text));
+    const parsed = parseFilePolicy(text);
     return parsed.ok
       ? { ok: true, policy: parsed.policy, description, builtin: false, warnings: parsed.warnings }
       : { ok: false, kind: 'invalid', description, problems: parsed.problems, configMapUid: undefined };
@@ -109,8 +110,8 @@ export async function loadPolicy(gateway: KubeGateway | undefined, location: Pol
   if (!gateway) throw new Error('a ConfigMap policy needs a cluster connection');
   try {
     const configMap = await gateway.readConfigMap(location.namespace, location.name);
-    const data = configMap.data;
-    const parsed = lastParse(data?.[POLICY_KEY], 'configmap', () => parseConfigMapData(data));
+    const text = configMap.data?.[POLICY_KEY];
+    const parsed = text === undefined ? parseConfigMapData(configMap.data) : parseConfigMapPolicy(text);
     return parsed.ok
       ? { ok: true, policy: parsed.policy, description, builtin: false, warnings: parsed.warnings }
       : { ok: false, kind: 'invalid', description, problems: parsed.problems, configMapUid: configMap.metadata?.uid };
