@@ -44,19 +44,41 @@ export const DEFAULT_RETRY_POLICY: RetryPolicy = {
   sleep: (ms, signal) => delay(ms, undefined, { signal }).catch(() => undefined),
 };
 
+/** Errors of a hedged call that had sent more than one copy: a conflict may be the other copy's. */
+const fromHedge = new WeakSet<object>();
+
+/** `error` ended a hedged call that had sent a second copy. */
+export function cameFromHedge(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && fromHedge.has(error);
+}
+
 /**
- * A read of one object not answered within `afterMs` is sent once more beside the first; the
- * first answer wins. A read whose answer is slow (a stalled connection, a busy server) then costs
- * `afterMs`, not the request timeout and a back-off. Only single-object reads are hedged: they
- * are small and safe to repeat; lists and writes are not.
+ * A call not answered within `afterMs` is sent once more beside the first; the first answer wins.
+ * A call whose answer is slow (a stalled connection, a busy server) then costs `afterMs`, not the
+ * request timeout and a back-off. Hedged are single-object reads, safe to repeat, and writes
+ * conditional on a resourceVersion (`conditionalWrite`): of two copies at most one can land, the
+ * other answering 409. For those a 409 ends the call at once (the version it was conditional on is
+ * gone, so the other copy cannot land after it), marked `cameFromHedge` so that the retry layer
+ * reads the object back as after a retry; an error of a copy that may have landed marks the
+ * call's error so (`mayHaveLanded`).
  */
-export function hedged<T>(call: () => Promise<T>, afterMs: number | undefined): Promise<T> {
+export function hedged<T>(call: () => Promise<T>, afterMs: number | undefined, conditionalWrite = false): Promise<T> {
   if (afterMs === undefined) return call();
   return new Promise<T>((resolve, reject) => {
     let settled = false;
+    let sent = 0;
     let inFlight = 0;
+    let mayHaveLanded = false;
     let hedge: NodeJS.Timeout | undefined;
+    const fail = (error: unknown) => {
+      settled = true;
+      clearTimeout(hedge);
+      if (sent > 1 && typeof error === 'object' && error !== null) fromHedge.add(error);
+      if (mayHaveLanded) markMayHaveLanded(error);
+      reject(error);
+    };
     const send = () => {
+      sent += 1;
       inFlight += 1;
       call().then(
         (value) => {
@@ -67,11 +89,13 @@ export function hedged<T>(call: () => Promise<T>, afterMs: number | undefined): 
         },
         (error: unknown) => {
           inFlight -= 1;
+          if (settled) return;
+          if (conditionalWrite) {
+            if (sent > 1 && isConflict(error)) return fail(error);
+            mayHaveLanded ||= describeApiError(error).mayHaveLanded;
+          }
           // The other copy may still answer; with none in flight the error goes to the retries.
-          if (settled || inFlight > 0) return;
-          settled = true;
-          clearTimeout(hedge);
-          reject(error);
+          if (inFlight === 0) fail(error);
         },
       );
     };
@@ -89,6 +113,18 @@ const hedgedReads =
   (policy: RetryPolicy) =>
   <T>(request: string, call: () => Promise<T>): Promise<T> =>
     retrying(policy, request, () => hedged(call, policy.hedgeAfterMs));
+
+/** A patch under `policy`: each attempt hedged when it is conditional on a resourceVersion, then retried and settled. */
+const settledPatch =
+  (policy: RetryPolicy) =>
+  (request: string, patch: object, call: () => Promise<void>, read: () => Promise<Annotated>): Promise<void> =>
+    retrying(
+      policy,
+      request,
+      () => (isConditional(patch) ? hedged(call, policy.hedgeAfterMs, true) : call()),
+      settleConditional(patch, read),
+      true,
+    );
 
 /** Wait before the next attempt: the server's Retry-After if given, else exponential back-off; capped. */
 export function retryDelayMs(policy: RetryPolicy, failure: ApiFailure, attempt: number): number {
@@ -116,7 +152,7 @@ async function retrying<T>(
       return await call();
     } catch (error) {
       if (settle) {
-        const settled = await settle(error, attempt > 1);
+        const settled = await settle(error, attempt > 1 || cameFromHedge(error));
         if (settled !== FAILED) return settled;
       }
       const failure = describeApiError(error);
@@ -139,22 +175,24 @@ async function retrying<T>(
 const FAILED = Symbol('failed');
 
 /**
- * The plain gateway with retries. Reads are repeated as they are. Writes are repeated because
+ * The plain gateway with retries. Reads are repeated as they are (single-object ones hedged). Writes are repeated because
  * each is made idempotent:
  * - `mergePatchJob` without a resourceVersion gives the same result twice; `patchPodStatus` and
  *   `jsonPatchJob` carry preconditions, so a repeat after a lost answer fails and the caller
  *   re-reads the object to learn whether the first attempt landed;
- * - `mergePatchJob` or `patchJobStatus` with a resourceVersion (a claim) that conflicts after a
- *   retry reads the Job: if it carries every annotation the patch sets, the first attempt landed;
+ * - `mergePatchJob` or `patchJobStatus` with a resourceVersion (a claim) is hedged; one that
+ *   conflicts after a retry or a second copy reads the Job: if it carries every annotation the
+ *   patch sets, the earlier attempt or the other copy landed;
  * - `createEvent` sends the same object (same name) every attempt, so a 409 after a retry is done;
  * - `deletePod` and `evictPod` after a retry resolve when the pod is gone (404 is their earlier
  *   attempt's, done); a 404 on the first attempt is thrown, so the caller tells "already gone" from "deleted";
- * - `mergePatchCronJob` and `mergePatchJobSet` (always with a resourceVersion) are settled like a conditional Job patch.
+ * - `mergePatchCronJob` and `mergePatchJobSet` (always with a resourceVersion) are hedged and settled like a conditional Job patch.
  */
 export function withRetries(plain: KubeGateway, options: Partial<RetryPolicy> = {}): KubeGateway {
   const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...options };
   const retry = <T>(request: string, call: () => Promise<T>) => retrying(policy, request, call);
   const read = hedgedReads(policy);
+  const patch = settledPatch(policy);
   const retryWrite = <T>(request: string, call: () => Promise<T>, settle?: (e: unknown, retried: boolean) => Promise<T | typeof FAILED>) =>
     retrying(policy, request, call, settle, true);
   // Settling a conditional write reads the object back through these retries too: a lost read
@@ -171,17 +209,19 @@ export function withRetries(plain: KubeGateway, options: Partial<RetryPolicy> = 
     readConfigMap: (namespace, name) => read(`readConfigMap ${namespace}/${name}`, () => plain.readConfigMap(namespace, name)),
     patchPodStatus: (namespace, name, patch) =>
       retryWrite(`patchPodStatus ${namespace}/${name}`, () => plain.patchPodStatus(namespace, name, patch)),
-    mergePatchJob: (namespace, name, patch) =>
-      retryWrite(
+    mergePatchJob: (namespace, name, body) =>
+      patch(
         `mergePatchJob ${namespace}/${name}`,
-        () => plain.mergePatchJob(namespace, name, patch),
-        settleConditional(patch, () => gateway.readJob(namespace, name)),
+        body,
+        () => plain.mergePatchJob(namespace, name, body),
+        () => gateway.readJob(namespace, name),
       ),
-    patchJobStatus: (namespace, name, patch) =>
-      retryWrite(
+    patchJobStatus: (namespace, name, body) =>
+      patch(
         `patchJobStatus ${namespace}/${name}`,
-        () => plain.patchJobStatus(namespace, name, patch),
-        settleConditional(patch, () => gateway.readJob(namespace, name)),
+        body,
+        () => plain.patchJobStatus(namespace, name, body),
+        () => gateway.readJob(namespace, name),
       ),
     // A test operation that fails after a retry is left to the caller, which re-reads the Job.
     jsonPatchJob: (namespace, name, operations) =>
@@ -213,18 +253,20 @@ export function withRetries(plain: KubeGateway, options: Partial<RetryPolicy> = 
         async (error, retried) => (retried && judgeWriteError('create', error).landed ? undefined : FAILED),
       ),
     readCronJob: (namespace, name) => read(`readCronJob ${namespace}/${name}`, () => plain.readCronJob(namespace, name)),
-    mergePatchCronJob: (namespace, name, patch) =>
-      retryWrite(
+    mergePatchCronJob: (namespace, name, body) =>
+      patch(
         `mergePatchCronJob ${namespace}/${name}`,
-        () => plain.mergePatchCronJob(namespace, name, patch),
-        settleConditional(patch, () => gateway.readCronJob(namespace, name)),
+        body,
+        () => plain.mergePatchCronJob(namespace, name, body),
+        () => gateway.readCronJob(namespace, name),
       ),
     readJobSet: (namespace, name) => read(`readJobSet ${namespace}/${name}`, () => plain.readJobSet(namespace, name)),
-    mergePatchJobSet: (namespace, name, patch) =>
-      retryWrite(
+    mergePatchJobSet: (namespace, name, body) =>
+      patch(
         `mergePatchJobSet ${namespace}/${name}`,
-        () => plain.mergePatchJobSet(namespace, name, patch),
-        settleConditional(patch, () => gateway.readJobSet(namespace, name)),
+        body,
+        () => plain.mergePatchJobSet(namespace, name, body),
+        () => gateway.readJobSet(namespace, name),
       ),
     // Always conditional on the resourceVersion: a retried patch that conflicts is left to the caller, which re-reads the pod.
     mergePatchPod: (namespace, name, patch) =>
@@ -237,7 +279,7 @@ export function withRetries(plain: KubeGateway, options: Partial<RetryPolicy> = 
 }
 
 /**
- * A conditional patch (a resourceVersion) that conflicts after a retry: the object is read, and
+ * A conditional patch (a resourceVersion) that conflicts after a retry or a hedged copy: the object is read, and
  * the write counts as landed when it carries every annotation the patch sets.
  */
 function settleConditional(patch: object, read: () => Promise<Annotated>) {

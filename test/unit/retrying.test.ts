@@ -6,8 +6,8 @@ import { ApiException, type EventsV1Event, type V1Job } from '@kubernetes/client
 import { mapBounded } from '../../src/concurrency.ts';
 import { describeApiError } from '../../src/kube/errors.ts';
 import type { KubeGateway } from '../../src/kube/gateway.ts';
-import { hedgeAfterMs, hedged, withRetries, type RetryNotice } from '../../src/kube/retrying.ts';
-import { scriptedGateway, type Script } from '../support/scripted-gateway.ts';
+import { cameFromHedge, hedgeAfterMs, hedged, withRetries, type RetryNotice } from '../../src/kube/retrying.ts';
+import { apiError, scriptedGateway, type Script } from '../support/scripted-gateway.ts';
 
 const dropped = () => Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
 const status = (code: number, headers: Record<string, string> = {}) => new ApiException(code, 'x', '', headers);
@@ -201,29 +201,111 @@ describe('a hedged read', () => {
     assert.equal(c.sent.length, 1);
   });
 
-  it('in the retried gateway: a slow read of one object is sent again, a slow list or write is not', async (t) => {
+  it('in the retried gateway: a slow read of one object or a slow conditional write is sent again, a slow list or plain write is not', async (t) => {
     t.mock.timers.enable({ apis: ['setTimeout'] });
     const never = () => new Promise<never>(() => undefined);
     const scripted = scriptedGateway({
       readJob: [never, { metadata: { name: 'build-7' } } as V1Job],
       listJobs: [never],
-      patchJobStatus: [never],
+      patchJobStatus: [never, {}],
+      mergePatchJob: [never],
     });
     const gateway = withRetries(scripted.gateway, { hedgeAfterMs: 500 });
     let answered: string | undefined;
+    let patched = false;
     void gateway.readJob('ci', 'build-7').then((job) => (answered = job.metadata?.name));
     void gateway.listJobs({ namespace: 'ci', limit: 500 });
-    void gateway.patchJobStatus('ci', 'build-7', { metadata: { resourceVersion: '5' } });
+    void gateway.patchJobStatus('ci', 'build-7', { metadata: { resourceVersion: '5' } }).then(() => (patched = true));
+    void gateway.mergePatchJob('ci', 'build-7', { metadata: { labels: { x: null } } });
     await flush();
     t.mock.timers.tick(500);
     await flush();
     await flush();
     assert.equal(answered, 'build-7');
-    assert.deepEqual([scripted.count('readJob'), scripted.count('listJobs'), scripted.count('patchJobStatus')], [2, 1, 1]);
+    assert.equal(patched, true);
+    assert.deepEqual(
+      ['readJob', 'listJobs', 'patchJobStatus', 'mergePatchJob'].map((m) => scripted.count(m as 'readJob')),
+      [2, 1, 2, 1],
+    );
   });
 
   it('hedges a quarter of the request timeout, at most a second', () => {
     assert.equal(hedgeAfterMs(2_000), 500);
     assert.equal(hedgeAfterMs(30_000), 1_000);
+  });
+});
+
+describe('a hedged conditional write', () => {
+  const flush = () => new Promise<void>((r) => setImmediate(r));
+  const claim = { metadata: { resourceVersion: '5', annotations: { 'imagepull-sweeper/claim': 'c1' } } };
+  const conflict = () => apiError(409, 'Conflict', 'the object has been modified');
+  /** An answer the test gives later: the copy stays in flight until then. */
+  function held() {
+    let answer: (value: unknown) => void = () => undefined;
+    const call = () => new Promise((resolve) => (answer = resolve));
+    return { call, answer: (value: unknown) => answer(value) };
+  }
+
+  it("ends at the other copy's conflict without waiting for the stalled one, and reads the Job back: landed", async (t) => {
+    t.mock.timers.enable({ apis: ['setTimeout'] });
+    const first = held();
+    const scripted = scriptedGateway({
+      patchJobStatus: [first.call, conflict()],
+      readJob: [{ metadata: { name: 'j', annotations: { 'imagepull-sweeper/claim': 'c1' } } } as V1Job],
+    });
+    const gateway = withRetries(scripted.gateway, { hedgeAfterMs: 500, sleep: async () => undefined });
+    let outcome: string | undefined;
+    void gateway.patchJobStatus('ci', 'j', claim).then(
+      () => (outcome = 'landed'),
+      (e: unknown) => (outcome = `error ${describeApiError(e).status}`),
+    );
+    await flush();
+    t.mock.timers.tick(500);
+    await flush();
+    await flush();
+    await flush();
+    assert.equal(outcome, 'landed', 'the first copy is still unanswered');
+    assert.deepEqual(scripted.methods(), ['patchJobStatus', 'patchJobStatus', 'readJob']);
+    first.answer(conflict());
+  });
+
+  it("is a conflict when the Job read back is another's", async (t) => {
+    t.mock.timers.enable({ apis: ['setTimeout'] });
+    const first = held();
+    const scripted = scriptedGateway({
+      patchJobStatus: [first.call, conflict()],
+      readJob: [{ metadata: { name: 'j', annotations: { 'imagepull-sweeper/claim': 'other' } } } as V1Job],
+    });
+    const gateway = withRetries(scripted.gateway, { hedgeAfterMs: 500, sleep: async () => undefined });
+    const write = gateway.patchJobStatus('ci', 'j', claim);
+    await flush();
+    t.mock.timers.tick(500);
+    await assert.rejects(write, (e: unknown) => describeApiError(e).status === 409);
+    assert.equal(scripted.count('patchJobStatus'), 2, 'a conflict is not retried');
+    first.answer(conflict());
+  });
+
+  it("hands a conflict before any second copy to the caller unread, as a first attempt's", async () => {
+    const scripted = scriptedGateway({ patchJobStatus: [conflict()] });
+    const gateway = withRetries(scripted.gateway, { hedgeAfterMs: 500 });
+    await assert.rejects(gateway.patchJobStatus('ci', 'j', claim), (e: unknown) => describeApiError(e).status === 409);
+    assert.deepEqual(scripted.methods(), ['patchJobStatus']);
+  });
+
+  it('marks its error as one that may have landed when a copy may have', async (t) => {
+    t.mock.timers.enable({ apis: ['setTimeout'] });
+    let rejectFirst: (e: unknown) => void = () => undefined;
+    let rejectCopy: (e: unknown) => void = () => undefined;
+    const copies = [() => new Promise((_, reject) => (rejectFirst = reject)), () => new Promise((_, reject) => (rejectCopy = reject))];
+    let sent = 0;
+    const write = hedged(() => copies[sent++]!(), 500, true);
+    t.mock.timers.tick(500);
+    rejectFirst(Object.assign(new Error('no answer within the request timeout'), { name: 'TimeoutError' }));
+    await flush();
+    const unavailable = status(503);
+    rejectCopy(unavailable);
+    await assert.rejects(write, (e: unknown) => e === unavailable);
+    assert.equal(describeApiError(unavailable).mayHaveLanded, true, 'the first copy may still land');
+    assert.equal(cameFromHedge(unavailable), true);
   });
 });
