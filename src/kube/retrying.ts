@@ -4,7 +4,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type { V1CronJob, V1Job } from '@kubernetes/client-node';
 import { describeApiError, isRetryable, markMayHaveLanded, type ApiFailure } from './errors.ts';
 import type { JobSetObject, KubeGateway } from './gateway.ts';
-import type { LeaseGateway } from './leases.ts';
+import type { LeaseGateway, LeaseSpec } from './leases.ts';
 import { carriesAnnotations, isConditional, isConflict, judgeWriteError } from './write-outcome.ts';
 
 export interface RetryNotice {
@@ -294,18 +294,37 @@ function settleConditional(patch: object, read: () => Promise<Annotated>) {
 type Annotated = V1Job | V1CronJob | JobSetObject;
 
 /**
- * The Lease calls with the same retries. A create or replace is repeated as it is: after a lost
- * answer its repeat conflicts, which the elector reads as "someone wrote first" and re-reads the
- * Lease on its next attempt (leader/elector.ts).
+ * The Lease calls with the same retries. A create is repeated as it is: after a lost answer its
+ * repeat conflicts, which the elector reads as "someone wrote first" and re-reads the Lease on
+ * its next attempt (leader/elector.ts). A replace (conditional on its resourceVersion) is hedged
+ * like a conditional patch; one that conflicts after a retry or a second copy reads the Lease
+ * back, and it landed when the record holds this write's holder and renewTime: a renewal whose
+ * answer was lost is then a renewal, not a round lost against the renew deadline.
  */
 export function withLeaseRetries(plain: LeaseGateway, options: Partial<RetryPolicy> = {}): LeaseGateway {
   const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...options };
   const read = hedgedReads(policy);
+  const readLease = (namespace: string, name: string) => read(`readLease ${namespace}/${name}`, () => plain.readLease(namespace, name));
   return {
-    readLease: (namespace, name) => read(`readLease ${namespace}/${name}`, () => plain.readLease(namespace, name)),
+    readLease,
     createLease: (namespace, name, spec) =>
       retrying(policy, `createLease ${namespace}/${name}`, () => plain.createLease(namespace, name, spec)),
     replaceLease: (namespace, name, resourceVersion, spec) =>
-      retrying(policy, `replaceLease ${namespace}/${name}`, () => plain.replaceLease(namespace, name, resourceVersion, spec)),
+      retrying(
+        policy,
+        `replaceLease ${namespace}/${name}`,
+        () => hedged(() => plain.replaceLease(namespace, name, resourceVersion, spec), policy.hedgeAfterMs, true),
+        async (error, retried) => {
+          if (!retried || !isConflict(error)) return FAILED;
+          const current = (await readLease(namespace, name).catch(() => undefined))?.spec;
+          return current && isWriteOf(current, spec) ? undefined : FAILED;
+        },
+      ),
   };
+}
+
+/** The record read back is the one `spec` wrote: its holder, at its renewTime. */
+function isWriteOf(current: LeaseSpec, spec: LeaseSpec): boolean {
+  const at = (time: string | null | undefined) => (time ? Date.parse(time) : NaN);
+  return current.holderIdentity === spec.holderIdentity && at(current.renewTime) === at(spec.renewTime);
 }

@@ -6,7 +6,8 @@ import { ApiException, type EventsV1Event, type V1Job } from '@kubernetes/client
 import { mapBounded } from '../../src/concurrency.ts';
 import { describeApiError } from '../../src/kube/errors.ts';
 import type { KubeGateway } from '../../src/kube/gateway.ts';
-import { cameFromHedge, hedgeAfterMs, hedged, withRetries, type RetryNotice } from '../../src/kube/retrying.ts';
+import type { LeaseGateway, LeaseSpec } from '../../src/kube/leases.ts';
+import { cameFromHedge, hedgeAfterMs, hedged, withLeaseRetries, withRetries, type RetryNotice } from '../../src/kube/retrying.ts';
 import { apiError, scriptedGateway, type Script } from '../support/scripted-gateway.ts';
 
 const dropped = () => Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
@@ -307,5 +308,44 @@ describe('a hedged conditional write', () => {
     await assert.rejects(write, (e: unknown) => e === unavailable);
     assert.equal(describeApiError(unavailable).mayHaveLanded, true, 'the first copy may still land');
     assert.equal(cameFromHedge(unavailable), true);
+  });
+});
+
+describe('a hedged Lease replace', () => {
+  const flush = () => new Promise<void>((r) => setImmediate(r));
+  const ours: LeaseSpec = { holderIdentity: 'replica-1', leaseDurationSeconds: 15, renewTime: '2026-12-06T05:00:00.123000Z' };
+  /** A Lease gateway whose first replace stays unanswered, the second conflicts, and reads give `current`. */
+  function leases(current: LeaseSpec) {
+    const calls: string[] = [];
+    const plain: LeaseGateway = {
+      readLease: async () => (calls.push('read'), { metadata: { resourceVersion: '8' }, spec: current }),
+      createLease: async () => void calls.push('create'),
+      replaceLease: () => {
+        calls.push('replace');
+        return calls.filter((c) => c === 'replace').length === 1
+          ? new Promise<void>(() => undefined)
+          : Promise.reject(apiError(409, 'Conflict', 'the object has been modified'));
+      },
+    };
+    return { calls, gateway: withLeaseRetries(plain, { hedgeAfterMs: 1_000, sleep: async () => undefined }) };
+  }
+
+  it('a renewal whose stalled copy landed (the other conflicts) is read back as renewed, at once', async (t) => {
+    t.mock.timers.enable({ apis: ['setTimeout'] });
+    const { calls, gateway } = leases({ ...ours, renewTime: '2026-12-06T05:00:00.123Z' });
+    const renewed = gateway.replaceLease('ns', 'imagepull-sweeper', '7', ours);
+    t.mock.timers.tick(1_000);
+    await renewed;
+    await flush();
+    assert.deepEqual(calls, ['replace', 'replace', 'read']);
+  });
+
+  it("is a conflict when the record read back is another's write", async (t) => {
+    t.mock.timers.enable({ apis: ['setTimeout'] });
+    const { calls, gateway } = leases({ ...ours, holderIdentity: 'replica-2' });
+    const renewed = gateway.replaceLease('ns', 'imagepull-sweeper', '7', ours);
+    t.mock.timers.tick(1_000);
+    await assert.rejects(renewed, (e: unknown) => describeApiError(e).status === 409);
+    assert.deepEqual(calls, ['replace', 'replace', 'read']);
   });
 });
