@@ -31,7 +31,7 @@ import { FRESH_MS, JobReads } from './job-reads.ts';
 import { PodCache } from './pod-cache.ts';
 import { watchPolicyFile } from './policy-file-watch.ts';
 import { PolicyConfigMap } from './policy-watch.ts';
-import { prejudge } from './prejudge.ts';
+import { prejudge, sharingNamespaceReads } from './prejudge.ts';
 import { recordingWrites } from './recording-gateway.ts';
 import { reflect, type ReflectorHandler, type RestartReason } from './reflector.ts';
 import { ServiceAccountSecrets } from './service-accounts.ts';
@@ -41,8 +41,8 @@ import { Wakeup } from './wakeup.ts';
 const PREJUDGE_DELAY_MS = 50;
 /** Pre-judgements run beside the loop, at most this many at once: a slow read holds only its own. */
 const MAX_PREJUDGES = 4;
-/** One pre-judgement reads this many namespaces' Jobs side by side. */
-const PREJUDGE_NAMESPACES = 16;
+/** One pre-judgement reads this many Jobs (or namespaces' lists of Jobs) side by side. */
+const PREJUDGE_GROUPS = 32;
 /** A batch starts this long after its due time on our estimate of the server's clock. */
 const FIRE_MARGIN_MS = 20;
 /** The clock is calibrated again, beside the loop, when its newest answer is older than this. */
@@ -755,9 +755,9 @@ export class WatchLoop {
 
   /**
    * Pre-judges the Jobs whose stuck pods changed (`snapshot`: key → its change count): their
-   * timers (reads only; followers too). Namespace by namespace, side by side, each namespace's
-   * timers set as soon as its reads are in: a Job waits on the reads of its own namespace only
-   * (one list when 10 or more of its Jobs changed), not on the slowest read of a burst.
+   * timers (reads only; followers too). Job by Job, side by side, each timer set as soon as its
+   * Job's read is in: a Job waits on its own read, not on the slowest read of a burst. The Jobs
+   * of a namespace with 10 or more of them changed go together, after one list of its Jobs.
    */
   private async prejudgeChanged(snapshot: Map<string, number>): Promise<void> {
     const policy = await this.currentPolicy();
@@ -771,8 +771,10 @@ export class WatchLoop {
       const namespace = this.cache.podsOf(key)[0]?.namespace ?? '';
       byNamespace.set(namespace, [...(byNamespace.get(namespace) ?? []), key]);
     }
-    await mapBounded([...byNamespace.values()], PREJUDGE_NAMESPACES, async (keys) => {
-      if (await this.prejudgeKeys(keys, policy)) {
+    const groups = [...byNamespace.values()].flatMap((keys) => (keys.length >= LIST_JOBS_THRESHOLD ? [keys] : keys.map((key) => [key])));
+    const gateway = sharingNamespaceReads(this.reading(this.deps.sweepDeps.gateway));
+    await mapBounded(groups, PREJUDGE_GROUPS, async (keys) => {
+      if (await this.prejudgeKeys(keys, policy, gateway)) {
         for (const key of keys) if (this.dirty.get(key) === snapshot.get(key)) this.dirty.delete(key);
       }
       this.wakeup.notify();
@@ -781,7 +783,7 @@ export class WatchLoop {
   }
 
   /** Pre-judges the Jobs of `keys` and sets their timers; false when their reads failed (they stay changed). */
-  private async prejudgeKeys(keys: string[], policy: Policy): Promise<boolean> {
+  private async prejudgeKeys(keys: string[], policy: Policy, gateway: KubeGateway): Promise<boolean> {
     const { deps } = this;
     const stuck = [];
     for (const key of keys) for (const pod of this.cache.podsOf(key)) stuck.push(...pod.stuck);
@@ -789,7 +791,7 @@ export class WatchLoop {
     const jobsRead = new Map<string, V1Job>();
     const readFromMs = this.monotonicMs();
     try {
-      decisions = await prejudge(JobReads.recording(this.reading(deps.sweepDeps.gateway), jobsRead), stuck, policy, {
+      decisions = await prejudge(JobReads.recording(gateway, jobsRead), stuck, policy, {
         now: () => new Date(deps.clock.serverNowMs(this.monotonicMs()) ?? 0),
         outage: this.cache.outage(policy.limits.outage),
       });

@@ -2,6 +2,7 @@
 // a sweep would judge it: the same attribution (its Job read, for the `grace` annotation), the same
 // namespace labels and the same pure judge, on that Job's stuck containers only. Nothing is written
 // and nothing is logged: this only sets a timer; the sweep it triggers decides again.
+import type { V1Namespace } from '@kubernetes/client-node';
 import { attributeToJobs, LIST_JOBS_THRESHOLD } from '../attribute/attribute.ts';
 import { judge } from '../judge/judge.ts';
 import type { Decision, OutageAssessment } from '../judge/types.ts';
@@ -32,4 +33,17 @@ export async function prejudge(
     return owner;
   };
   return judge({ stuck, ownerOf, namespaceLabels: namespaceLabels.labels, policy, now: now(), ...(outage ? { outage } : {}) }).decisions;
+}
+
+/** The gateway with one read per namespace while it is used: Jobs pre-judged apart share their namespace's labels. */
+export function sharingNamespaceReads(gateway: KubeGateway): KubeGateway {
+  const reads = new Map<string, Promise<V1Namespace>>();
+  return {
+    ...gateway,
+    readNamespace: (name) => {
+      const read = reads.get(name) ?? gateway.readNamespace(name);
+      reads.set(name, read);
+      return read;
+    },
+  };
 }

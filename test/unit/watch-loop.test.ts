@@ -360,6 +360,21 @@ describe('the watch loop', () => {
     t.stop.abort();
   });
 
+  it("sets a Job's timer once its own read is in, not after a slow read of another Job of its namespace", async () => {
+    const { slowReads, answer } = hangingRead('b');
+    const t = setup({ jobs: [], slowReads });
+    await t.start();
+    await t.runFor(20_000);
+    // a and b get stuck together (one pre-judgement) in one namespace, fewer than a list's worth; b's Job read hangs.
+    t.watch.emit({ type: 'ADDED', object: stuckPod('a', { rv: '4' }), resourceVersion: '4' });
+    t.watch.emit({ type: 'ADDED', object: stuckPod('b', { rv: '5' }), resourceVersion: '5' });
+    await t.runFor(15_000);
+    assert.deepEqual(t.claims, ['a'], "a was failed on time while b's read still hung");
+    await answer(t);
+    assert.deepEqual(t.claims, ['a', 'b']);
+    t.stop.abort();
+  });
+
   it('fails a Job stuck after a whole sweep began on time, while that sweep waits on a read', async () => {
     const { slowReads, answer } = hangingRead('b');
     const t = setup({ jobs: ['b'], slowReads });
