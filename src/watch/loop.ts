@@ -177,6 +177,7 @@ export class WatchLoop {
       watchTimeoutSeconds: deps.watchTimeoutSeconds,
       random: deps.random,
       sleep: deps.sleep,
+      monotonicMs: this.monotonicMs,
     };
     for (const scope of this.scopes) {
       const collection = podCollection(scope === '*' ? undefined : scope, PENDING_PODS);

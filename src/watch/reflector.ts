@@ -4,7 +4,8 @@
 //   page 250 costs one page; a continue token that expired (410) starts the list over.
 // - A watch that ends (the server's timeout) or drops is resumed from the last resourceVersion seen,
 //   bookmarks included; one that expired (410 Gone) lists again.
-// - The back-off between failed watches resets once a watch is accepted.
+// - The back-off between failed watches resets once a watch is accepted; one that stayed up a
+//   second or more is resumed at once when it drops (only a watch failing quickly backs off).
 import { describeApiError } from '../kube/errors.ts';
 import { WatchExpiredError, type Collection, type WatchEvent, type WatchGateway } from '../kube/watch.ts';
 
@@ -25,6 +26,8 @@ export interface ReflectorOptions {
   watchTimeoutSeconds?: number;
   random?: () => number;
   sleep: (ms: number, signal: AbortSignal) => Promise<void>;
+  /** Local monotonic milliseconds (default: performance.now). */
+  monotonicMs?: () => number;
   onRestart?: (scope: string, reason: RestartReason, error?: string) => void;
   /** The first list pass is in. */
   onSynced?: () => void;
@@ -41,6 +44,9 @@ export function failureDelayMs(failures: number, random: () => number): number {
   return Math.min(30_000, 500 * 2 ** Math.max(0, failures - 1)) * (1 + 0.2 * random());
 }
 
+/** A watch accepted at least this long before it dropped is resumed at once, without a back-off. */
+export const RESUME_AT_ONCE_AFTER_MS = 1_000;
+
 /** No byte for this long on a watch (bookmarks come about once a minute) means a dead connection. */
 const IDLE_LIMIT_MS = 150_000;
 
@@ -52,6 +58,7 @@ export async function reflect<T>(
   signal: AbortSignal,
 ): Promise<void> {
   const random = options.random ?? Math.random;
+  const monotonicMs = options.monotonicMs ?? (() => performance.now());
   const scope = collection.what;
   let resourceVersion: string | undefined;
   let failures = 0;
@@ -71,6 +78,7 @@ export async function reflect<T>(
     }
     const timeoutSeconds = Math.round((options.watchTimeoutSeconds ?? 300) * (1 + 0.2 * random()));
     let accepted = false;
+    let acceptedAtMs = 0;
     try {
       options.onWatch?.(resourceVersion);
       await gateway.watch<T>(
@@ -82,6 +90,7 @@ export async function reflect<T>(
           signal,
           onAccepted: () => {
             accepted = true;
+            acceptedAtMs = monotonicMs();
             failures = 0;
             options.onConnected?.(true);
           },
@@ -99,6 +108,10 @@ export async function reflect<T>(
       if (error instanceof WatchExpiredError || describeApiError(error).status === 410) {
         options.onRestart?.(scope, 'expired', (error as Error).message);
         resourceVersion = undefined;
+        continue;
+      }
+      if (accepted && monotonicMs() - acceptedAtMs >= RESUME_AT_ONCE_AFTER_MS) {
+        options.onRestart?.(scope, 'dropped', describeApiError(error).message);
         continue;
       }
       await backOff(error);

@@ -78,4 +78,28 @@ describe('the reflector', () => {
       'at most 30 s',
     );
   });
+
+  it('resumes at once a watch that stayed up a second or more when it drops; one dropped sooner backs off', async () => {
+    const stop = new AbortController();
+    const sleeps: number[] = [];
+    let nowMs = 0;
+    // Accepted and up 2 s, then dropped; accepted and dropped at once; refused.
+    const plan = [2_000, 0, 'refused'];
+    const gateway: WatchGateway = {
+      list: async <T>() => ({ items: [] as T[], continueToken: undefined, resourceVersion: '1' }),
+      async watch(_c: Collection, opts: WatchStream) {
+        const step = plan.shift();
+        if (step === undefined) return stop.abort();
+        if (typeof step === 'number') {
+          opts.onAccepted?.();
+          nowMs += step;
+        }
+        throw dropped();
+      },
+      probeDate: async () => undefined,
+    };
+    const options = { sleep: async (ms: number) => void sleeps.push(ms), random: () => 0, monotonicMs: () => nowMs };
+    await reflect(gateway, COLLECTION, recorder(), options, stop.signal);
+    assert.deepEqual(sleeps, [500, 1000]);
+  });
 });
