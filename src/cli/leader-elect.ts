@@ -3,6 +3,8 @@ import { randomUUID } from 'node:crypto';
 import type { Command } from 'commander';
 import type winston from 'winston';
 import type { ClientSettings, ResponseObserver } from '../kube/http.ts';
+import type { Lease } from '../kube/leases.ts';
+import type { ReflectorHandler } from '../watch/reflector.ts';
 import { DEFAULT_LEASE_NAME, DEFAULT_TIMINGS, type ElectionTimings } from '../leader/defaults.ts';
 import { durationFlagMs, retryFields, retryLine, shownDuration } from './connect.ts';
 import { UsageError } from './errors.ts';
@@ -74,12 +76,16 @@ export async function runAsLeader(
     { createLeaseGateway, createLeaseStore },
     { withLeaseRetries, hedgeAfterMs },
     { abortableSleep },
+    { createWatchGateway, leaseCollection },
+    { reflect },
   ] = await Promise.all([
     import('../leader/elector.ts'),
     import('./kube-config.ts'),
     import('../kube/leases.ts'),
     import('../kube/retrying.ts'),
     import('../run/scheduler.ts'),
+    import('../kube/watch.ts'),
+    import('../watch/reflector.ts'),
   ]);
   const problem = timingProblem(timings);
   if (problem) throw new UsageError(`--leader-elect timings: ${problem}`);
@@ -105,7 +111,45 @@ export async function runAsLeader(
     onLeading: observers.onLeading,
   });
   observers.onHealth?.(() => elector.health());
-  return elector.run(lead, stop, observers.onLost);
+  // The Lease watched besides its reads: a follower sees each renewal as it is written.
+  const watching = new AbortController();
+  let watched = false;
+  let refused = false;
+  const watchedLease: ReflectorHandler<Lease> = {
+    listStarted: () => undefined,
+    listed: (lease) => elector.observed(lease.spec),
+    listEnded: () => undefined,
+    event: (type, lease) => elector.observed(type === 'DELETED' ? undefined : lease.spec),
+  };
+  const watch = reflect(
+    createWatchGateway(kubeConfig, { timeoutMs: timings.renewDeadlineMs, onResponse: observers.onResponse, settings: observers.settings }),
+    leaseCollection(store.namespace, store.name),
+    watchedLease,
+    {
+      sleep: abortableSleep,
+      onConnected: (up) => {
+        if (up && !watched) logger.info('watching the lease', { lease: `${store.namespace}/${store.name}` });
+        watched ||= up;
+      },
+      onRestart: (_scope, reason, error) => {
+        // Refused (RBAC without the Lease's list/watch): followers still read it every retry period.
+        if (/forbidden/i.test(error ?? '') && !refused)
+          logger.warn('cannot watch the lease: following it by reads every retry period', {
+            lease: `${store.namespace}/${store.name}`,
+            error,
+          });
+        else logger.debug('lease watch restarted', { reason, error });
+        refused ||= /forbidden/i.test(error ?? '');
+      },
+    },
+    watching.signal,
+  ).catch((error: unknown) => logger.debug('lease watch stopped', { error: (error as Error).message }));
+  try {
+    return await elector.run(lead, stop, observers.onLost);
+  } finally {
+    watching.abort();
+    await watch;
+  }
 }
 
 /** --leader-elect-namespace; in a pod its own namespace; else the kubeconfig context's, else default. */

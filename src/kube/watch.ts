@@ -77,6 +77,15 @@ export function configMapCollection(namespace: string, name: string): Collection
   };
 }
 
+/** One Lease, by a field selector on its name (leader election's followers). */
+export function leaseCollection(namespace: string, name: string): Collection {
+  return {
+    path: `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/leases`,
+    fieldSelector: `metadata.name=${name}`,
+    what: `lease ${namespace}/${name}`,
+  };
+}
+
 export function createWatchGateway(
   kubeConfig: KubeConfig,
   options: { timeoutMs?: number; onResponse?: ResponseObserver; settings?: ClientSettings; monotonicMs?: () => number } = {},

@@ -106,6 +106,8 @@ export class LeaderElector {
   private expiresAtMs: number | undefined;
   /** The last attempt to take the Lease met a newer record (perhaps its own write, its answer lost). */
   private takeConflicted = false;
+  /** Ends a follower's wait early, when a watched record makes the Lease takeable sooner. */
+  private wake: AbortController | undefined;
 
   constructor(private readonly deps: ElectorDeps) {}
 
@@ -133,6 +135,25 @@ export class LeaderElector {
   }
 
   /**
+   * A record as a watch of the Lease brought it (undefined: deleted). A follower then sees a change
+   * when it is written, not at its next read a retry period later, and counts the lease duration
+   * from there; a released Lease is tried at once. It only ever makes the record seen later than a
+   * read would have (the watch delivers a write after it happened), never takes the Lease sooner
+   * than a lease duration after the holder's last renewal was sent. The leader ignores it.
+   */
+  observed(spec: LeaseSpec | undefined): void {
+    if (this.renewedAtMs !== undefined) return;
+    const nowMs = this.deps.monotonicMs();
+    const seenFingerprint = fingerprint(spec);
+    if (this.seen?.fingerprint === seenFingerprint) return;
+    this.seen = { fingerprint: seenFingerprint, atMs: nowMs };
+    const verdict = judgeLease(spec, this.seen, this.deps.identity, nowMs, this.deps.wallClock(), this.deps.timings);
+    const before = this.expiresAtMs;
+    this.expiresAtMs = nowMs + (verdict.kind === 'held' ? verdict.expiresInMs : 0);
+    if (before === undefined || this.expiresAtMs < before) this.wake?.abort();
+  }
+
+  /**
    * Until `stop`: wait for the lease, then `lead` while holding it. `lead`'s signal aborts on stop
    * (the Lease is then released, so a follower takes over at its next retry) or at once when the
    * Lease is lost: not renewed within the renew deadline, or another holder seen. Losing it ends
@@ -144,7 +165,9 @@ export class LeaderElector {
     const lease = `${store.namespace}/${store.name}`;
     logger.info('waiting to become the leader', { lease, identity: this.deps.identity });
     while (!stop.aborted && !(await this.attempt('acquire', timings.retryPeriodMs))) {
-      await this.deps.sleep(this.untilNextAttemptMs(), stop);
+      this.wake = new AbortController();
+      await this.deps.sleep(this.untilNextAttemptMs(), AbortSignal.any([stop, this.wake.signal]));
+      this.wake = undefined;
     }
     if (stop.aborted) return 'released';
     logger.info('became the leader: sweeping', { lease, identity: this.deps.identity });

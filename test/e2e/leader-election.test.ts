@@ -94,6 +94,9 @@ describe('run --leader-elect', () => {
     assert.equal(sweeps(follower), 0, 'the follower never swept');
     assert.match(String(await holder()), new RegExp(`^${leader.name}_`));
     assert.ok(lines(follower, 'lease held by another sweeper').length > 0);
+    // The shipped Role lets it watch the one Lease by its name.
+    assert.ok(lines(follower, 'watching the lease').length > 0, follower.output());
+    assert.equal(lines(follower, 'cannot watch the lease: following it by reads every retry period').length, 0, follower.output());
 
     leader.child.kill('SIGKILL');
     const killedAt = performance.now();

@@ -131,7 +131,12 @@ describe('manifests/', () => {
     };
     assert.deepEqual(leaderElection.rules, [
       { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
-      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: ['imagepull-sweeper'], verbs: ['get', 'update'] },
+      {
+        apiGroups: ['coordination.k8s.io'],
+        resources: ['leases'],
+        resourceNames: ['imagepull-sweeper'],
+        verbs: ['get', 'update', 'list', 'watch'],
+      },
     ]);
     for (const kind of ['ClusterRoleBinding', 'RoleBinding']) {
       const binding = rbac.find((o) => o.kind === kind) as unknown as { subjects: unknown[] };

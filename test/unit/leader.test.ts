@@ -267,6 +267,77 @@ describe('LeaderElector', () => {
   });
 });
 
+describe('LeaderElector: a watched Lease', () => {
+  /**
+   * A sleep on the fake clock that lets `events` happen at their times (a holder's writes, each
+   * delivered by the watch a moment later) and ends early when its signal aborts.
+   */
+  function scriptedSleep(clock: { ms: number }, events: { at: number; run: () => unknown }[]) {
+    return async (ms: number, signal: AbortSignal) => {
+      const until = clock.ms + ms;
+      while (events.length > 0 && events[0]!.at <= until) {
+        const event = events.shift()!;
+        clock.ms = Math.max(clock.ms, event.at);
+        await event.run();
+        if (signal.aborted) return;
+      }
+      clock.ms = until;
+    };
+  }
+
+  it('a follower counts the lease duration from the renewal the watch brought, not from its next read', async () => {
+    const store = memoryStore();
+    const clock = { ms: 0 };
+    const a = elector(store, 'a', clock);
+    await a.tryAcquireOrRenew();
+    // a renews at 1 s (its last renewal: then it dies); the watch brings the record to b at 1.05 s.
+    const events = [
+      { at: 1_000, run: () => a.tryAcquireOrRenew() },
+      { at: 1_050, run: (): void => b.observed(structuredClone(store.lease!.spec)) },
+    ];
+    const b = new LeaderElector({ ...electorDeps(store, 'b', clock), random: () => 0.5, sleep: scriptedSleep(clock, events) });
+    let tookAt: number | undefined;
+    await b.run(async () => void (tookAt = clock.ms), new AbortController().signal);
+    assert.equal(
+      tookAt,
+      16_050,
+      'a lease duration after the watch brought the last renewal; by its reads alone (at 2.2 s) it would be 17.2 s',
+    );
+  });
+
+  it('a follower tries a Lease the watch shows released at once, not at its next read', async () => {
+    const store = memoryStore();
+    const clock = { ms: 0 };
+    const a = elector(store, 'a', clock);
+    await a.tryAcquireOrRenew();
+    const events = [
+      { at: 500, run: () => a.release() },
+      { at: 550, run: (): void => b.observed(structuredClone(store.lease!.spec)) },
+    ];
+    const b = new LeaderElector({ ...electorDeps(store, 'b', clock), sleep: scriptedSleep(clock, events) });
+    let tookAt: number | undefined;
+    await b.run(async () => void (tookAt = clock.ms), new AbortController().signal);
+    assert.equal(tookAt, 550);
+  });
+
+  it('an older record brought late never makes the Lease taken sooner than its reads allow', async () => {
+    const store = memoryStore();
+    const clock = { ms: 0 };
+    const a = elector(store, 'a', clock);
+    await a.tryAcquireOrRenew();
+    const first = structuredClone(store.lease!.spec);
+    // a renews at 1 s and dies; b reads the renewal at 2 s, then the watch brings the first record late.
+    const events = [
+      { at: 1_000, run: () => a.tryAcquireOrRenew() },
+      { at: 2_100, run: (): void => b.observed(first) },
+    ];
+    const b = new LeaderElector({ ...electorDeps(store, 'b', clock), sleep: scriptedSleep(clock, events) });
+    let tookAt: number | undefined;
+    await b.run(async () => void (tookAt = clock.ms), new AbortController().signal);
+    assert.ok(tookAt! >= 17_000, `taken at ${tookAt} ms: not before 15 s after b first read the last renewal (2 s)`);
+  });
+});
+
 describe('LeaderElector.run: stopping when it should', () => {
   it('stops at once on seeing another holder, tells onLost first, and ends "lost"', async () => {
     const store = memoryStore();
