@@ -117,9 +117,9 @@ export async function runAsLeader(
   let refused = false;
   const watchedLease: ReflectorHandler<Lease> = {
     listStarted: () => undefined,
-    listed: (lease) => elector.observed(lease.spec),
+    listed: (lease) => elector.observed(lease),
     listEnded: () => undefined,
-    event: (type, lease) => elector.observed(type === 'DELETED' ? undefined : lease.spec),
+    event: (type, lease) => elector.observed(type === 'DELETED' ? undefined : lease),
   };
   const watch = reflect(
     createWatchGateway(kubeConfig, { timeoutMs: timings.renewDeadlineMs, onResponse: observers.onResponse, settings: observers.settings }),

@@ -2,7 +2,7 @@
 // leaderelection): acquire, renew, release. Expiry is judged on the local monotonic clock only: a
 // follower counts how long it has seen the same record unchanged, never reads another host's time.
 import type winston from 'winston';
-import type { LeaseSpec, LeaseStore } from '../kube/leases.ts';
+import type { Lease, LeaseSpec, LeaseStore } from '../kube/leases.ts';
 import type { ElectionTimings } from './defaults.ts';
 
 export type { Lease, LeaseSpec, LeaseStore } from '../kube/leases.ts';
@@ -108,13 +108,15 @@ export class LeaderElector {
   private takeConflicted = false;
   /** Ends a follower's wait early, when a watched record makes the Lease takeable sooner. */
   private wake: AbortController | undefined;
+  /** The Lease as the watch last brought it, for the follower's next attempt instead of a read. */
+  private watched: Lease | undefined;
 
   constructor(private readonly deps: ElectorDeps) {}
 
   /** One attempt: read the Lease, write ourselves as holder when allowed. True while we hold it. */
   async tryAcquireOrRenew(): Promise<boolean> {
     const { store, identity, timings } = this.deps;
-    const current = await store.read();
+    const current = this.takeWatched() ?? (await store.read());
     const nowMs = this.deps.monotonicMs();
     const seenFingerprint = fingerprint(current?.spec);
     if (this.seen?.fingerprint !== seenFingerprint) this.seen = { fingerprint: seenFingerprint, atMs: nowMs };
@@ -139,10 +141,14 @@ export class LeaderElector {
    * when it is written, not at its next read a retry period later, and counts the lease duration
    * from there; a released Lease is tried at once. It only ever makes the record seen later than a
    * read would have (the watch delivers a write after it happened), never takes the Lease sooner
-   * than a lease duration after the holder's last renewal was sent. The leader ignores it.
+   * than a lease duration after the holder's last renewal was sent. The follower's next attempt
+   * judges it instead of reading the Lease again (a take is conditional on its resourceVersion: a
+   * record already replaced makes it conflict, and the attempt after reads). The leader ignores it.
    */
-  observed(spec: LeaseSpec | undefined): void {
+  observed(lease: Lease | undefined): void {
     if (this.renewedAtMs !== undefined) return;
+    this.watched = lease;
+    const spec = lease?.spec;
     const nowMs = this.deps.monotonicMs();
     const seenFingerprint = fingerprint(spec);
     if (this.seen?.fingerprint === seenFingerprint) return;
@@ -151,6 +157,13 @@ export class LeaderElector {
     const before = this.expiresAtMs;
     this.expiresAtMs = nowMs + (verdict.kind === 'held' ? verdict.expiresInMs : 0);
     if (before === undefined || this.expiresAtMs < before) this.wake?.abort();
+  }
+
+  /** The watched record, once, for a follower's attempt; undefined when leading or none came since the last attempt. */
+  private takeWatched(): Lease | undefined {
+    const watched = this.watched;
+    this.watched = undefined;
+    return this.renewedAtMs === undefined ? watched : undefined;
   }
 
   /**

@@ -293,7 +293,7 @@ describe('LeaderElector: a watched Lease', () => {
     // a renews at 1 s (its last renewal: then it dies); the watch brings the record to b at 1.05 s.
     const events = [
       { at: 1_000, run: () => a.tryAcquireOrRenew() },
-      { at: 1_050, run: (): void => b.observed(structuredClone(store.lease!.spec)) },
+      { at: 1_050, run: (): void => b.observed(structuredClone(store.lease!)) },
     ];
     const b = new LeaderElector({ ...electorDeps(store, 'b', clock), random: () => 0.5, sleep: scriptedSleep(clock, events) });
     let tookAt: number | undefined;
@@ -312,7 +312,7 @@ describe('LeaderElector: a watched Lease', () => {
     await a.tryAcquireOrRenew();
     const events = [
       { at: 500, run: () => a.release() },
-      { at: 550, run: (): void => b.observed(structuredClone(store.lease!.spec)) },
+      { at: 550, run: (): void => b.observed(structuredClone(store.lease!)) },
     ];
     const b = new LeaderElector({ ...electorDeps(store, 'b', clock), sleep: scriptedSleep(clock, events) });
     let tookAt: number | undefined;
@@ -320,12 +320,37 @@ describe('LeaderElector: a watched Lease', () => {
     assert.equal(tookAt, 550);
   });
 
+  it("judges a watched record at the follower's next attempt without reading; a take on a stale one conflicts, and the attempt after reads", async () => {
+    const store = memoryStore();
+    const clock = { ms: 0 };
+    const a = elector(store, 'a', clock);
+    await a.tryAcquireOrRenew();
+    let reads = 0;
+    const counting: LeaseStore = { ...store, read: () => (reads++, store.read()) };
+    const b = elector(counting, 'b', clock);
+    b.observed(structuredClone(store.lease!));
+    clock.ms = 15_000;
+    assert.equal(await b.tryAcquireOrRenew(), true, 'taken from the watched record');
+    assert.equal(reads, 0);
+
+    const c = elector(counting, 'c', clock);
+    c.observed(structuredClone(store.lease!));
+    clock.ms = 16_000;
+    await b.tryAcquireOrRenew(); // b renews; c's watch has not brought it yet
+    clock.ms = 30_000;
+    assert.equal(await c.tryAcquireOrRenew(), false, "the stale record's take conflicts");
+    assert.equal(store.lease?.spec?.holderIdentity, 'b');
+    const readsBefore = reads;
+    assert.equal(await c.tryAcquireOrRenew(), false, 'held: b renewed at 16 s, first seen by c now');
+    assert.equal(reads, readsBefore + 1, 'read, not the watched record again');
+  });
+
   it('an older record brought late never makes the Lease taken sooner than its reads allow', async () => {
     const store = memoryStore();
     const clock = { ms: 0 };
     const a = elector(store, 'a', clock);
     await a.tryAcquireOrRenew();
-    const first = structuredClone(store.lease!.spec);
+    const first = structuredClone(store.lease!);
     // a renews at 1 s and dies; b reads the renewal at 2 s, then the watch brings the first record late.
     const events = [
       { at: 1_000, run: () => a.tryAcquireOrRenew() },
