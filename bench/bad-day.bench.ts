@@ -8,10 +8,10 @@
 //   within the 1h grace), each pod's status rewritten every 5 minutes as the kubelet does, and
 //   every 30 s a Job stuck on "not found" at another registry with a 5 s grace. `run --watch
 //   --schedule '*/2 * * * *'` and then `run --schedule '*/2 * * * *'`, `--minutes` each, with the
-//   shipped NODE_OPTIONS: the sweeper's CPU, API requests, peak RSS, audit lines, and the
-//   decisive Jobs' first write after grace (all of them, and those created once the sweeper was
-//   ready: the watch's cache synced, the periodic mode's first sweep scheduled); `--mode` runs one
-//   mode only.
+//   shipped NODE_OPTIONS and the image's node flags: the sweeper's CPU, API requests, peak RSS,
+//   audit lines, and the decisive Jobs' first write after grace (all of them, and those created
+//   once the sweeper was ready: the watch's cache synced, the periodic mode's first sweep
+//   scheduled); `--mode` runs one mode only.
 // - takeover: 20,000 Pending pods (unscheduled) of which 1,000 are Jobs past grace; a follower
 //   `run --watch --leader-elect` with its cache synced while another identity holds the Lease;
 //   the Lease released: from the follower's acquireTime to its first write.
@@ -34,6 +34,7 @@ import { findStuckContainers } from '../src/classify/index.ts';
 import { mapBounded } from '../src/concurrency.ts';
 import { CLI, ensureBuilt, jsonLines } from '../test/support/cli.ts';
 import { freePort, startCluster, type Cluster } from '../test/support/cluster.ts';
+import { runtimeConfig } from '../test/support/dockerfile.ts';
 import { createNamespace, jobManifest } from '../test/support/fixtures.ts';
 import { realPullMessage, setImagePullStuck, waitFor, waitForJobPods } from '../test/support/kubelet.ts';
 import { createPods, rawClient, type Raw } from './scale-setup.ts';
@@ -56,6 +57,11 @@ const NODE_OPTIONS = ((): string => {
   return /name: NODE_OPTIONS\s+value: "([^"]+)"/.exec(text)?.[1] ?? '';
 })();
 
+/** The node flags of the image's ENTRYPOINT (`node <flags> main.js`), which NODE_OPTIONS cannot carry. */
+const IMAGE_NODE_FLAGS = runtimeConfig()
+  .entrypoint.slice(1)
+  .filter((a) => a.startsWith('-'));
+
 const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length === 0 ? NaN : s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]!;
@@ -74,10 +80,14 @@ interface Sweeper {
 
 async function startSweeper(args: string[], env: Record<string, string> = {}): Promise<Sweeper> {
   const metricsPort = await freePort();
-  const child = spawn(process.execPath, [CLI, 'run', ...args, '--listen', `127.0.0.1:${metricsPort}`, '--output', 'json'], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-    env: { ...process.env, NODE_OPTIONS, ...env },
-  });
+  const child = spawn(
+    process.execPath,
+    [...IMAGE_NODE_FLAGS, CLI, 'run', ...args, '--listen', `127.0.0.1:${metricsPort}`, '--output', 'json'],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: { ...process.env, NODE_OPTIONS, ...env },
+    },
+  );
   let out = '';
   child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
   // Every replica's log is kept, a killed one's too.
