@@ -18,20 +18,26 @@ export interface Lease {
   spec?: LeaseSpec;
 }
 
+/** A write of the Lease that landed: the record's new resourceVersion, when the answer gave it. */
+export interface LeaseWritten {
+  resourceVersion: string | undefined;
+}
+
 /** One Lease. `create` and `replace` answer false on a conflict (another candidate wrote first). */
 export interface LeaseStore {
   readonly namespace: string;
   readonly name: string;
   read(): Promise<Lease | undefined>;
-  create(spec: LeaseSpec): Promise<boolean>;
-  replace(resourceVersion: string, spec: LeaseSpec): Promise<boolean>;
+  create(spec: LeaseSpec): Promise<LeaseWritten | false>;
+  replace(resourceVersion: string, spec: LeaseSpec): Promise<LeaseWritten | false>;
 }
 
 /** The Lease calls of the gateway: the same HTTP path, and (kube/retrying.ts) the same retry policy. */
 export interface LeaseGateway {
   readLease(namespace: string, name: string): Promise<Lease>;
-  createLease(namespace: string, name: string, spec: LeaseSpec): Promise<void>;
-  replaceLease(namespace: string, name: string, resourceVersion: string, spec: LeaseSpec): Promise<void>;
+  /** Resolves to the written record's resourceVersion (undefined when the answer did not give it). */
+  createLease(namespace: string, name: string, spec: LeaseSpec): Promise<string | undefined>;
+  replaceLease(namespace: string, name: string, resourceVersion: string, spec: LeaseSpec): Promise<string | undefined>;
 }
 
 export function createLeaseGateway(
@@ -48,12 +54,13 @@ export function createLeaseGateway(
   });
   return {
     readLease: async (namespace, name) => (await raw.getJson(`${collection(namespace)}/${encodeURIComponent(name)}`, {})) as Lease,
-    createLease: async (namespace, name, spec) => {
-      await raw.send('POST', collection(namespace), { body: lease(namespace, name, spec), ignoreAnswer: true });
-    },
+    createLease: async (namespace, name, spec) =>
+      ((await raw.send('POST', collection(namespace), { body: lease(namespace, name, spec) })) as Lease | undefined)?.metadata
+        ?.resourceVersion,
     replaceLease: async (namespace, name, resourceVersion, spec) => {
       const body = lease(namespace, name, spec, resourceVersion);
-      await raw.send('PUT', `${collection(namespace)}/${encodeURIComponent(name)}`, { body, ignoreAnswer: true });
+      return ((await raw.send('PUT', `${collection(namespace)}/${encodeURIComponent(name)}`, { body })) as Lease | undefined)?.metadata
+        ?.resourceVersion;
     },
   };
 }
@@ -77,8 +84,8 @@ export function createLeaseStore(gateway: LeaseGateway, namespace: string, name:
       if (read.gone) return undefined;
       throw read.error;
     },
-    create: (spec) => gateway.createLease(namespace, name, spec).then(() => true as const, conflictIsFalse),
+    create: (spec) => gateway.createLease(namespace, name, spec).then((rv) => ({ resourceVersion: rv }), conflictIsFalse),
     replace: (resourceVersion, spec) =>
-      gateway.replaceLease(namespace, name, resourceVersion, spec).then(() => true as const, conflictIsFalse),
+      gateway.replaceLease(namespace, name, resourceVersion, spec).then((rv) => ({ resourceVersion: rv }), conflictIsFalse),
   };
 }

@@ -316,8 +316,8 @@ export function withLeaseRetries(plain: LeaseGateway, options: Partial<RetryPoli
         () => hedged(() => plain.replaceLease(namespace, name, resourceVersion, spec), policy.hedgeAfterMs, true),
         async (error, retried) => {
           if (!retried || !isConflict(error)) return FAILED;
-          const current = (await readLease(namespace, name).catch(() => undefined))?.spec;
-          return current && isWriteOf(current, spec) ? undefined : FAILED;
+          const current = await readLease(namespace, name).catch(() => undefined);
+          return current?.spec && isWriteOf(current.spec, spec) ? current.metadata?.resourceVersion : FAILED;
         },
       ),
   };

@@ -5,7 +5,7 @@ import type winston from 'winston';
 import type { Lease, LeaseSpec, LeaseStore } from '../kube/leases.ts';
 import type { ElectionTimings } from './defaults.ts';
 
-export type { Lease, LeaseSpec, LeaseStore } from '../kube/leases.ts';
+export type { Lease, LeaseSpec, LeaseStore, LeaseWritten } from '../kube/leases.ts';
 
 export { DEFAULT_LEASE_NAME, DEFAULT_TIMINGS, type ElectionTimings } from './defaults.ts';
 const JITTER = 1.2;
@@ -111,10 +111,14 @@ export class LeaderElector {
   /** The Lease as the watch last brought it, for the follower's next attempt instead of a read. */
   private watched: Lease | undefined;
 
+  /** The record this process last wrote, with its resourceVersion: the leader's next renewal replaces it unread. */
+  private own: Lease | undefined;
+
   constructor(private readonly deps: ElectorDeps) {}
 
   /** One attempt: read the Lease, write ourselves as holder when allowed. True while we hold it. */
   async tryAcquireOrRenew(): Promise<boolean> {
+    if (await this.renewOwn()) return true;
     const { store, identity, timings } = this.deps;
     const current = this.takeWatched() ?? (await store.read());
     const nowMs = this.deps.monotonicMs();
@@ -131,9 +135,34 @@ export class LeaderElector {
     if (verdict.kind === 'held') return false;
     const written =
       current === undefined ? await store.create(verdict.spec) : await store.replace(current.metadata?.resourceVersion ?? '', verdict.spec);
-    if (written) this.seen = { fingerprint: fingerprint(verdict.spec), atMs: nowMs };
+    if (written) this.wrote(verdict.spec, written.resourceVersion, nowMs);
     this.takeConflicted = !written;
-    return written;
+    return written !== false;
+  }
+
+  /**
+   * The leader's renewal of the record it last wrote, conditional on that record's
+   * resourceVersion, without reading it first (client-go's optimistic renewal): one request. False
+   * when there is none, or when the record changed since (another holder wrote, or a renewal
+   * landed with its answer lost): the attempt then reads it.
+   */
+  private async renewOwn(): Promise<boolean> {
+    const own = this.own;
+    this.own = undefined;
+    const resourceVersion = own?.metadata?.resourceVersion;
+    if (this.renewedAtMs === undefined || !resourceVersion || own?.spec?.holderIdentity !== this.deps.identity) return false;
+    const nowMs = this.deps.monotonicMs();
+    const seen = { fingerprint: fingerprint(own.spec), atMs: nowMs };
+    const verdict = judgeLease(own.spec, seen, this.deps.identity, nowMs, this.deps.wallClock(), this.deps.timings);
+    if (verdict.kind !== 'take') return false;
+    const written = await this.deps.store.replace(resourceVersion, verdict.spec);
+    if (written) this.wrote(verdict.spec, written.resourceVersion, nowMs);
+    return written !== false;
+  }
+
+  private wrote(spec: LeaseSpec, resourceVersion: string | undefined, nowMs: number): void {
+    this.seen = { fingerprint: fingerprint(spec), atMs: nowMs };
+    this.own = resourceVersion === undefined ? undefined : { metadata: { resourceVersion }, spec };
   }
 
   /**
@@ -290,7 +319,7 @@ export class LeaderElector {
         renewTime: now,
         leaseTransitions: current.spec.leaseTransitions ?? 0,
       };
-      const released = await store.replace(current.metadata?.resourceVersion ?? '', spec);
+      const released = (await store.replace(current.metadata?.resourceVersion ?? '', spec)) !== false;
       logger.info(released ? 'released the lease' : 'could not release the lease (changed meanwhile)', {
         lease: `${store.namespace}/${store.name}`,
       });

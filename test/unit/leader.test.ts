@@ -13,6 +13,7 @@ import {
   type Lease,
   type LeaseSpec,
   type LeaseStore,
+  type LeaseWritten,
   microTime,
   DEFAULT_TIMINGS,
   timingProblem,
@@ -93,17 +94,17 @@ function memoryStore(): LeaseStore & { lease: Lease | undefined; failing: boolea
       if (store.failing) throw new Error('connection refused');
       return store.lease && structuredClone(store.lease);
     },
-    async create(spec: LeaseSpec) {
+    async create(spec: LeaseSpec): Promise<LeaseWritten | false> {
       if (store.failing) throw new Error('connection refused');
       if (store.lease) return false;
       store.lease = { metadata: { resourceVersion: String(++version) }, spec };
-      return true;
+      return { resourceVersion: String(version) };
     },
-    async replace(resourceVersion: string, spec: LeaseSpec) {
+    async replace(resourceVersion: string, spec: LeaseSpec): Promise<LeaseWritten | false> {
       if (store.failing) throw new Error('connection refused');
       if (store.lease?.metadata?.resourceVersion !== resourceVersion) return false;
       store.lease = { metadata: { resourceVersion: String(++version) }, spec };
-      return true;
+      return { resourceVersion: String(version) };
     },
   };
   return store;
@@ -247,6 +248,37 @@ describe('LeaderElector', () => {
       [true, 0],
       [false, leadEnds[0]],
     ]);
+  });
+
+  it('run: renews the record it wrote without reading it first; a renewal that meets a changed record reads it', async () => {
+    const store = memoryStore();
+    const clock = { ms: 0 };
+    const stop = new AbortController();
+    const calls: string[] = [];
+    const counting: LeaseStore = {
+      ...store,
+      read: () => (calls.push('read'), store.read()),
+      replace: (rv, spec) => (calls.push('replace'), store.replace(rv, spec)),
+    };
+    let ticks = 0;
+    const e = new LeaderElector({
+      ...electorDeps(counting, 'a', clock),
+      sleep: async (ms) => {
+        clock.ms += ms;
+        ticks += 1;
+        // After the 3rd renewal, the record changes under it (a renewal of its own whose answer was lost).
+        if (ticks === 4) store.lease = { metadata: { resourceVersion: '50' }, spec: { ...store.lease!.spec } };
+        if (ticks === 6) stop.abort();
+      },
+    });
+    await e.run((signal) => new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true })), stop.signal);
+    // Taken (a read, then the create), renewed three times unread; the fourth conflicts, reads and renews.
+    assert.deepEqual(calls.slice(0, 7), ['read', 'replace', 'replace', 'replace', 'replace', 'read', 'replace']);
+    assert.ok(
+      calls.slice(7, -2).every((c) => c === 'replace'),
+      calls.join(' '),
+    );
+    assert.deepEqual(calls.slice(-2), ['read', 'replace'], 'released on stop: read, then cleared');
   });
 
   it('run: on stop, the lead finishes and the Lease is released', async () => {

@@ -319,11 +319,11 @@ describe('a hedged Lease replace', () => {
     const calls: string[] = [];
     const plain: LeaseGateway = {
       readLease: async () => (calls.push('read'), { metadata: { resourceVersion: '8' }, spec: current }),
-      createLease: async () => void calls.push('create'),
+      createLease: async () => (calls.push('create'), '1'),
       replaceLease: () => {
         calls.push('replace');
         return calls.filter((c) => c === 'replace').length === 1
-          ? new Promise<void>(() => undefined)
+          ? new Promise<string>(() => undefined)
           : Promise.reject(apiError(409, 'Conflict', 'the object has been modified'));
       },
     };
@@ -335,7 +335,7 @@ describe('a hedged Lease replace', () => {
     const { calls, gateway } = leases({ ...ours, renewTime: '2026-12-06T05:00:00.123Z' });
     const renewed = gateway.replaceLease('ns', 'imagepull-sweeper', '7', ours);
     t.mock.timers.tick(1_000);
-    await renewed;
+    assert.equal(await renewed, '8', 'the record read back: its resourceVersion, for the next renewal');
     await flush();
     assert.deepEqual(calls, ['replace', 'replace', 'read']);
   });
