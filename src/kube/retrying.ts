@@ -55,7 +55,8 @@ export function cameFromHedge(error: unknown): boolean {
 /**
  * A call not answered within `afterMs` is sent once more beside the first; the first answer wins.
  * A call whose answer is slow (a stalled connection, a busy server) then costs `afterMs`, not the
- * request timeout and a back-off. Hedged are single-object reads, safe to repeat, and writes
+ * request timeout and a back-off; when the second copy fails, the call fails with it at once (to
+ * the retries), not when the stalled first one times out. Hedged are single-object reads, safe to repeat, and writes
  * conditional on a resourceVersion (`conditionalWrite`): of two copies at most one can land, the
  * other answering 409. For those a 409 ends the call at once (the version it was conditional on is
  * gone, so the other copy cannot land after it), marked `cameFromHedge` so that the retry layer
@@ -80,6 +81,7 @@ export function hedged<T>(call: () => Promise<T>, afterMs: number | undefined, c
     const send = () => {
       sent += 1;
       inFlight += 1;
+      const copy = sent > 1;
       call().then(
         (value) => {
           if (settled) return;
@@ -92,10 +94,12 @@ export function hedged<T>(call: () => Promise<T>, afterMs: number | undefined, c
           if (settled) return;
           if (conditionalWrite) {
             if (sent > 1 && isConflict(error)) return fail(error);
-            mayHaveLanded ||= describeApiError(error).mayHaveLanded;
+            // The first copy, still in flight, may land too.
+            mayHaveLanded ||= describeApiError(error).mayHaveLanded || (copy && inFlight > 0);
           }
-          // The other copy may still answer; with none in flight the error goes to the retries.
-          if (inFlight === 0) fail(error);
+          // A second copy that failed leaves only the first, stalled past the delay: the retries
+          // go on now. A first copy that failed leaves the second, sent a moment ago: it may answer.
+          if (copy || inFlight === 0) fail(error);
         },
       );
     };

@@ -193,6 +193,28 @@ describe('a hedged read', () => {
     assert.equal(outcome, 'error 503');
   });
 
+  it("fails with the second copy's error at once, not when the stalled first one times out", async (t) => {
+    t.mock.timers.enable({ apis: ['setTimeout'] });
+    const c = calls<string>();
+    const read = hedged(c.call, 500);
+    t.mock.timers.tick(500);
+    const unavailable = status(503);
+    c.sent[1]!.reject(unavailable);
+    await assert.rejects(read, (e: unknown) => e === unavailable);
+    c.sent[0]!.resolve('first, late');
+  });
+
+  it('as a conditional write, says the stalled first copy may still land', async (t) => {
+    t.mock.timers.enable({ apis: ['setTimeout'] });
+    const c = calls<void>();
+    const write = hedged(c.call, 500, true);
+    t.mock.timers.tick(500);
+    const throttled = status(429);
+    c.sent[1]!.reject(throttled);
+    await assert.rejects(write, (e: unknown) => e === throttled);
+    assert.equal(describeApiError(throttled).mayHaveLanded, true);
+  });
+
   it('is not hedged without a delay', async () => {
     const c = calls<string>();
     const read = hedged(c.call, undefined);
