@@ -113,6 +113,7 @@ export async function runAsLeader(
   observers.onHealth?.(() => elector.health());
   // The Lease watched besides its reads: a follower sees each renewal as it is written.
   const watching = new AbortController();
+  const lease = `${store.namespace}/${store.name}`;
   let watched = false;
   let refused = false;
   const watchedLease: ReflectorHandler<Lease> = {
@@ -128,18 +129,15 @@ export async function runAsLeader(
     {
       sleep: abortableSleep,
       onConnected: (up) => {
-        if (up && !watched) logger.info('watching the lease', { lease: `${store.namespace}/${store.name}` });
+        if (up && !watched) logger.info('watching the lease', { lease });
         watched ||= up;
       },
       onRestart: (_scope, reason, error) => {
         // Refused (RBAC without the Lease's list/watch): followers still read it every retry period.
-        if (/forbidden/i.test(error ?? '') && !refused)
-          logger.warn('cannot watch the lease: following it by reads every retry period', {
-            lease: `${store.namespace}/${store.name}`,
-            error,
-          });
+        const forbidden = /forbidden/i.test(error ?? '');
+        if (forbidden && !refused) logger.warn('cannot watch the lease: following it by reads every retry period', { lease, error });
         else logger.debug('lease watch restarted', { reason, error });
-        refused ||= /forbidden/i.test(error ?? '');
+        refused ||= forbidden;
       },
     },
     watching.signal,

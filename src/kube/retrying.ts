@@ -56,9 +56,9 @@ export function cameFromHedge(error: unknown): boolean {
  * A call not answered within `afterMs` is sent once more beside the first; the first answer wins.
  * A call whose answer is slow (a stalled connection, a busy server) then costs `afterMs`, not the
  * request timeout and a back-off; when the second copy fails, the call fails with it at once (to
- * the retries), not when the stalled first one times out. Hedged are single-object reads, safe to repeat, and writes
- * conditional on a resourceVersion (`conditionalWrite`): of two copies at most one can land, the
- * other answering 409. For those a 409 ends the call at once (the version it was conditional on is
+ * the retries), not when the stalled first one times out. Hedged are single-object reads, safe
+ * to repeat, and writes conditional on a resourceVersion (`conditionalWrite`): of two copies at
+ * most one can land, the other answering 409. For those a 409 ends the call at once (the version it was conditional on is
  * gone, so the other copy cannot land after it), marked `cameFromHedge` so that the retry layer
  * reads the object back as after a retry; an error of a copy that may have landed marks the
  * call's error so (`mayHaveLanded`).
@@ -118,17 +118,23 @@ const hedgedReads =
   <T>(request: string, call: () => Promise<T>): Promise<T> =>
     retrying(policy, request, () => hedged(call, policy.hedgeAfterMs));
 
-/** A patch under `policy`: each attempt hedged when it is conditional on a resourceVersion, then retried and settled. */
+/**
+ * A patch under `policy`, retried. One conditional on a resourceVersion is hedged, and one that
+ * conflicts after a retry or a second copy is read back: it landed when the object carries every
+ * annotation the patch sets.
+ */
 const settledPatch =
   (policy: RetryPolicy) =>
   (request: string, patch: object, call: () => Promise<void>, read: () => Promise<Annotated>): Promise<void> =>
-    retrying(
-      policy,
-      request,
-      () => (isConditional(patch) ? hedged(call, policy.hedgeAfterMs, true) : call()),
-      settleConditional(patch, read),
-      true,
-    );
+    isConditional(patch)
+      ? retrying(
+          policy,
+          request,
+          () => hedged(call, policy.hedgeAfterMs, true),
+          settleByReadBack(read, (current) => (carriesAnnotations(current, patch) ? undefined : FAILED)),
+          true,
+        )
+      : retrying(policy, request, call, undefined, true);
 
 /** Wait before the next attempt: the server's Retry-After if given, else exponential back-off; capped. */
 export function retryDelayMs(policy: RetryPolicy, failure: ApiFailure, attempt: number): number {
@@ -283,14 +289,15 @@ export function withRetries(plain: KubeGateway, options: Partial<RetryPolicy> = 
 }
 
 /**
- * A conditional patch (a resourceVersion) that conflicts after a retry or a hedged copy: the object is read, and
- * the write counts as landed when it carries every annotation the patch sets.
+ * A conditional write that conflicts after a retry or a hedged copy may have met its own earlier
+ * landing: the object is read back, and `landedAs` says what the write resolves to if the object
+ * shows it landed (FAILED: it did not, or the read failed).
  */
-function settleConditional(patch: object, read: () => Promise<Annotated>) {
-  return async (error: unknown, retried: boolean): Promise<void | typeof FAILED> => {
-    if (!retried || !isConditional(patch) || !isConflict(error)) return FAILED;
+function settleByReadBack<O, T>(read: () => Promise<O>, landedAs: (current: O) => T | typeof FAILED) {
+  return async (error: unknown, retried: boolean): Promise<T | typeof FAILED> => {
+    if (!retried || !isConflict(error)) return FAILED;
     const current = await read().catch(() => undefined);
-    return current && carriesAnnotations(current, patch) ? undefined : FAILED;
+    return current === undefined ? FAILED : landedAs(current);
   };
 }
 
@@ -318,11 +325,10 @@ export function withLeaseRetries(plain: LeaseGateway, options: Partial<RetryPoli
         policy,
         `replaceLease ${namespace}/${name}`,
         () => hedged(() => plain.replaceLease(namespace, name, resourceVersion, spec), policy.hedgeAfterMs, true),
-        async (error, retried) => {
-          if (!retried || !isConflict(error)) return FAILED;
-          const current = await readLease(namespace, name).catch(() => undefined);
-          return current?.spec && isWriteOf(current.spec, spec) ? current.metadata?.resourceVersion : FAILED;
-        },
+        settleByReadBack(
+          () => readLease(namespace, name),
+          (current) => (current.spec && isWriteOf(current.spec, spec) ? current.metadata?.resourceVersion : FAILED),
+        ),
       ),
   };
 }

@@ -66,16 +66,19 @@ export function judgeLease(
     const expiresInMs = seen.atMs + durationMs - nowMs;
     if (expiresInMs > 0) return { kind: 'held', holder, expiresInMs };
   }
+  return { kind: 'take', spec: holding(current, identity, wallNow, timings) };
+}
+
+/** The record that writes `identity` as holder over `current`: a renewal of its own keeps acquireTime and transitions. */
+function holding(current: LeaseSpec | undefined, identity: string, wallNow: Date, timings: ElectionTimings): LeaseSpec {
+  const ours = current?.holderIdentity === identity;
   const transitions = current?.leaseTransitions ?? 0;
   return {
-    kind: 'take',
-    spec: {
-      holderIdentity: identity,
-      leaseDurationSeconds: Math.ceil(timings.leaseDurationMs / 1000),
-      acquireTime: ours ? (current?.acquireTime ?? microTime(wallNow)) : microTime(wallNow),
-      renewTime: microTime(wallNow),
-      leaseTransitions: ours || current === undefined ? transitions : transitions + 1,
-    },
+    holderIdentity: identity,
+    leaseDurationSeconds: Math.ceil(timings.leaseDurationMs / 1000),
+    acquireTime: ours ? (current?.acquireTime ?? microTime(wallNow)) : microTime(wallNow),
+    renewTime: microTime(wallNow),
+    leaseTransitions: ours || current === undefined ? transitions : transitions + 1,
   };
 }
 
@@ -152,11 +155,9 @@ export class LeaderElector {
     const resourceVersion = own?.metadata?.resourceVersion;
     if (this.renewedAtMs === undefined || !resourceVersion || own?.spec?.holderIdentity !== this.deps.identity) return false;
     const nowMs = this.deps.monotonicMs();
-    const seen = { fingerprint: fingerprint(own.spec), atMs: nowMs };
-    const verdict = judgeLease(own.spec, seen, this.deps.identity, nowMs, this.deps.wallClock(), this.deps.timings);
-    if (verdict.kind !== 'take') return false;
-    const written = await this.deps.store.replace(resourceVersion, verdict.spec);
-    if (written) this.wrote(verdict.spec, written.resourceVersion, nowMs);
+    const spec = holding(own.spec, this.deps.identity, this.deps.wallClock(), this.deps.timings);
+    const written = await this.deps.store.replace(resourceVersion, spec);
+    if (written) this.wrote(spec, written.resourceVersion, nowMs);
     return written !== false;
   }
 
