@@ -317,19 +317,33 @@ describe('LeaderElector: a watched Lease', () => {
     };
   }
 
-  it('a follower counts the lease duration from the renewal the watch brought, not from its next read', async () => {
+  type Script = (
+    a: LeaderElector,
+    store: ReturnType<typeof memoryStore>,
+    observe: (lease: Lease) => void,
+  ) => { at: number; run: () => unknown }[];
+  /** `a` holds the Lease and then does what `script` says; b follows with its watch until it takes the Lease: when. */
+  async function takenAt(script: Script, deps: Partial<ElectorDeps> = {}): Promise<number | undefined> {
     const store = memoryStore();
     const clock = { ms: 0 };
     const a = elector(store, 'a', clock);
     await a.tryAcquireOrRenew();
-    // a renews at 1 s (its last renewal: then it dies); the watch brings the record to b at 1.05 s.
-    const events = [
-      { at: 1_000, run: () => a.tryAcquireOrRenew() },
-      { at: 1_050, run: (): void => b.observed(structuredClone(store.lease!)) },
-    ];
-    const b = new LeaderElector({ ...electorDeps(store, 'b', clock), random: () => 0.5, sleep: scriptedSleep(clock, events) });
+    const events = script(a, store, (lease) => b.observed(lease));
+    const b: LeaderElector = new LeaderElector({ ...electorDeps(store, 'b', clock), ...deps, sleep: scriptedSleep(clock, events) });
     let tookAt: number | undefined;
     await b.run(async () => void (tookAt = clock.ms), new AbortController().signal);
+    return tookAt;
+  }
+
+  it('a follower counts the lease duration from the renewal the watch brought, not from its next read', async () => {
+    // a renews at 1 s (its last renewal: then it dies); the watch brings the record to b at 1.05 s.
+    const tookAt = await takenAt(
+      (a, store, observe) => [
+        { at: 1_000, run: () => a.tryAcquireOrRenew() },
+        { at: 1_050, run: () => observe(structuredClone(store.lease!)) },
+      ],
+      { random: () => 0.5 },
+    );
     assert.equal(
       tookAt,
       16_050,
@@ -338,18 +352,23 @@ describe('LeaderElector: a watched Lease', () => {
   });
 
   it('a follower tries a Lease the watch shows released at once, not at its next read', async () => {
-    const store = memoryStore();
-    const clock = { ms: 0 };
-    const a = elector(store, 'a', clock);
-    await a.tryAcquireOrRenew();
-    const events = [
+    const tookAt = await takenAt((a, store, observe) => [
       { at: 500, run: () => a.release() },
-      { at: 550, run: (): void => b.observed(structuredClone(store.lease!)) },
-    ];
-    const b = new LeaderElector({ ...electorDeps(store, 'b', clock), sleep: scriptedSleep(clock, events) });
-    let tookAt: number | undefined;
-    await b.run(async () => void (tookAt = clock.ms), new AbortController().signal);
+      { at: 550, run: () => observe(structuredClone(store.lease!)) },
+    ]);
     assert.equal(tookAt, 550);
+  });
+
+  it('an older record brought late never makes the Lease taken sooner than its reads allow', async () => {
+    // a renews at 1 s and dies; b reads the renewal at 2 s, then the watch brings the first record late.
+    const tookAt = await takenAt((a, store, observe) => {
+      const first = structuredClone(store.lease!);
+      return [
+        { at: 1_000, run: () => a.tryAcquireOrRenew() },
+        { at: 2_100, run: () => observe(first) },
+      ];
+    });
+    assert.ok(tookAt! >= 17_000, `taken at ${tookAt} ms: not before 15 s after b first read the last renewal (2 s)`);
   });
 
   it("judges a watched record at the follower's next attempt without reading; a take on a stale one conflicts, and the attempt after reads", async () => {
@@ -375,23 +394,6 @@ describe('LeaderElector: a watched Lease', () => {
     const readsBefore = reads;
     assert.equal(await c.tryAcquireOrRenew(), false, 'held: b renewed at 16 s, first seen by c now');
     assert.equal(reads, readsBefore + 1, 'read, not the watched record again');
-  });
-
-  it('an older record brought late never makes the Lease taken sooner than its reads allow', async () => {
-    const store = memoryStore();
-    const clock = { ms: 0 };
-    const a = elector(store, 'a', clock);
-    await a.tryAcquireOrRenew();
-    const first = structuredClone(store.lease!);
-    // a renews at 1 s and dies; b reads the renewal at 2 s, then the watch brings the first record late.
-    const events = [
-      { at: 1_000, run: () => a.tryAcquireOrRenew() },
-      { at: 2_100, run: (): void => b.observed(first) },
-    ];
-    const b = new LeaderElector({ ...electorDeps(store, 'b', clock), sleep: scriptedSleep(clock, events) });
-    let tookAt: number | undefined;
-    await b.run(async () => void (tookAt = clock.ms), new AbortController().signal);
-    assert.ok(tookAt! >= 17_000, `taken at ${tookAt} ms: not before 15 s after b first read the last renewal (2 s)`);
   });
 });
 

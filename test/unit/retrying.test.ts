@@ -262,21 +262,23 @@ describe('a hedged conditional write', () => {
   const flush = () => new Promise<void>((r) => setImmediate(r));
   const claim = { metadata: { resourceVersion: '5', annotations: { 'imagepull-sweeper/claim': 'c1' } } };
   const conflict = () => apiError(409, 'Conflict', 'the object has been modified');
-  /** An answer the test gives later: the copy stays in flight until then. */
-  function held() {
-    let answer: (value: unknown) => void = () => undefined;
-    const call = () => new Promise((resolve) => (answer = resolve));
-    return { call, answer: (value: unknown) => answer(value) };
+  /**
+   * A claim whose first copy stays unanswered until `answerFirst`, whose second conflicts, and
+   * whose Job read back carries the claim `claimedBy`.
+   */
+  function secondCopyConflicts(claimedBy: string) {
+    let answerFirst: (value: unknown) => void = () => undefined;
+    const scripted = scriptedGateway({
+      patchJobStatus: [() => new Promise((resolve) => (answerFirst = resolve)), conflict()],
+      readJob: [{ metadata: { name: 'j', annotations: { 'imagepull-sweeper/claim': claimedBy } } } as V1Job],
+    });
+    const gateway = withRetries(scripted.gateway, { hedgeAfterMs: 500, sleep: async () => undefined });
+    return { scripted, gateway, answerFirst: (value: unknown) => answerFirst(value) };
   }
 
   it("ends at the other copy's conflict without waiting for the stalled one, and reads the Job back: landed", async (t) => {
     t.mock.timers.enable({ apis: ['setTimeout'] });
-    const first = held();
-    const scripted = scriptedGateway({
-      patchJobStatus: [first.call, conflict()],
-      readJob: [{ metadata: { name: 'j', annotations: { 'imagepull-sweeper/claim': 'c1' } } } as V1Job],
-    });
-    const gateway = withRetries(scripted.gateway, { hedgeAfterMs: 500, sleep: async () => undefined });
+    const { scripted, gateway, answerFirst } = secondCopyConflicts('c1');
     let outcome: string | undefined;
     void gateway.patchJobStatus('ci', 'j', claim).then(
       () => (outcome = 'landed'),
@@ -289,23 +291,18 @@ describe('a hedged conditional write', () => {
     await flush();
     assert.equal(outcome, 'landed', 'the first copy is still unanswered');
     assert.deepEqual(scripted.methods(), ['patchJobStatus', 'patchJobStatus', 'readJob']);
-    first.answer(conflict());
+    answerFirst(conflict());
   });
 
   it("is a conflict when the Job read back is another's", async (t) => {
     t.mock.timers.enable({ apis: ['setTimeout'] });
-    const first = held();
-    const scripted = scriptedGateway({
-      patchJobStatus: [first.call, conflict()],
-      readJob: [{ metadata: { name: 'j', annotations: { 'imagepull-sweeper/claim': 'other' } } } as V1Job],
-    });
-    const gateway = withRetries(scripted.gateway, { hedgeAfterMs: 500, sleep: async () => undefined });
+    const { scripted, gateway, answerFirst } = secondCopyConflicts('other');
     const write = gateway.patchJobStatus('ci', 'j', claim);
     await flush();
     t.mock.timers.tick(500);
     await assert.rejects(write, (e: unknown) => describeApiError(e).status === 409);
     assert.equal(scripted.count('patchJobStatus'), 2, 'a conflict is not retried');
-    first.answer(conflict());
+    answerFirst(conflict());
   });
 
   it("hands a conflict before any second copy to the caller unread, as a first attempt's", async () => {

@@ -345,35 +345,25 @@ describe('the watch loop', () => {
     t.stop.abort();
   });
 
-  it("sets a Job's timer once its own namespace's reads are in, not after another namespace's slow read", async () => {
-    const { slowReads, answer } = hangingRead('b');
-    const t = setup({ jobs: [], slowReads, namespaces: [] });
-    await t.start();
-    await t.runFor(20_000);
-    // a and b get stuck together (one pre-judgement), in two namespaces; b's Job read hangs.
-    t.watch.emit({ type: 'ADDED', object: stuckPod('a', { rv: '4', namespace: 'ci' }), resourceVersion: '4' });
-    t.watch.emit({ type: 'ADDED', object: stuckPod('b', { rv: '5', namespace: 'other' }), resourceVersion: '5' });
-    await t.runFor(15_000);
-    assert.deepEqual(t.claims, ['a'], "a was failed on time while b's read still hung");
-    await answer(t);
-    assert.deepEqual(t.claims, ['a', 'b']);
-    t.stop.abort();
-  });
-
-  it("sets a Job's timer once its own read is in, not after a slow read of another Job of its namespace", async () => {
-    const { slowReads, answer } = hangingRead('b');
-    const t = setup({ jobs: [], slowReads });
-    await t.start();
-    await t.runFor(20_000);
-    // a and b get stuck together (one pre-judgement) in one namespace, fewer than a list's worth; b's Job read hangs.
-    t.watch.emit({ type: 'ADDED', object: stuckPod('a', { rv: '4' }), resourceVersion: '4' });
-    t.watch.emit({ type: 'ADDED', object: stuckPod('b', { rv: '5' }), resourceVersion: '5' });
-    await t.runFor(15_000);
-    assert.deepEqual(t.claims, ['a'], "a was failed on time while b's read still hung");
-    await answer(t);
-    assert.deepEqual(t.claims, ['a', 'b']);
-    t.stop.abort();
-  });
+  // a and b get stuck together (one pre-judgement), fewer than a list's worth; b's Job read hangs.
+  for (const [where, namespaces, nsA, nsB] of [
+    ['a Job of another namespace', [], 'ci', 'other'],
+    ['another Job of its namespace', undefined, undefined, undefined],
+  ] as const) {
+    it(`sets a Job's timer once its own read is in, not after a slow read of ${where}`, async () => {
+      const { slowReads, answer } = hangingRead('b');
+      const t = setup({ jobs: [], slowReads, ...(namespaces ? { namespaces: [...namespaces] } : {}) });
+      await t.start();
+      await t.runFor(20_000);
+      t.watch.emit({ type: 'ADDED', object: stuckPod('a', { rv: '4', ...(nsA ? { namespace: nsA } : {}) }), resourceVersion: '4' });
+      t.watch.emit({ type: 'ADDED', object: stuckPod('b', { rv: '5', ...(nsB ? { namespace: nsB } : {}) }), resourceVersion: '5' });
+      await t.runFor(15_000);
+      assert.deepEqual(t.claims, ['a'], "a was failed on time while b's read still hung");
+      await answer(t);
+      assert.deepEqual(t.claims, ['a', 'b']);
+      t.stop.abort();
+    });
+  }
 
   it('fails a Job stuck after a whole sweep began on time, while that sweep waits on a read', async () => {
     const { slowReads, answer } = hangingRead('b');
