@@ -16,9 +16,32 @@ export interface FileRun {
   ms: number;
   /** From the file's own summary; undefined when it printed none (it crashed or was killed). */
   counts: Counts | undefined;
+  /** Its reporter's `failing tests:` section, without stack frames; empty when none. */
+  failures?: string;
 }
 
 const ANSI = /\x1b\[[0-9;]*m/g; // eslint-disable-line no-control-regex
+
+const FAILURE_LINES = 40;
+
+/**
+ * The `✖ failing tests:` section the spec reporter ends a failed run with: each failed test and its
+ * error, without the stack frames, at most FAILURE_LINES lines. Repeated in the closing report, so
+ * a failure is read at the end of a long log.
+ */
+export function failingTests(report: string): string {
+  const text = report.replace(ANSI, '');
+  const start = text.search(/^✖ failing tests:$/m);
+  if (start < 0) return '';
+  const lines = text
+    .slice(start)
+    .split('\n')
+    .slice(1)
+    .filter((l) => l.trim() !== '' && !/^\s+at /.test(l));
+  const kept = lines.slice(0, FAILURE_LINES);
+  if (lines.length > kept.length) kept.push(`… ${lines.length - kept.length} more lines in the file's report above`);
+  return kept.join('\n');
+}
 
 /** The summary lines (`ℹ pass 3`) the spec reporter ends a run with, or undefined. */
 export function summaryCounts(report: string): Counts | undefined {
@@ -103,7 +126,14 @@ async function runLane(lane: Lane, opts: RunLanesOptions, running: Map<string, R
     await Promise.race([drained, new Promise((resolve) => setTimeout(resolve, 5_000).unref())]);
     running.delete(shown);
     const report = Buffer.concat(chunks).toString();
-    const run: FileRun = { file: shown, lane: lane.name, exitCode, ms: Date.now() - t0, counts: summaryCounts(report) };
+    const run: FileRun = {
+      file: shown,
+      lane: lane.name,
+      exitCode,
+      ms: Date.now() - t0,
+      counts: summaryCounts(report),
+      failures: failingTests(report),
+    };
     runs.push(run);
     opts.out(`\n── ${shown} (lane ${lane.name}, ${seconds(run.ms)}, ${verdict(run)}) ──\n${report}`);
   }
@@ -122,7 +152,7 @@ function verdict(run: FileRun): string {
 export const failed = (run: FileRun): boolean => run.exitCode !== 0 || (run.counts?.fail ?? 1) > 0;
 
 /**
- * The closing report: each file's lane and time, the files that failed, then the node test
+ * The closing report: each file's lane and time, the files that failed and their failing tests, then the node test
  * runner's summary lines summed over all files (a file that ended without a summary counts as
  * one failed test).
  */
@@ -137,6 +167,8 @@ export function closingReport(runs: readonly FileRun[], wallMs: number): string 
   }
   const bad = runs.filter(failed);
   if (bad.length > 0) lines.push('', 'failed:', ...bad.map((r) => `  ${r.file} (lane ${r.lane}): ${verdict(r)}`));
+  for (const r of bad.filter((b) => b.failures))
+    lines.push('', `${r.file}, its failing tests:`, ...r.failures!.split('\n').map((l) => `  ${l}`));
   const total = Object.fromEntries(COUNTS.map((k) => [k, 0])) as Counts;
   for (const r of runs) {
     if (!r.counts) {

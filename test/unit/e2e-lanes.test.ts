@@ -6,7 +6,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
 import { compatPhases, E2E, placementProblems } from '../e2e/suites.ts';
-import { closingReport, failed, runPhases, summaryCounts } from '../support/lanes.ts';
+import { closingReport, failed, failingTests, runPhases, summaryCounts } from '../support/lanes.ts';
 
 const TEST = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const laneOf = (file: string) => E2E.flatMap((phase) => phase).find((lane) => lane.files.includes(file))?.name;
@@ -77,11 +77,38 @@ describe('test/support/lanes.ts', () => {
     assert.deepEqual(summaryCounts(report), { tests: 5, suites: 0, pass: 3, fail: 1, cancelled: 0, skipped: 1, todo: 0 });
     assert.match(lines.at(-1)!, /^ℹ duration_ms \d+$/);
     assert.match(report, /failed:\n {2}\S*failing\.test\.ts \(lane b\): pass 1, fail 1/);
+    // The failed test's error, repeated at the end without its stack.
+    const failures = report.slice(report.indexOf('failing.test.ts, its failing tests:'));
+    assert.match(failures, /✖ fails \(\d/);
+    assert.match(failures, /1 !== 2/);
+    assert.doesNotMatch(failures, /^\s+at /m);
+    assert.ok(report.indexOf('its failing tests:') < report.indexOf('ℹ tests'), report);
   });
 
   it('counts a file that ended without a summary as a failure', () => {
     const report = closingReport([{ file: 'x.test.ts', lane: 'a', exitCode: 137, ms: 1000, counts: undefined }], 1000);
     assert.equal(summaryCounts(report)?.fail, 1);
     assert.match(report, /x\.test\.ts \(lane a\): exit 137, no summary/);
+  });
+
+  it("keeps a failing test's error and drops its stack, at most 40 lines", () => {
+    const frames = Array.from({ length: 10 }, (_, i) => `      at frame${i} (file:///x.ts:${i}:1)`);
+    const error = Array.from({ length: 60 }, (_, i) => `  detail ${i}`);
+    const report = [
+      '✔ passes',
+      'ℹ fail 1',
+      '',
+      '✖ failing tests:',
+      '',
+      '✖ fails (1ms)',
+      '  AssertionError: 1 !== 2',
+      ...frames,
+      ...error,
+    ].join('\n');
+    const kept = failingTests(`\x1b[31m${report}\x1b[0m`).split('\n');
+    assert.deepEqual(kept.slice(0, 3), ['✖ fails (1ms)', '  AssertionError: 1 !== 2', '  detail 0']);
+    assert.equal(kept.length, 41);
+    assert.equal(kept.at(-1), "… 22 more lines in the file's report above");
+    assert.equal(failingTests('✔ passes\nℹ fail 0\n'), '');
   });
 });
