@@ -10,7 +10,7 @@ import { describe, it } from 'node:test';
 import { type KubeConfig } from '@kubernetes/client-node';
 import { parse, stringify } from 'yaml';
 import { REPO, ensureBuilt, jsonLines, runCli, startCli } from '../support/cli.ts';
-import { freePort } from '../support/cluster.ts';
+import { closedPort, freePort } from '../support/cluster.ts';
 import { useTestCluster } from '../support/hooks.ts';
 import { waitFor } from '../support/kubelet.ts';
 import { assertFailedBySweeper, createStuckJob, sweeperEvents, trueCondition, readJob, waitForJobFailed } from '../support/sweeper.ts';
@@ -343,7 +343,7 @@ describe('policy explain', () => {
 
 describe('sweep', () => {
   it('exits 3 with one line when the cluster cannot be reached', async () => {
-    const port = await freePort();
+    const port = await closedPort();
     const config = file('unreachable.kubeconfig', kubeconfigYaml(`https://127.0.0.1:${port}`, 'token'));
     const r = await runCli(['sweep', '--kubeconfig', config, '--policy-file', file('p0.yaml', '{}\n'), '--output', 'text'], {
       timeoutMs: 120_000,

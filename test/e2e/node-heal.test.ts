@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { BatchV1Api, CoreV1Api, Watch, type KubeConfig, type V1Job, type V1Pod } from '@kubernetes/client-node';
 import { ensureBuilt, jsonLines, startCli } from '../support/cli.ts';
-import { freePort } from '../support/cluster.ts';
+import { closedPort } from '../support/cluster.ts';
 import { guardEnforced } from '../support/guard.ts';
 import { useTestCluster } from '../support/hooks.ts';
 import { waitFor, waitForJobPods } from '../support/kubelet.ts';
@@ -123,7 +123,7 @@ async function countFailedPulls(kc: KubeConfig, ns: string): Promise<{ of: (pod:
 
 /** A registry that can be stopped: a TCP forwarder to the node's open registry, nothing listening on its port while stopped. */
 async function stoppableRegistry(upstream: string): Promise<{ host: string; start(): Promise<void>; stop(): Promise<void> }> {
-  const port = await freePort();
+  const port = await closedPort();
   const [upstreamHost, upstreamPort] = upstream.split(':');
   const sockets = new Set<net.Socket>();
   let server: net.Server | undefined;

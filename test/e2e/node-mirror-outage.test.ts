@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { BatchV1Api, CoreV1Api } from '@kubernetes/client-node';
-import { freePort } from '../support/cluster.ts';
+import { closedPort } from '../support/cluster.ts';
 import { jobManifest } from '../support/fixtures.ts';
 import { useTestCluster } from '../support/hooks.ts';
 import { waitForJobPods } from '../support/kubelet.ts';
@@ -60,7 +60,7 @@ for (const runtime of testRuntimes()) {
       if (skip) return;
       if (!expected) throw new Error(`node-mirror-outage.test.ts has no expected message for ${runtime}`);
       node = await testNode(env.cluster.kubeconfigPath, { runtime });
-      upstream = `127.0.0.1:${await freePort()}`;
+      upstream = `127.0.0.1:${await closedPort()}`;
       await addRegistryHost(node, upstream, { mirrors: [node.registry] });
     });
     after(async () => {

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { parse, stringify } from 'yaml';
 import { assertNoSecrets, ensureBuilt, registerKubeconfigSecrets, runCli, startCli } from '../support/cli.ts';
-import { freePort } from '../support/cluster.ts';
+import { closedPort } from '../support/cluster.ts';
 import { makeCertificates, startFaultProxy, type FaultProxy } from '../support/fault-proxy.ts';
 import { useTestCluster } from '../support/hooks.ts';
 import { createStuckJob } from '../support/sweeper.ts';
@@ -102,7 +102,7 @@ describe('secrets', () => {
     [
       'an API server that is not there',
       async () => {
-        const port = await freePort();
+        const port = await closedPort();
         return [
           'sweep',
           '--kubeconfig',

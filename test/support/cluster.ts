@@ -149,6 +149,32 @@ export async function freePort(): Promise<number> {
   throw new Error('no free port that this process has not handed out already');
 }
 
+/**
+ * A TCP port on 127.0.0.1 where nothing listens, and nothing will unless the caller binds it: one
+ * below the kernel's ephemeral range, so no port-0 bind (another lane's proxy or registry) is given
+ * it, and no connection to it is given it as its source port and so meets itself.
+ */
+export async function closedPort(): Promise<number> {
+  const [low] = fs.readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
+  const top = Math.min(low ?? 32768, 32768);
+  for (let attempt = 0; attempt < 50; attempt += 1) {
+    const port = top - 1 - Math.floor(Math.random() * 8192);
+    if (handedOut.has(port) || !(await canBind(port))) continue;
+    handedOut.add(port);
+    return port;
+  }
+  throw new Error(`no closed port below ${top} that this process has not handed out already`);
+}
+
+function canBind(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+  });
+}
+
 function anyFreePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();

@@ -5,7 +5,7 @@
 // stalledCases pull from the stand-ins of registry-faults.ts and hungServer() (node.ts).
 import { CoreV1Api, type KubeConfig, type V1Container, type V1ContainerStatus, type V1Pod, type V1PodSpec } from '@kubernetes/client-node';
 import type { PullClass } from '../../src/model.ts';
-import { freePort } from './cluster.ts';
+import { closedPort } from './cluster.ts';
 import { waitFor } from './kubelet.ts';
 import type { NodeRuntime, TestNodeHandle } from './node.ts';
 
@@ -77,7 +77,7 @@ function regularCase(
 
 /** Every failure case, built for this node (ports and credentials are per run). */
 export async function nodeCases(node: TestNodeHandle): Promise<NodeCase[]> {
-  const refusedPort = await freePort();
+  const refusedPort = await closedPort();
   const pull = PULL;
   const regular = (
     id: string,
