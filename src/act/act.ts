@@ -97,7 +97,7 @@ async function actOne(gateway: KubeGateway, first: Decision, options: ActOptions
       case 'gone':
         return stoodDown(decision, 'skip', 'Job or pod no longer exists');
       case 'failed':
-        return { decision, outcome: 'error', error: written.error };
+        return { decision, outcome: 'error', error: written.error, ...(written.refused ? { refused: true as const } : {}) };
       case 'changed': {
         if (conflicts >= maxConflicts) return { decision, outcome: 'error', error: written.error };
         const fresh = await readJob(gateway, decision);

@@ -13,7 +13,7 @@ import { isRefusal, type ApiFailure } from '../kube/errors.ts';
 import { claimAnnotations, claimJob, FAILURE_REASON, releaseClaim } from './claim.ts';
 import { failedJobEvent, type Reporter } from './events.ts';
 import { failPod } from './fail-pod.ts';
-import { notLanded, type WriteResult } from './write-result.ts';
+import { notLanded, refusedIf, type WriteResult } from './write-result.ts';
 
 const CLAIM_KEPT = 'claim kept, completed after confirmWithin';
 
@@ -44,7 +44,7 @@ export async function failJob(gateway: KubeGateway, judged: Decision, reporter: 
         const freshPod = { podUid: d.podUid, stuck: steps.stuck };
         return { kind: 'changed', error: `pod ${d.pod} kept changing; ${claimState}`, freshPod, ...(refusal ? { refusal } : {}) };
       }
-      return { kind: 'failed', error: `${failureText(steps.failure)}; ${claimState}` };
+      return { kind: 'failed', error: `${failureText(steps.failure)}; ${claimState}`, ...refusedIf(steps.failure) };
     }
   }
   // The pending label stays until a sweep sees the Job finished. Writing the Job again now would

@@ -146,6 +146,8 @@ export interface ActResult {
   outcome: Outcome;
   /** What went wrong, when an action (or part of one) failed. */
   error: string | undefined;
+  /** The error was a refusal for good (RBAC, an admission policy): tried again more slowly than a fault. */
+  refused?: true;
   /** What it did beyond its plan, in order; the decision's detail stays the plan's. */
   steps?: readonly ActStep[];
 }

@@ -47,8 +47,15 @@ const PREJUDGE_GROUPS = 32;
 const FIRE_MARGIN_MS = 20;
 /** The clock is calibrated again, beside the loop, when its newest answer is older than this. */
 const RECALIBRATE_AFTER_MS = 5 * 60_000;
-/** The first back-off of a Job whose read or write failed; it doubles up to the backstop period. */
-const FIRST_BACK_OFF_MS = 5_000;
+/**
+ * The first back-off of a Job whose read or write failed (a fault that outlasted the gateway's
+ * retries); it doubles up to the backstop period.
+ */
+const FIRST_BACK_OFF_MS = 1_000;
+/** The first back-off of a Job whose write was refused for good (RBAC, an admission policy). */
+const FIRST_REFUSED_BACK_OFF_MS = 5_000;
+/** After a pre-judgement failed, changed pods are pre-judged again this long after. */
+const PREJUDGE_RETRY_MS = 5_000;
 /** Jobs due at once are judged and written in batches of at most this many, side by side. */
 const BATCH_MAX = 8;
 /** At most this many batches in flight: more due Jobs wait in the heap, so a takeover's thousand
@@ -645,7 +652,7 @@ export class WatchLoop {
       const failures = r.outcome === 'error' ? (this.failures.get(key) ?? 0) + 1 : 0;
       if (failures > 0) this.failures.set(key, failures);
       else this.failures.delete(key);
-      const errorDelayMs = backOffMs(failures, FIRST_BACK_OFF_MS, this.periodMs);
+      const errorDelayMs = backOffMs(failures, r.refused ? FIRST_REFUSED_BACK_OFF_MS : FIRST_BACK_OFF_MS, this.periodMs);
       let due = dueOf(r.decision, r.outcome, { nowMs, limits, claimedAtMs: startedAtMs, dryRun: this.options.dryRun, errorDelayMs });
       // A back-off as long as the period is the backstop's to retry.
       if (due?.reason === 'error' && errorDelayMs >= this.periodMs) due = undefined;
@@ -800,7 +807,7 @@ export class WatchLoop {
       this.logger.warn('could not pre-judge pods that wait on their image; trying again in 5 s, and the next sweep judges them', {
         error: (error as Error).message,
       });
-      this.dirtySinceMs = this.monotonicMs() + FIRST_BACK_OFF_MS;
+      this.dirtySinceMs = this.monotonicMs() + PREJUDGE_RETRY_MS;
       return false;
     }
     const nowMs = deps.clock.serverNowMs(this.monotonicMs()) ?? 0;

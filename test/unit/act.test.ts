@@ -189,8 +189,14 @@ describe('where the status write is refused: failing a Job by its deadline', () 
     }
     const { gateway, methods } = scriptedGateway({ patchJobStatus: [apiError(503, 'ServiceUnavailable', 'later')] });
     const [r] = await act(gateway, [decisionFor('a')], options());
-    assert.deepEqual([r!.outcome, r!.error], ['error', 'ServiceUnavailable: later']);
+    assert.deepEqual([r!.outcome, r!.error, r!.refused], ['error', 'ServiceUnavailable: later', undefined]);
     assert.deepEqual(methods(), ['patchJobStatus', 'readJob']);
+  });
+
+  it('a claim refused by the fallback too is an error marked refused (the watch tries it again more slowly than a fault)', async () => {
+    const { gateway } = scriptedGateway({ patchJobStatus: [REFUSED], mergePatchJob: [apiError(403, 'Forbidden', 'denied')] });
+    const [r] = await act(gateway, [decisionFor('a')], options());
+    assert.deepEqual([r!.outcome, r!.refused], ['error', true]);
   });
 
   it('a refusal after an attempt that may still land (a timeout first) is no refusal: no fallback, the claim read back', async () => {
@@ -279,7 +285,7 @@ describe('where the status write is refused: failing a Job by its pod failure po
       readPod: [podObject(d, 'marked')],
     });
     const [r] = await act(gateway, [d], options());
-    assert.deepEqual([r!.outcome, r!.error], ['error', 'Forbidden: guard; claim released']);
+    assert.deepEqual([r!.outcome, r!.error, r!.refused], ['error', 'Forbidden: guard; claim released', true]);
     assert.deepEqual(methods(), ['patchJobStatus', 'mergePatchJob', 'patchPodStatus', 'deletePod', 'readPod', 'jsonPatchJob']);
   });
 

@@ -145,6 +145,8 @@ interface Setup {
   jobs: string[];
   /** The claim of these Jobs is refused (403, as an admission policy answers). */
   refused?: string[];
+  /** The first claims of these Jobs, this many, answer 503 (a fault that outlasts the retries). */
+  unavailable?: Record<string, number>;
   /** A claim of these Jobs hangs until released. */
   slow?: Map<string, Promise<void>>;
   /** A read of these Jobs hangs until released. */
@@ -165,6 +167,8 @@ function setup(s: Setup) {
   const time = new FakeTime(since);
   const clock = new ServerClock();
   const claims: string[] = [];
+  /** When each claim was answered (monotonic ms). */
+  const claimedAt: [string, number][] = [];
   const started: string[] = [];
   // The Jobs as the API server keeps them: a claim's annotations stay.
   const annotations = new Map<string, Record<string, string>>();
@@ -204,7 +208,10 @@ function setup(s: Setup) {
           started.push(name);
           await s.slow?.get(name);
           claims.push(name);
+          claimedAt.push([name, time.mono]);
           if (s.refused?.includes(name)) return apiError(403, 'Forbidden', 'denied by the admission policy');
+          if ((s.unavailable?.[name] ?? 0) >= claims.filter((c) => c === name).length)
+            return apiError(503, 'ServiceUnavailable', 'the server is currently unable to handle the request');
           annotations.set(name, { ...annotations.get(name), ...patch.metadata?.annotations });
           return undefined;
         },
@@ -290,7 +297,7 @@ function setup(s: Setup) {
     if (lead) loop.lead(stop.signal);
     await settle();
   };
-  return { loop, watch, time, claims, started, sweeps, lines, start, runFor, stop, scripted };
+  return { loop, watch, time, claims, claimedAt, started, sweeps, lines, start, runFor, stop, scripted };
 }
 
 const audit = (lines: Record<string, unknown>[], job: string) => lines.filter((l) => l.job === job && typeof l.outcome === 'string');
@@ -504,6 +511,30 @@ describe('the watch loop', () => {
     assert.equal(audit(t.lines, 's0').length, 1, 'the second chunk judged');
     assert.equal(lists('slow'), 1);
     assert.equal(lists('ci'), 1);
+    t.stop.abort();
+  });
+
+  it('tries a Job whose write met a fault again 1 s later, then 2 s; a refused one 5 s later', async () => {
+    const t = setup({ jobs: ['flaky', 'refused'], unavailable: { flaky: 2 }, refused: ['refused'] });
+    await t.start();
+    await t.runFor(60_000);
+    const gaps = (job: string) =>
+      t.claimedAt
+        .filter(([name]) => name === job)
+        .map(([, at], i, all) => (i === 0 ? 0 : at - all[i - 1]![1]))
+        .slice(1);
+    const flaky = gaps('flaky');
+    assert.equal(flaky.length, 2, 'two failed claims, then one that landed');
+    assert.ok(flaky[0]! >= 1_000 && flaky[0]! < 1_500, `first retry ${flaky[0]} ms after`);
+    assert.ok(flaky[1]! >= 2_000 && flaky[1]! < 2_500, `second retry ${flaky[1]} ms after`);
+    assert.deepEqual(
+      audit(t.lines, 'flaky')
+        .map((l) => l.outcome)
+        .filter((o) => o !== 'skipped'),
+      ['error', 'error', 'failed'],
+    );
+    const refused = gaps('refused');
+    assert.ok(refused[0]! >= 5_000 && refused[0]! < 5_500, `a refusal tried again ${refused[0]} ms after`);
     t.stop.abort();
   });
 
