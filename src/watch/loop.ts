@@ -15,13 +15,14 @@ import type { ActResult } from '../act/act.ts';
 import { LIST_JOBS_THRESHOLD, SharedJobLists } from '../attribute/attribute.ts';
 import { mapBounded } from '../concurrency.ts';
 import { policyHeals } from '../judge/judge.ts';
+import { tripFor } from '../judge/outage.ts';
 import { describeApiError } from '../kube/errors.ts';
 import type { KubeGateway } from '../kube/gateway.ts';
 import { podCollection, configMapCollection, serviceAccountCollection, type Collection, type WatchGateway } from '../kube/watch.ts';
 import { PENDING_PODS, observeStuckContainers, type ObserveOptions } from '../observe/pods.ts';
 import { loadPolicy } from '../policy/load.ts';
 import type { Policy } from '../policy/types.ts';
-import { jobOwner } from '../model.ts';
+import { jobOwner, type StuckContainer } from '../model.ts';
 import type { Schedule } from '../run/scheduler.ts';
 import type { SweepDeps, SweepOptions, SweepResult } from '../sweep.ts';
 import type { ServerClock } from './clock.ts';
@@ -405,8 +406,9 @@ export class WatchLoop {
 
   /**
    * Every stuck Job: on taking the lead, a policy edit, the backstop slot (a new period). From the
-   * cache it goes in chunks of CHUNK Jobs, oldest stuck first (so the limits keep the oldest),
-   * with the due batches started between chunks: a Job falling due waits for one chunk, not for
+   * cache it goes in chunks of CHUNK Jobs, oldest stuck first (so the limits keep the oldest), the
+   * Jobs the outage breaker holds last (they are not failed, so the limits are not theirs; a Job
+   * stuck elsewhere is not judged behind thousands of them), with the due batches started between chunks: a Job falling due waits for one chunk, not for
    * every stuck Job, and memory holds one chunk's decisions. Listing (the watch not connected and
    * the first list older than 10 s), it is one sweep.
    */
@@ -423,7 +425,7 @@ export class WatchLoop {
       if (!result) return;
       for (const r of result.results) judged.add(this.keyOf(r.decision));
     } else {
-      const chunks = this.chunksOldestFirst();
+      const chunks = this.chunksInOrder((await this.currentPolicy())?.limits.outage);
       const names = this.jobNamesByNamespace(chunks.flat());
       const jobLists = chunks.length > 1 ? new SharedJobLists(names) : undefined;
       // A namespace the sweep lists is not pre-judged meanwhile: its chunks judge it from the cache
@@ -484,14 +486,32 @@ export class WatchLoop {
     return names;
   }
 
-  /** The stuck Jobs in chunks of CHUNK, the longest stuck first; at least one chunk (a sweep of nothing still settles). */
-  private chunksOldestFirst(): string[][] {
-    const since = (key: string) => {
-      let oldest = Infinity;
-      for (const pod of this.cache.podsOf(key)) for (const c of pod.stuck) oldest = Math.min(oldest, c.stuckSince.getTime());
-      return oldest;
+  /**
+   * The stuck Jobs in chunks of CHUNK: those every stuck container of which the outage breaker
+   * holds (under `outageLimits`) last, and in each part the longest stuck first; at least one chunk
+   * (a sweep of nothing still settles).
+   */
+  private chunksInOrder(outageLimits: Policy['limits']['outage'] | undefined): string[][] {
+    const outage = outageLimits ? this.cache.outage(outageLimits) : undefined;
+    // Thousands of stuck containers share a few images: each image and class is looked up once.
+    const heldImages = new Map<string, boolean>();
+    const isHeld = (c: StuckContainer) => {
+      const id = `${c.pullClass} ${c.image}`;
+      let held = heldImages.get(id);
+      if (held === undefined) heldImages.set(id, (held = tripFor(outage!, c) !== undefined));
+      return held;
     };
-    const keys = [...this.cache.keys()].map((key) => ({ key, at: since(key) })).sort((a, b) => a.at - b.at);
+    const order = (key: string) => {
+      let oldest = Infinity;
+      let held = outage?.tripped === true;
+      for (const pod of this.cache.podsOf(key))
+        for (const c of pod.stuck) {
+          oldest = Math.min(oldest, c.stuckSince.getTime());
+          held &&= isHeld(c);
+        }
+      return { key, held, at: oldest };
+    };
+    const keys = [...this.cache.keys()].map(order).sort((a, b) => Number(a.held) - Number(b.held) || a.at - b.at);
     const chunks: string[][] = [];
     for (let i = 0; i < keys.length; i += CHUNK) chunks.push(keys.slice(i, i + CHUNK).map((k) => k.key));
     return chunks.length > 0 ? chunks : [[]];

@@ -81,8 +81,8 @@ function hangingRead(job: string): {
 const recorded = REAL_NODE.cases.find((c) => c.id === 'repo-missing')!.pods.ImagePullBackOff!;
 const since = findStuckContainers(recorded)[0]!.stuckSince.getTime();
 
-function stuckPod(job: string, over: { rv?: string; namespace?: string } = {}): V1Pod {
-  const pod = structuredClone(recorded);
+function stuckPod(job: string, over: { rv?: string; namespace?: string; from?: V1Pod } = {}): V1Pod {
+  const pod = structuredClone(over.from ?? recorded);
   pod.metadata = {
     ...pod.metadata,
     name: `${job}-pod`,
@@ -440,6 +440,29 @@ describe('the watch loop', () => {
     await t.runFor(12_000);
     assert.ok(t.scripted.count('createEvent') >= 1, 'reported');
     assert.equal(t.scripted.count('readJob'), 2, 'read on taking the lead, then again for the report');
+    t.stop.abort();
+  });
+
+  it('judges the Jobs the outage breaker holds after the others: a Job stuck elsewhere is in the first chunk, however new', async () => {
+    const refused = REAL_NODE.cases.find((c) => c.id === 'connection-refused')!.pods.ErrImagePull!;
+    const held = Array.from({ length: 600 }, (_, i) => `held${i}`);
+    const t = setup({ jobs: [...held, 'elsewhere'], policy: 'limits: { outage: { minStuckPods: 20, minImages: 1 } }\n' });
+    t.watch.pods = held.map((j) => stuckPod(j, { from: refused }));
+    // Stuck a minute after the others: the newest, so the last of an oldest-first order.
+    const newest = stuckPod('elsewhere');
+    for (const c of newest.status!.conditions ?? [])
+      if (c.lastTransitionTime) c.lastTransitionTime = new Date(Date.parse(String(c.lastTransitionTime)) + 60_000);
+    t.watch.pods.push(newest);
+    await t.start();
+    await t.runFor(1_000);
+    assert.deepEqual(
+      t.sweeps.map((s) => [s.jobs.length, s.jobs.includes('elsewhere')]),
+      [
+        [500, true],
+        [101, false],
+      ],
+      'two chunks: the Job stuck elsewhere in the first',
+    );
     t.stop.abort();
   });
 
