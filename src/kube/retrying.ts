@@ -58,10 +58,10 @@ export function cameFromHedge(error: unknown): boolean {
  * request timeout and a back-off; when the second copy fails, the call fails with it at once (to
  * the retries), not when the stalled first one times out. Hedged are single-object reads, safe
  * to repeat, and writes conditional on a resourceVersion (`conditionalWrite`): of two copies at
- * most one can land, the other answering 409. For those a 409 ends the call at once (the version it was conditional on is
- * gone, so the other copy cannot land after it), marked `cameFromHedge` so that the retry layer
- * reads the object back as after a retry; an error of a copy that may have landed marks the
- * call's error so (`mayHaveLanded`).
+ * most one can land, the other answering 409. For those a 409 ends the call at once (the version
+ * it was conditional on is gone, so the other copy cannot land after it), marked `cameFromHedge`
+ * so that the retry layer reads the object back as after a retry; an error of a copy that may have
+ * landed marks the call's error so (`mayHaveLanded`).
  */
 export function hedged<T>(call: () => Promise<T>, afterMs: number | undefined, conditionalWrite = false): Promise<T> {
   if (afterMs === undefined) return call();

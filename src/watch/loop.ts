@@ -22,7 +22,7 @@ import { podCollection, configMapCollection, serviceAccountCollection, type Coll
 import { PENDING_PODS, observeStuckContainers, type ObserveOptions } from '../observe/pods.ts';
 import { loadPolicy } from '../policy/load.ts';
 import type { Policy } from '../policy/types.ts';
-import { jobOwner, type StuckContainer } from '../model.ts';
+import { jobOwner } from '../model.ts';
 import type { Schedule } from '../run/scheduler.ts';
 import type { SweepDeps, SweepOptions, SweepResult } from '../sweep.ts';
 import type { ServerClock } from './clock.ts';
@@ -408,8 +408,9 @@ export class WatchLoop {
    * Every stuck Job: on taking the lead, a policy edit, the backstop slot (a new period). From the
    * cache it goes in chunks of CHUNK Jobs, oldest stuck first (so the limits keep the oldest), the
    * Jobs the outage breaker holds last (they are not failed, so the limits are not theirs; a Job
-   * stuck elsewhere is not judged behind thousands of them), with the due batches started between chunks: a Job falling due waits for one chunk, not for
-   * every stuck Job, and memory holds one chunk's decisions. Listing (the watch not connected and
+   * stuck elsewhere is not judged behind thousands of them), with the due batches started between
+   * chunks: a Job falling due waits for one chunk, not for every stuck Job, and memory holds one
+   * chunk's decisions. Listing (the watch not connected and
    * the first list older than 10 s), it is one sweep.
    */
   private async wholeSweep(trigger: WatchTrigger): Promise<void> {
@@ -493,21 +494,13 @@ export class WatchLoop {
    */
   private chunksInOrder(outageLimits: Policy['limits']['outage'] | undefined): string[][] {
     const outage = outageLimits ? this.cache.outage(outageLimits) : undefined;
-    // Thousands of stuck containers share a few images: each image and class is looked up once.
-    const heldImages = new Map<string, boolean>();
-    const isHeld = (c: StuckContainer) => {
-      const id = `${c.pullClass} ${c.image}`;
-      let held = heldImages.get(id);
-      if (held === undefined) heldImages.set(id, (held = tripFor(outage!, c) !== undefined));
-      return held;
-    };
     const order = (key: string) => {
       let oldest = Infinity;
       let held = outage?.tripped === true;
       for (const pod of this.cache.podsOf(key))
         for (const c of pod.stuck) {
           oldest = Math.min(oldest, c.stuckSince.getTime());
-          held &&= isHeld(c);
+          held &&= tripFor(outage!, c) !== undefined;
         }
       return { key, held, at: oldest };
     };

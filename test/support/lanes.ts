@@ -152,9 +152,9 @@ function verdict(run: FileRun): string {
 export const failed = (run: FileRun): boolean => run.exitCode !== 0 || (run.counts?.fail ?? 1) > 0;
 
 /**
- * The closing report: each file's lane and time, the files that failed and their failing tests, then the node test
- * runner's summary lines summed over all files (a file that ended without a summary counts as
- * one failed test).
+ * The closing report: each file's lane and time, the files that failed and their failing tests,
+ * then the node test runner's summary lines summed over all files (a file that ended without a
+ * summary counts as one failed test).
  */
 export function closingReport(runs: readonly FileRun[], wallMs: number): string {
   const width = Math.max(...runs.map((r) => r.file.length));
