@@ -334,6 +334,9 @@ export class WatchLoop {
   private startWhole(trigger: WatchTrigger): void {
     this.wholeSinceMs = this.monotonicMs();
     this.judgedMeanwhile.clear();
+    // Marked before anything else runs: a pre-judgement started meanwhile would list them again.
+    const names = this.jobNamesByNamespace([...this.cache.keys()]);
+    for (const key of this.cache.keys()) if (this.listedByWhole(names, key)) this.awaitingWhole.add(key);
     this.whole = this.wholeSweep(trigger)
       .catch((error: unknown) => void this.logger.error('sweep crashed', { error: (error as Error).message }))
       .finally(() => {
@@ -422,6 +425,9 @@ export class WatchLoop {
     const judged = this.judgedMeanwhile;
     if (!fromCache) {
       this.listing = true;
+      // Listing, the sweep reads every Job anyway; the changed ones are pre-judged beside it.
+      this.awaitingWhole.clear();
+      this.wakeup.notify();
       const result = await this.sweepOf(trigger, 'list', new Map());
       if (!result) return;
       for (const r of result.results) judged.add(this.keyOf(r.decision));
@@ -429,13 +435,7 @@ export class WatchLoop {
       const chunks = this.chunksInOrder((await this.currentPolicy())?.limits.outage);
       const names = this.jobNamesByNamespace(chunks.flat());
       const jobLists = chunks.length > 1 ? new SharedJobLists(names) : undefined;
-      // A namespace the sweep lists is not pre-judged meanwhile: its chunks judge it from the cache
-      // as it is then (a cold start would list those Jobs twice). A few Jobs elsewhere are: one
-      // read each, and their timers come at once.
-      for (const key of chunks.flat()) {
-        const namespace = this.cache.podsOf(key)[0]?.namespace ?? '';
-        if ((names.get(namespace)?.size ?? 0) >= LIST_JOBS_THRESHOLD) this.awaitingWhole.add(key);
-      }
+      for (const key of chunks.flat()) if (this.listedByWhole(names, key)) this.awaitingWhole.add(key);
       for (let i = 0; i < chunks.length; i += 1) {
         if (i > 0) this.startDue();
         const chunk = new Set(chunks[i]!.filter((key) => !this.inFlight.has(key)));
@@ -465,6 +465,16 @@ export class WatchLoop {
     for (const key of this.cache.keys())
       if (!judged.has(key) && !this.inFlight.has(key) && !this.dirty.has(key) && this.deps.timers.get(key)?.reason === 'grace')
         this.deps.timers.delete(key);
+  }
+
+  /**
+   * A namespace a whole sweep lists is not pre-judged meanwhile: its chunks judge it from the cache
+   * as it is then (a cold start would list those Jobs twice). A few Jobs elsewhere are: one read
+   * each, and their timers come at once.
+   */
+  private listedByWhole(names: ReadonlyMap<string, ReadonlySet<string>>, key: string): boolean {
+    const namespace = this.cache.podsOf(key)[0]?.namespace ?? '';
+    return (names.get(namespace)?.size ?? 0) >= LIST_JOBS_THRESHOLD;
   }
 
   /** The cache's first list is moments old: whatever its watch did since, the cache is as fresh as a list. */
@@ -790,7 +800,9 @@ export class WatchLoop {
     const byNamespace = new Map<string, string[]>();
     for (const key of snapshot.keys()) {
       const namespace = this.cache.podsOf(key)[0]?.namespace ?? '';
-      byNamespace.set(namespace, [...(byNamespace.get(namespace) ?? []), key]);
+      const keys = byNamespace.get(namespace);
+      if (keys) keys.push(key);
+      else byNamespace.set(namespace, [key]);
     }
     const groups = [...byNamespace.values()].flatMap((keys) => (keys.length >= LIST_JOBS_THRESHOLD ? [keys] : keys.map((key) => [key])));
     const gateway = sharingNamespaceReads(this.reading(this.deps.sweepDeps.gateway));

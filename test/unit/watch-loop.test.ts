@@ -159,6 +159,8 @@ interface Setup {
   pods?: Record<string, V1Pod>;
   /** The sweeper's namespaces (default: ci). */
   namespaces?: string[];
+  /** Each read of the policy takes this long (a slow disk, a ConfigMap read). */
+  policyReadMs?: number;
 }
 
 function setup(s: Setup) {
@@ -255,7 +257,14 @@ function setup(s: Setup) {
   const options: SweepOptions = {
     dryRun: false,
     namespaces: s.namespaces ?? ['ci'],
-    policy: { kind: 'file', path: '-', stdin: async () => policyText },
+    policy: {
+      kind: 'file',
+      path: '-',
+      stdin: async () => {
+        if (s.policyReadMs) await time.sleep(s.policyReadMs, new AbortController().signal);
+        return policyText;
+      },
+    },
     instance: 'test',
   };
   const loop = new WatchLoop(
@@ -475,6 +484,24 @@ describe('the watch loop', () => {
       t.scripted.calls.filter((c) => c.method === 'listJobs' && !(c.args[0] as { labelSelector?: string }).labelSelector);
     assert.equal(t.sweeps.length, 2, 'the start sweep, in two chunks (500 + 100)');
     assert.equal(namespaceLists().length, 1);
+    assert.equal(t.scripted.count('readJob'), 0);
+    t.stop.abort();
+  });
+
+  it('does not pre-judge the Jobs a starting whole sweep will list while it reads the policy', async () => {
+    const jobs = Array.from({ length: 600 }, (_, i) => `w${i}`);
+    const t = setup({ jobs, policyReadMs: 200 });
+    await t.start();
+    await t.runFor(3_000);
+    const namespaceLists = t.scripted.calls.filter(
+      (c) => c.method === 'listJobs' && !(c.args[0] as { labelSelector?: string }).labelSelector,
+    );
+    assert.deepEqual(
+      t.sweeps.map((w) => w.jobs.length),
+      [500, 100],
+      'the start sweep, in two chunks',
+    );
+    assert.equal(namespaceLists.length, 1, 'the ci Jobs listed once, by the start sweep: no pre-judgement beside it');
     assert.equal(t.scripted.count('readJob'), 0);
     t.stop.abort();
   });
