@@ -15,6 +15,7 @@ import { listFromStart, type RestartOptions } from '../kube/paging.ts';
 import { podCapacity, type PodCapacity } from './pod-requests.ts';
 import { isCandidateStatus, isRunningCandidateStatus } from './candidates.ts';
 import { lacksSandboxCondition, sandboxNotReadySince } from './kubelet-conditions.ts';
+import { SharedValues } from './shared-values.ts';
 
 export const PENDING_PODS = 'status.phase=Pending';
 /**
@@ -99,7 +100,7 @@ export async function observeStuckContainers(gateway: KubeGateway, options: Obse
     sandboxWaits: [],
     podCapacity: new Map(),
   };
-  const shareTexts = textSharer();
+  const shared = new SharedValues();
   // A pod that changed phase between the two lists is judged once.
   const seen = new Set<string>();
   const judged = (pod: V1Pod): StuckContainer[] => {
@@ -117,8 +118,8 @@ export async function observeStuckContainers(gateway: KubeGateway, options: Obse
         node: pod.spec?.nodeName ?? '',
         since,
       });
-    const stuck = findStuckContainers(pod).map(shareTexts);
-    if (stuck.length > 0) result.podCapacity.set(stuck[0]!.podUid, podCapacity(pod));
+    const stuck = findStuckContainers(pod).map(shared.container);
+    if (stuck.length > 0) result.podCapacity.set(stuck[0]!.podUid, shared.capacity(podCapacity(pod)));
     return stuck;
   };
   const note = (listed: Listed, scoped: Scoped) => {
@@ -165,32 +166,6 @@ export async function observeStuckContainers(gateway: KubeGateway, options: Obse
   // Reads finish in any order; the result does not depend on it.
   result.stuck.sort((a, b) => compareText(a.namespace, b.namespace) || compareText(a.pod, b.pod));
   return result;
-}
-
-/**
- * Keeps one copy of each text stuck containers repeat: every pod's answer is parsed into strings
- * of its own, and the pods of one missing image share their namespace, image, reason, message
- * and owner kind (what each copy costs until the sweep ends: docs/performance.md).
- */
-export function textSharer(): (container: StuckContainer) => StuckContainer {
-  const texts = new Map<string, string>();
-  const one = <T extends string>(text: T): T => {
-    const known = texts.get(text);
-    if (known !== undefined) return known as T;
-    texts.set(text, text);
-    return text;
-  };
-  return (c) => {
-    c.namespace = one(c.namespace);
-    c.image = one(c.image);
-    c.reason = one(c.reason);
-    c.message = one(c.message);
-    if (c.controller) {
-      c.controller.apiVersion = one(c.controller.apiVersion);
-      c.controller.kind = one(c.controller.kind);
-    }
-    return c;
-  };
 }
 
 /** A candidate judged on its full read; a pod that is gone or in another phase since the list has none. */

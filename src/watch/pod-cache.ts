@@ -1,7 +1,7 @@
 // The Pending pods as `run --watch` keeps them (docs/how-it-works.md "Event-driven mode"): each
 // pod the watch brings is reduced at once to what judging needs (its stuck containers, requests
 // and sandbox facts), and nothing is kept of a pod with none. Texts that stuck containers repeat
-// are shared, as the listing path shares them. The stuck pods are indexed by their timer's key
+// (and times and requests) are shared, as the listing path shares them. The stuck pods are indexed by their timer's key
 // (the Job's uid, or the pod's own without a Job), and a change is reported only when what the
 // timer depends on changed: a kubelet that rewrites a back-off status every few minutes is no
 // change.
@@ -15,7 +15,8 @@ import type { StuckContainer } from '../model.ts';
 import { compareText } from '../order.ts';
 import { lacksSandboxCondition, sandboxNotReadySince } from '../observe/kubelet-conditions.ts';
 import { podCapacity, type PodCapacity } from '../observe/pod-requests.ts';
-import { textSharer, type Observation } from '../observe/pods.ts';
+import type { Observation } from '../observe/pods.ts';
+import { SharedValues } from '../observe/shared-values.ts';
 import type { Limits } from '../policy/types.ts';
 import type { ReflectorHandler } from './reflector.ts';
 
@@ -35,11 +36,15 @@ export interface CachedPod {
 /** Told of a key whose stuck pods changed (a pod came, went, or waits differently). */
 export type KeyChange = (key: string) => void;
 
+/** Shared values a cache may keep beyond twice its pods before it starts a new set. */
+const SHARED_SLACK = 4096;
+
 export class PodCache {
   private readonly pods = new Map<string, CachedPod>();
-  private readonly byKey = new Map<string, Set<string>>();
+  /** key → its stuck pods' uids: one uid as it is, a Set only for a Job with several (a Set costs 0.15 KB). */
+  private readonly byKey = new Map<string, string | Set<string>>();
   private readonly pendingByScope = new Map<string, number>();
-  private share = textSharer();
+  private shared = new SharedValues();
   /** Bumped on every change of the stuck containers (for the outage assessment's memo). */
   private version = 0;
   private outageMemo: { version: number; limits: Limits['outage']; outage: OutageAssessment } | undefined;
@@ -55,7 +60,7 @@ export class PodCache {
         listed = new Set();
         count = 0;
         // A new pass: texts no pod uses any more are let go.
-        if (scope === '*' || this.pendingByScope.size <= 1) this.share = textSharer();
+        if (scope === '*' || this.pendingByScope.size <= 1) this.shared = new SharedValues();
       },
       listed: (pod) => {
         count += 1;
@@ -87,8 +92,9 @@ export class PodCache {
 
   /** The stuck pods of a key. */
   podsOf(key: string): CachedPod[] {
+    const uids = this.byKey.get(key);
     const out: CachedPod[] = [];
-    for (const uid of this.byKey.get(key) ?? []) {
+    for (const uid of typeof uids === 'string' ? [uids] : (uids ?? [])) {
       const pod = this.pods.get(uid);
       if (pod) out.push(pod);
     }
@@ -162,9 +168,11 @@ export class PodCache {
   private apply(pod: V1Pod): void {
     const uid = pod.metadata?.uid ?? '';
     if (pod.status?.phase !== 'Pending' || pod.metadata?.deletionTimestamp) return this.forget(uid);
-    const stuck = findStuckContainers(pod).map(this.share);
+    // Between lists the shared values would only grow: past a bound, new pods start a new set.
+    if (this.shared.size > 2 * this.pods.size + SHARED_SLACK) this.shared = new SharedValues();
+    const stuck = findStuckContainers(pod).map(this.shared.container);
     const lacks = lacksSandboxCondition(pod);
-    const since = sandboxNotReadySince(pod);
+    const since = this.shared.time(sandboxNotReadySince(pod));
     if (stuck.length === 0 && !lacks && !since) return this.forget(uid);
     const controller = stuck[0]?.controller;
     const key = jobOwner(controller) && controller ? controller.uid : uid;
@@ -174,7 +182,7 @@ export class PodCache {
       name: pod.metadata?.name ?? '',
       node: pod.spec?.nodeName ?? '',
       stuck,
-      capacity: stuck.length > 0 ? podCapacity(pod) : undefined,
+      capacity: stuck.length > 0 ? this.shared.capacity(podCapacity(pod)) : undefined,
       lacksSandboxCondition: lacks,
       sandboxNotReadySince: since,
       key,
@@ -183,9 +191,10 @@ export class PodCache {
     this.pods.set(uid, cached);
     if (previous && previous.stuck.length > 0 && previous.key !== key) this.unindex(previous);
     if (stuck.length > 0) {
-      let uids = this.byKey.get(key);
-      if (!uids) this.byKey.set(key, (uids = new Set()));
-      uids.add(uid);
+      const uids = this.byKey.get(key);
+      if (uids === undefined || uids === uid) this.byKey.set(key, uid);
+      else if (typeof uids === 'string') this.byKey.set(key, new Set([uids, uid]));
+      else uids.add(uid);
     } else if (previous && previous.stuck.length > 0) this.unindex(previous);
     if (!previous || !sameFacts(previous.stuck, stuck) || previous.key !== key) {
       this.version += 1;
@@ -211,8 +220,11 @@ export class PodCache {
 
   private unindex(pod: CachedPod): void {
     const uids = this.byKey.get(pod.key);
-    uids?.delete(pod.uid);
-    if (uids?.size === 0) this.byKey.delete(pod.key);
+    if (uids === pod.uid) this.byKey.delete(pod.key);
+    else if (typeof uids === 'object') {
+      uids.delete(pod.uid);
+      if (uids.size === 1) this.byKey.set(pod.key, uids.values().next().value!);
+    }
   }
 }
 

@@ -100,4 +100,57 @@ describe('the pod cache', () => {
     assert.equal(after.transientPods, 15);
     assert.deepEqual(after.trips, [], 'half transient, half not-found on too few pods: nothing held');
   });
+
+  it("keeps a Job's pods as they come and go, one pod or several", () => {
+    const changed: string[] = [];
+    const cache = new PodCache((key) => changed.push(key));
+    const h = cache.handler('*');
+    h.listStarted();
+    h.listEnded();
+    const pod = (name: string) => ofJob(recorded('repo-missing', 'ImagePullBackOff'), 'a', name);
+    const names = () =>
+      cache
+        .podsOf('job-a')
+        .map((p) => p.name)
+        .sort();
+    h.event('ADDED', pod('a-1'));
+    assert.deepEqual(names(), ['a-1']);
+    h.event('MODIFIED', pod('a-1'));
+    assert.deepEqual(names(), ['a-1'], 'the same pod again: still one');
+    h.event('ADDED', pod('a-2'));
+    h.event('ADDED', pod('a-3'));
+    assert.deepEqual(names(), ['a-1', 'a-2', 'a-3']);
+    h.event('DELETED', pod('a-1'));
+    h.event('DELETED', pod('a-3'));
+    assert.deepEqual(names(), ['a-2']);
+    h.event('ADDED', pod('a-4'));
+    assert.deepEqual(names(), ['a-2', 'a-4'], 'from one pod to two again');
+    h.event('DELETED', pod('a-2'));
+    h.event('DELETED', pod('a-4'));
+    assert.deepEqual(names(), []);
+    assert.equal(cache.stuckKeys, 0);
+    assert.deepEqual([...cache.keys()], []);
+    assert.equal(changed.length, 8, 'each pod that came or went, not the same pod read again');
+  });
+
+  it('keeps one copy of the texts, times and requests that stuck pods repeat', () => {
+    const cache = new PodCache(() => undefined);
+    const h = cache.handler('*');
+    h.listStarted();
+    // Two reads of the same recorded status are two parses: equal values, separate objects.
+    h.listed(ofJob(recorded('repo-missing', 'ImagePullBackOff'), 'a'));
+    h.listed(ofJob(recorded('repo-missing', 'ImagePullBackOff'), 'b'));
+    h.listEnded();
+    const [a, b] = [cache.podsOf('job-a')[0]!, cache.podsOf('job-b')[0]!];
+    assert.notEqual(a.stuck[0], b.stuck[0]);
+    assert.equal(a.stuck[0]!.stuckSince, b.stuck[0]!.stuckSince, 'one Date for the same second');
+    assert.ok(a.capacity);
+    assert.equal(a.capacity, b.capacity, 'one capacity for the same requests since the same time');
+    const later = ofJob(recorded('repo-missing', 'ImagePullBackOff'), 'c');
+    for (const c of later.status!.conditions ?? [])
+      if (c.lastTransitionTime) c.lastTransitionTime = new Date(Date.parse(String(c.lastTransitionTime)) + 60_000);
+    h.event('ADDED', later);
+    const c = cache.podsOf('job-c')[0]!;
+    assert.equal(c.stuck[0]!.stuckSince.getTime(), a.stuck[0]!.stuckSince.getTime() + 60_000, 'its own time, not a shared one');
+  });
 });
