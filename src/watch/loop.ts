@@ -131,6 +131,7 @@ export class WatchLoop {
   private readonly synced = new Set<string>();
   /** When the pod cache's first list was in (monotonic): until its watch is up, that list is the cache's age. */
   private syncedAtMs: number | undefined;
+  private startedAtMs = 0;
   private readonly connected = new Set<string>();
   private leading: AbortSignal | undefined;
   private startPending = false;
@@ -172,6 +173,7 @@ export class WatchLoop {
 
   /** Lists and watches the pods and the policy, in the background, until `stop`. */
   start(stop: AbortSignal): void {
+    this.startedAtMs = this.monotonicMs();
     stop.addEventListener('abort', () => this.watching.abort(), { once: true });
     const signal = this.watching.signal;
     const { deps } = this;
@@ -281,7 +283,10 @@ export class WatchLoop {
     // A whole sweep runs beside the loop, one at a time: the timers and pre-judgements go on meanwhile.
     const wholeFree = this.whole === undefined;
     if (backstopDue && wholeFree) {
-      if (leading) this.startWhole('schedule');
+      // While the cache's first list runs, the sweep its sync starts stands for the slot's: a
+      // listing sweep beside that list would hold everything twice. A cache not synced for a
+      // whole period is swept by listing.
+      if (leading && (synced || this.unsyncedForAPeriod())) this.startWhole('schedule');
       else this.nextPeriod();
       return 0;
     }
@@ -479,6 +484,10 @@ export class WatchLoop {
   private listedByWhole(names: ReadonlyMap<string, ReadonlySet<string>>, key: string): boolean {
     const namespace = this.cache.podsOf(key)[0]?.namespace ?? '';
     return (names.get(namespace)?.size ?? 0) >= LIST_JOBS_THRESHOLD;
+  }
+
+  private unsyncedForAPeriod(): boolean {
+    return this.syncedAtMs === undefined && this.monotonicMs() - this.startedAtMs >= this.periodMs;
   }
 
   /** The cache's first list is moments old: whatever its watch did since, the cache is as fresh as a list. */

@@ -105,10 +105,13 @@ class ScriptedWatch implements WatchGateway {
   pods: V1Pod[] = [];
   lists = 0;
   watches: string[] = [];
+  /** Each list of the pods waits for this (a list of tens of thousands takes seconds). */
+  held: Promise<void> | undefined;
   private current: { emit: (e: WatchEvent<V1Pod>) => void; end: (error?: Error) => void } | undefined;
   async list<T>(collection: Collection): Promise<{ items: T[]; continueToken: undefined; resourceVersion: string }> {
     assert.match(collection.path, /pods/);
     this.lists += 1;
+    await this.held;
     return { items: this.pods as T[], continueToken: undefined, resourceVersion: `list-${this.lists}` };
   }
   watch<T>(_c: Collection, opts: WatchStream, onEvent: (e: WatchEvent<T>) => void): Promise<void> {
@@ -271,7 +274,12 @@ function setup(s: Setup) {
     {
       sweepDeps: { gateway, monotonicMs: () => time.mono, logger: createLogger({ format: 'json', stream: out }) },
       sweep: async (deps, opts) => {
-        const observation = await deps.observe!(deps.gateway, { namespaces: [], pageSize: 500 });
+        // A listing sweep (no observation from the cache) lists through the gateway, which scripts no pod lists here.
+        if (!deps.observe) {
+          sweeps.push({ trigger: 'list', jobs: [] });
+          return sweep(deps, opts);
+        }
+        const observation = await deps.observe(deps.gateway, { namespaces: [], pageSize: 500 });
         sweeps.push({ trigger: '', jobs: [...new Set(observation.stuck.map((c) => c.controller?.name ?? ''))] });
         return sweep(deps, opts);
       },
@@ -486,6 +494,35 @@ describe('the watch loop', () => {
     assert.equal(namespaceLists().length, 1);
     assert.equal(t.scripted.count('readJob'), 0);
     t.stop.abort();
+  });
+
+  it("starts no listing sweep at a backstop slot while the cache's first list runs; one a whole period later", async () => {
+    const jobs = Array.from({ length: 20 }, (_, i) => `w${i}`);
+    const t = setup({ jobs });
+    let listed!: () => void;
+    t.watch.held = new Promise<void>((resolve) => (listed = resolve));
+    await t.start();
+    const slots = () => t.lines.filter((l) => l.message === 'next backstop sweep scheduled').length;
+    // Past one slot of the 2-minute schedule, the list still running.
+    await t.runFor(121_000);
+    assert.equal(slots(), 1, 'the slot passed: a new period');
+    assert.equal(t.sweeps.length, 0, 'no listing sweep beside the first list');
+    listed();
+    await settle();
+    await t.runFor(1_000);
+    assert.deepEqual(
+      t.sweeps.map((w) => w.jobs.length),
+      [20],
+      'the start sweep, from the cache, at its sync',
+    );
+    t.stop.abort();
+
+    const slow = setup({ jobs });
+    slow.watch.held = new Promise<void>(() => undefined);
+    await slow.start();
+    await slow.runFor(241_000);
+    assert.deepEqual(slow.sweeps, [{ trigger: 'list', jobs: [] }], 'a cache not synced for a whole period: its slot lists');
+    slow.stop.abort();
   });
 
   it('does not pre-judge the Jobs a starting whole sweep will list while it reads the policy', async () => {
