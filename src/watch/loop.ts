@@ -341,8 +341,7 @@ export class WatchLoop {
     this.wholeSinceMs = this.monotonicMs();
     this.judgedMeanwhile.clear();
     // Marked before anything else runs: a pre-judgement started meanwhile would list them again.
-    const names = this.jobNamesByNamespace([...this.cache.keys()]);
-    for (const key of this.cache.keys()) if (this.listedByWhole(names, key)) this.awaitingWhole.add(key);
+    this.markListedByWhole([...this.cache.keys()]);
     this.whole = this.wholeSweep(trigger)
       .catch((error: unknown) => void this.logger.error('sweep crashed', { error: (error as Error).message }))
       .finally(() => {
@@ -442,9 +441,9 @@ export class WatchLoop {
       for (const r of result.results) judged.add(this.keyOf(r.decision));
     } else {
       const chunks = this.chunksInOrder((await this.currentPolicy())?.limits.outage);
-      const names = this.jobNamesByNamespace(chunks.flat());
+      // Jobs stuck since the start are marked too.
+      const names = this.markListedByWhole(chunks.flat());
       const jobLists = chunks.length > 1 ? new SharedJobLists(names) : undefined;
-      for (const key of chunks.flat()) if (this.listedByWhole(names, key)) this.awaitingWhole.add(key);
       for (let i = 0; i < chunks.length; i += 1) {
         if (i > 0) this.startDue();
         const chunk = new Set(chunks[i]!.filter((key) => !this.inFlight.has(key)));
@@ -479,11 +478,15 @@ export class WatchLoop {
   /**
    * A namespace a whole sweep lists is not pre-judged meanwhile: its chunks judge it from the cache
    * as it is then (a cold start would list those Jobs twice). A few Jobs elsewhere are: one read
-   * each, and their timers come at once.
+   * each, and their timers come at once. Returns the Job names by namespace of `keys`.
    */
-  private listedByWhole(names: ReadonlyMap<string, ReadonlySet<string>>, key: string): boolean {
-    const namespace = this.cache.podsOf(key)[0]?.namespace ?? '';
-    return (names.get(namespace)?.size ?? 0) >= LIST_JOBS_THRESHOLD;
+  private markListedByWhole(keys: readonly string[]): Map<string, Set<string>> {
+    const names = this.jobNamesByNamespace(keys);
+    for (const key of keys) {
+      const namespace = this.cache.podsOf(key)[0]?.namespace ?? '';
+      if ((names.get(namespace)?.size ?? 0) >= LIST_JOBS_THRESHOLD) this.awaitingWhole.add(key);
+    }
+    return names;
   }
 
   private unsyncedForAPeriod(): boolean {

@@ -1,10 +1,10 @@
 // The Pending pods as `run --watch` keeps them (docs/how-it-works.md "Event-driven mode"): each
 // pod the watch brings is reduced at once to what judging needs (its stuck containers, requests
-// and sandbox facts), and nothing is kept of a pod with none. Texts that stuck containers repeat
-// (and times and requests) are shared, as the listing path shares them. The stuck pods are indexed by their timer's key
-// (the Job's uid, or the pod's own without a Job), and a change is reported only when what the
-// timer depends on changed: a kubelet that rewrites a back-off status every few minutes is no
-// change.
+// and sandbox facts), and nothing is kept of a pod with none. The texts, times and requests that
+// stuck containers repeat are shared, as the listing path shares them. The stuck pods are indexed
+// by their timer's key (the Job's uid, or the pod's own without a Job), and a change is reported
+// only when what the timer depends on changed: a kubelet that rewrites a back-off status every
+// few minutes is no change.
 import type { V1Pod } from '@kubernetes/client-node';
 import { findStuckContainers } from '../classify/index.ts';
 import { isNotFoundFailure } from '../classify/pull-class.ts';
@@ -59,7 +59,7 @@ export class PodCache {
       listStarted: () => {
         listed = new Set();
         count = 0;
-        // A new pass: texts no pod uses any more are let go.
+        // A new pass: values no pod uses any more are let go.
         if (scope === '*' || this.pendingByScope.size <= 1) this.shared = new SharedValues();
       },
       listed: (pod) => {
