@@ -16,7 +16,7 @@ import type { ActResult } from '../act/act.ts';
 import { LIST_JOBS_THRESHOLD, SharedJobLists } from '../attribute/attribute.ts';
 import { mapBounded } from '../concurrency.ts';
 import { policyHeals } from '../judge/judge.ts';
-import { tripFor } from '../judge/outage.ts';
+import { inChunks } from '../judge/chunks.ts';
 import { describeApiError } from '../kube/errors.ts';
 import type { KubeGateway } from '../kube/gateway.ts';
 import { podCollection, configMapCollection, serviceAccountCollection, type Collection, type WatchGateway } from '../kube/watch.ts';
@@ -65,8 +65,6 @@ const BATCH_MAX = 8;
 const MAX_BATCHES = 8;
 /** A cache first listed this recently is swept as it is, its watch up or not (as fresh as a list would be). */
 const JUST_LISTED_MS = 10_000;
-/** A whole sweep from the cache judges this many stuck Jobs at a time. */
-const CHUNK = 500;
 /** The loop turns at least this often (its health is judged on it). */
 const MAX_WAIT_MS = 60_000;
 /** How soon a due Job whose pods could not be read again (the watch not connected) is tried again. */
@@ -417,11 +415,9 @@ export class WatchLoop {
 
   /**
    * Every stuck Job: on taking the lead, a policy edit, the backstop slot (a new period). From the
-   * cache it goes in chunks of CHUNK Jobs, oldest stuck first (so the limits keep the oldest), the
-   * Jobs the outage breaker holds last (they are not failed, so the limits are not theirs; a Job
-   * stuck elsewhere is not judged behind thousands of them), with the due batches started between
-   * chunks: a Job falling due waits for one chunk, not for every stuck Job, and memory holds one
-   * chunk's decisions. Listing (the watch not connected and
+   * cache it goes in parts (judge/chunks.ts: a Job stuck elsewhere is not judged behind thousands
+   * the outage breaker holds), with the due batches started between parts: a Job falling due waits
+   * for one part, not for every stuck Job, and memory holds one part's decisions. Listing (the watch not connected and
    * the first list older than 10 s), it is one sweep.
    */
   private async wholeSweep(trigger: WatchTrigger): Promise<void> {
@@ -513,27 +509,11 @@ export class WatchLoop {
     return names;
   }
 
-  /**
-   * The stuck Jobs in chunks of CHUNK: those every stuck container of which the outage breaker
-   * holds (under `outageLimits`) last, and in each part the longest stuck first; at least one chunk
-   * (a sweep of nothing still settles).
-   */
+  /** The stuck Jobs in parts (judge/chunks.ts), the outage breaker's under `outageLimits`. */
   private chunksInOrder(outageLimits: Policy['limits']['outage'] | undefined): string[][] {
     const outage = outageLimits ? this.cache.outage(outageLimits) : undefined;
-    const order = (key: string) => {
-      let oldest = Infinity;
-      let held = outage?.tripped === true;
-      for (const pod of this.cache.podsOf(key))
-        for (const c of pod.stuck) {
-          oldest = Math.min(oldest, c.stuckSince.getTime());
-          held &&= tripFor(outage!, c) !== undefined;
-        }
-      return { key, held, at: oldest };
-    };
-    const keys = [...this.cache.keys()].map(order).sort((a, b) => Number(a.held) - Number(b.held) || a.at - b.at);
-    const chunks: string[][] = [];
-    for (let i = 0; i < keys.length; i += CHUNK) chunks.push(keys.slice(i, i + CHUNK).map((k) => k.key));
-    return chunks.length > 0 ? chunks : [[]];
+    const groups = [...this.cache.keys()].map((key) => ({ key, containers: this.cache.podsOf(key).flatMap((pod) => pod.stuck) }));
+    return inChunks(groups, outage);
   }
 
   /**
