@@ -4,22 +4,25 @@ import { act, type ActResult } from './act/act.ts';
 import { actOnCronJobs, type CronJobResult } from './act/cronjob.ts';
 import { writeInvalidPolicyEvent } from './act/invalid-policy.ts';
 import { settleFinished } from './act/settle.ts';
-import { attributeToJobs, LIST_JOBS_THRESHOLD, type SharedJobLists } from './attribute/attribute.ts';
+import { attributeToJobs, LIST_JOBS_THRESHOLD, SharedJobLists, type Attribution } from './attribute/attribute.ts';
 import { statusOfActions, type SweepStatus } from './exit.ts';
 import { capacityByJob, withCapacity } from './judge/capacity.ts';
+import { countWithinGrace, type WithinGrace } from './judge/grace.ts';
+import { CHUNK, inChunks } from './judge/chunks.ts';
 import { holdsOf, judge, planHealReads, policyHeals, rejudgeJob, type JudgeInput } from './judge/judge.ts';
 import { applyLimits } from './judge/limits.ts';
 import { dueForForceDelete, judgePending, type PendingJudgement } from './judge/pending.ts';
 import { policyKueueWarnings } from './judge/queue.ts';
+import { assessOutage } from './judge/outage.ts';
 import { judgeQueued } from './judge/queued.ts';
-import type { Decision, Judgement, OutageAssessment } from './judge/types.ts';
+import type { Decision, OutageAssessment } from './judge/types.ts';
 import type { LimitsSpent } from './judge/limits.ts';
 import { dryRunGateway } from './kube/dry-run-gateway.ts';
 import { describeApiError, explainFailure, type ApiFailure } from './kube/errors.ts';
 import type { KubeGateway } from './kube/gateway.ts';
 import { serverNow } from './kube/server-clock.ts';
 import { serverVersionWarning } from './kube/server-version.ts';
-import type { JobView, PodOwner } from './model.ts';
+import { jobOwner, type JobView, type PodOwner, type StuckContainer } from './model.ts';
 import { readHealEvidence } from './observe/heal-reads.ts';
 import { readJobPods } from './observe/job-pods.ts';
 import { readNamespaceLabels } from './observe/namespace-labels.ts';
@@ -30,7 +33,7 @@ import { LABELS, PENDING } from './policy/annotations.ts';
 import { loadPolicy, problemSource, type LoadedPolicy, type PolicyLocation } from './policy/load.ts';
 import { formatProblem } from './policy/problems.ts';
 import type { Policy } from './policy/types.ts';
-import { auditLine, cronJobAuditLine, summarize, type SweepSummary } from './report/audit.ts';
+import { auditLine, cronJobAuditLine, FREEING, summarize, type SweepSummary } from './report/audit.ts';
 import { logCronJob, logDecision, logSummary, outputRoom } from './report/logger.ts';
 import { NO_SERVER_DATE, SweepLog } from './report/sweep-log.ts';
 import { wordCronJobResult, wordResult } from './report/wording.ts';
@@ -58,6 +61,8 @@ export interface SweepOptions {
   signal?: AbortSignal;
   /** `run --watch`: what a sweep of some of the stuck Jobs takes from the loop. */
   batch?: SweepBatch;
+  /** Stuck Jobs judged at once past which a sweep goes in parts (default CHUNK; smaller in tests). */
+  chunkSize?: number;
 }
 
 /** What `run --watch` hands a sweep beside its observation (src/watch/loop.ts). */
@@ -111,9 +116,15 @@ export interface SweepResult {
   cronJobs?: CronJobResult[];
   /** The policy ConfigMap did not exist: the default one (built-in defaults) or a named one (invalid). */
   policyMissing?: 'default' | 'named';
+  /** The Jobs within grace, counted (a sweep in parts lets their decisions go); absent: count them from `results`. */
+  withinGrace?: WithinGrace;
 }
 
-/** One sweep: observe → classify → attribute → judge → act → report. */
+/**
+ * One sweep: observe → classify → attribute → judge → act → report. Past CHUNK stuck Jobs the
+ * stages after the pod list go in parts (judge/chunks.ts), each part's Job views and decisions
+ * let go before the next: one sweep, one summary, the limits shared by its parts.
+ */
 export async function sweep(liveDeps: SweepDeps, options: SweepOptions): Promise<SweepResult> {
   // The one place a dry run is known, beside report's wording: its gateway.
   const deps = options.dryRun ? { ...liveDeps, gateway: dryRunGatewayOf(liveDeps.gateway, options.dryRunMode) } : liveDeps;
@@ -125,47 +136,77 @@ export async function sweep(liveDeps: SweepDeps, options: SweepOptions): Promise
   const loaded = await loadPolicy(deps.gateway, options.policy);
   if (!loaded.ok) return policyFailure(deps, options, log, startedMs, loaded);
   log.policyLoaded(loaded, problemSource(options.policy));
+  const { policy } = loaded;
 
-  const observed = await observe(deps.gateway, options, log, loaded.policy, deps.observe);
-  if ('status' in observed) return observed;
-  await warnKueueTimeouts(deps.gateway, log, loaded, options.kueueConfig);
-  const nowMs = deps.monotonicMs();
-  const now = latest(serverNow(deps.gateway.lastServerDate(), nowMs - startedMs), options.batch?.serverNow?.());
-  if (!now) return noServerClock(log);
-  log.sandboxWaits(observed.observation.sandboxWaits, now);
+  const observation = await observePods(deps.gateway, options, log, deps.observe);
+  if ('status' in observation) return observation;
+  const outage = options.batch?.outage ?? assessOutage(observation.stuck, policy.limits.outage);
+  const parts = partsOf(observation.stuck, outage, options.chunkSize);
+  const around = observeAround(deps.gateway, options, log, policy, observation);
+  const jobLists = parts.chunks.length > 1 ? new SharedJobLists(jobNamesByNamespace(observation.stuck)) : options.batch?.jobLists;
+  const kueue = once(() => readKueueTimeout(deps.gateway, options.kueueConfig).then((k) => (log.info(k.said), k)));
+  const spentHere = { total: 0, byNamespace: new Map<string, number>() };
 
-  const { outage: wholeOutage, spent } = options.batch ?? {};
-  const judgeInput: JudgeInput = {
-    ...observed.judgeInput,
-    policy: loaded.policy,
-    now,
-    ...(wholeOutage ? { outage: wholeOutage } : {}),
-  };
-  if (policyHeals(loaded.policy)) judgeInput.heal = await healEvidence(deps.gateway, judgeInput);
-  // Read last, with no await before judging (decide).
-  if (spent) judgeInput.spent = spent();
-  const { outage, decisions, finished, awaiting } = await decide(
-    deps.gateway,
-    judgeInput,
-    observed.pendingJobs,
-    observed.observation,
-    options.batch?.onJudged,
-  );
-  const acted = await carryOut(deps.gateway, { ...judgeInput, outage }, decisions, finished, { options, log, claim });
-  const otherErrors = observed.errors + acted.settleErrors;
+  const results: ActResult[] = [];
+  const failed: ActResult[] = [];
+  const withinGrace = countWithinGrace([]);
+  let awaiting = 0;
+  let otherErrors = 0;
+  let first: { now: Date; nowMs: number } | undefined;
+  let now: Date | undefined;
+  for (const [i, keys] of parts.chunks.entries()) {
+    if (i > 0 && options.signal?.aborted) break;
+    const stuck = parts.chunks.length === 1 ? observation.stuck : keys.flatMap((key) => parts.groups.get(key) ?? []);
+    const [shared, attribution] = await Promise.all([around, attributeChunk(deps.gateway, stuck, log, jobLists)]);
+    if (i === 0) otherErrors += shared.errors;
+    const ownerOf = ownerLookup(stuck, attribution, shared.unreadable);
+    // A pending Job is judged with its stuck pods' part; one with none left, with the first.
+    const inPart = new Set(keys);
+    const labelled = shared.pendingJobs.filter((j) => inPart.has(j.uid) || (i === 0 && !parts.groups.has(j.uid)));
+    const queues = await readForQueues(deps.gateway, policy, log, { stuck, ownerOf, pending: labelled, ...shared }, kueue);
+    otherErrors += queues.errors;
+    if (i === 0) await warnKueueTimeouts(deps.gateway, log, loaded, options.kueueConfig);
+    const nowMs = deps.monotonicMs();
+    now = latest(latest(serverNow(deps.gateway.lastServerDate(), nowMs - startedMs), options.batch?.serverNow?.()), now);
+    if (!now) return noServerClock(log);
+    if (!first) {
+      first = { now, nowMs };
+      log.sandboxWaits(observation.sandboxWaits, now);
+    }
+
+    const judgeInput: JudgeInput = { stuck, ownerOf, namespaceLabels: shared.labels, ...queues.judge, policy, now, outage };
+    if (policyHeals(policy)) judgeInput.heal = await healEvidence(deps.gateway, judgeInput);
+    // Read last, with no await before judging (decide).
+    judgeInput.spent = options.batch?.spent?.() ?? spentHere;
+    const decided = await decide(deps.gateway, judgeInput, labelled, observation.podCapacity, options.batch?.onJudged);
+    for (const d of decided.decisions) if (d.plan === 'fail' || d.plan === 'heal') spend(spentHere, d.namespace);
+    const acted = await carryOut(deps.gateway, judgeInput, decided.decisions, decided.finished, { options, log, claim });
+    awaiting += decided.awaiting;
+    otherErrors += acted.settleErrors;
+    failed.push(...acted.failed);
+    countWithinGrace(
+      acted.results.map((r) => r.decision),
+      withinGrace,
+    );
+    for (const r of acted.results) results.push(parts.chunks.length > 1 && !options.batch ? letGo(r) : r);
+  }
+  if (!first || !now) return noServerClock(log);
+  if (options.signal?.aborted) log.stopped();
+  const cronJobs = await suspendCronJobs(deps.gateway, failed, policy, now, options);
+  for (const c of cronJobs) logCronJob(log.logger, cronJobAuditLine(log.sweepId, c, policy.cronJobs.suspendAfter, options.dryRun));
 
   const summary = summarize({
     sweepId: log.sweepId,
     dryRun: options.dryRun,
     policy: loaded.description,
     namespaces: options.namespaces,
-    startedAt: new Date(now.getTime() - (nowMs - startedMs)),
-    finishedAt: new Date(now.getTime() + (deps.monotonicMs() - nowMs)),
-    podsScanned: observed.observation.podsScanned,
-    stuckContainers: observed.observation.stuck.length,
+    startedAt: new Date(first.now.getTime() - (first.nowMs - startedMs)),
+    finishedAt: new Date(first.now.getTime() + (deps.monotonicMs() - first.nowMs)),
+    podsScanned: observation.podsScanned,
+    stuckContainers: observation.stuck.length,
     outage,
-    results: acted.results,
-    cronJobs: acted.cronJobs,
+    results,
+    cronJobs,
     awaitingFailed: awaiting,
     otherErrors,
   });
@@ -173,10 +214,70 @@ export async function sweep(liveDeps: SweepDeps, options: SweepOptions): Promise
   return {
     status: statusOfActions(summary.actionErrors),
     summary,
-    results: acted.results,
-    cronJobs: acted.cronJobs,
+    results,
+    cronJobs,
+    withinGrace,
     ...(loaded.builtin ? { policyMissing: 'default' as const } : {}),
   };
+}
+
+/** The stuck containers by the key `run --watch` keys its cache by (the Job's uid, or a bare pod's), in parts. */
+function partsOf(
+  stuck: readonly StuckContainer[],
+  outage: OutageAssessment,
+  size = CHUNK,
+): { groups: Map<string, StuckContainer[]>; chunks: string[][] } {
+  const groups = new Map<string, StuckContainer[]>();
+  for (const c of stuck) {
+    const key = jobOwner(c.controller)?.uid ?? c.podUid;
+    const group = groups.get(key);
+    if (group) group.push(c);
+    else groups.set(key, [c]);
+  }
+  if (groups.size <= size) return { groups, chunks: [[...groups.keys()]] };
+  return {
+    groups,
+    chunks: inChunks(
+      [...groups].map(([key, containers]) => ({ key, containers })),
+      outage,
+      size,
+    ),
+  };
+}
+
+/** namespace → the names of the Jobs of the stuck pods: what the parts of a sweep will look up. */
+function jobNamesByNamespace(stuck: readonly StuckContainer[]): Map<string, Set<string>> {
+  const names = new Map<string, Set<string>>();
+  for (const c of stuck) {
+    const job = jobOwner(c.controller);
+    if (!job) continue;
+    let inNamespace = names.get(c.namespace);
+    if (!inNamespace) names.set(c.namespace, (inNamespace = new Set()));
+    inNamespace.add(job.name);
+  }
+  return names;
+}
+
+function spend(spent: { total: number; byNamespace: Map<string, number> }, namespace: string): void {
+  spent.total += 1;
+  spent.byNamespace.set(namespace, (spent.byNamespace.get(namespace) ?? 0) + 1);
+}
+
+/**
+ * A result as a sweep in parts keeps it after its part: what the summary and the metrics read. A
+ * Job not failed lets its view go (the Jobs within grace are counted in `withinGrace`) and its
+ * capacity (counted only as freed), in place: a copy of each decision costs more than the view.
+ */
+function letGo(r: ActResult): ActResult {
+  if (FREEING.has(r.outcome)) return r;
+  r.decision.jobView = undefined;
+  r.decision.capacity = undefined;
+  return r;
+}
+
+function once<T>(make: () => Promise<T>): () => Promise<T> {
+  let made: Promise<T> | undefined;
+  return () => (made ??= make());
 }
 
 /** The later of two lower bounds of the API server's time (either may be missing). */
@@ -212,25 +313,24 @@ function dryRunGatewayOf(live: KubeGateway, mode: DryRunMode = 'client'): KubeGa
   return mode === 'server' ? live.serverDryRun() : dryRunGateway(live);
 }
 
-interface Observed {
-  observation: Observation;
-  judgeInput: Pick<JudgeInput, 'stuck' | 'ownerOf' | 'namespaceLabels'>;
+/** What every part of a sweep shares, read beside the first part's Jobs. */
+interface Around {
+  labels: Map<string, Record<string, string>>;
+  unreadable: Map<string, string>;
+  /** The Jobs labelled pending (without those of unreadable namespaces Kueue queues: their rule is unknown). */
   pendingJobs: JobView[];
   /** Failures outside the decisions (listing the pending Jobs), each logged. */
   errors: number;
 }
 
-/** The pod list, then the reads that depend on it only: Jobs, Namespace labels, pending Jobs, the server's version. */
-async function observe(
+async function observePods(
   gateway: KubeGateway,
   options: SweepOptions,
   log: SweepLog,
-  policy: Policy,
   source: NonNullable<SweepDeps['observe']> = observeStuckContainers,
-): Promise<Observed | SweepResult> {
-  let observation;
+): Promise<Observation | SweepResult> {
   try {
-    observation = await source(gateway, {
+    return await source(gateway, {
       namespaces: options.namespaces,
       pageSize: options.pageSize ?? 500,
       onRestart: log.listRestarted('pod list'),
@@ -238,18 +338,23 @@ async function observe(
   } catch (error) {
     return unreachable(log, 'listing pods', describeApiError(error));
   }
-  // The reads after the pod list do not depend on one another: they run together, so the first
-  // write waits for the slowest of them, not for their sum.
-  const [tooOld, attribution, namespaceLabels, pendingJobs] = await Promise.all([
+}
+
+/**
+ * The reads after the pod list that no Job decides: the server's version, Namespace labels, the
+ * pending Jobs. They run beside the first part's Job reads, so the first write waits for the
+ * slowest of them, not for their sum.
+ */
+async function observeAround(
+  gateway: KubeGateway,
+  options: SweepOptions,
+  log: SweepLog,
+  policy: Policy,
+  observation: Observation,
+): Promise<Around> {
+  const [tooOld, namespaceLabels, pendingJobs] = await Promise.all([
     // Read once the server answered: an unreachable one is reported by the list above.
     options.batch?.focused ? undefined : gateway.readServerVersion().then(serverVersionWarning, () => undefined),
-    attributeToJobs(gateway, observation.stuck, {
-      concurrency: CONCURRENT_READS,
-      listConcurrency: CONCURRENT_JOB_LISTS,
-      listThreshold: LIST_JOBS_THRESHOLD,
-      onRestart: log.listRestarted('Job list'),
-      ...(options.batch?.jobLists ? { shared: options.batch.jobLists } : {}),
-    }),
     readNamespaceLabels(gateway, policy, observation.stuck, CONCURRENT_READS),
     options.batch?.focused
       ? { jobs: [] as JobView[], error: undefined }
@@ -262,55 +367,57 @@ async function observe(
   const errors = log.observed({
     tooOld,
     nodesWithoutSandboxCondition: observation.nodesWithoutSandboxCondition,
-    jobErrors: attribution.errors,
     unreadableNamespaces: unreadable,
     pendingListError: pendingJobs.error === undefined ? undefined : { label: LABELS.pending, message: pendingJobs.error },
   });
-  const containerByPod = new Map(observation.stuck.map((c) => [c.podUid, c]));
-  const ownerOf = (podUid: string): PodOwner => {
+  return {
+    labels,
+    unreadable,
+    pendingJobs: pendingJobs.jobs.filter((j) => !unreadable.has(j.namespace) || j.pendingLabel !== PENDING.queued),
+    errors,
+  };
+}
+
+async function attributeChunk(gateway: KubeGateway, stuck: readonly StuckContainer[], log: SweepLog, shared: SharedJobLists | undefined) {
+  const attribution = await attributeToJobs(gateway, stuck, {
+    concurrency: CONCURRENT_READS,
+    listConcurrency: CONCURRENT_JOB_LISTS,
+    listThreshold: LIST_JOBS_THRESHOLD,
+    onRestart: log.listRestarted('Job list'),
+    ...(shared ? { shared } : {}),
+  });
+  log.unreadJobs(attribution.errors);
+  return attribution;
+}
+
+/** Each stuck pod's owner; a pod of a namespace whose labels could not be read is unreadable (its rule is unknown). */
+function ownerLookup(stuck: readonly StuckContainer[], attribution: Attribution, unreadable: ReadonlyMap<string, string>) {
+  const containerByPod = new Map(stuck.map((c) => [c.podUid, c]));
+  return (podUid: string): PodOwner => {
     const container = containerByPod.get(podUid);
     if (container && unreadable.has(container.namespace)) {
       return { kind: 'unreadable', owner: container.controller, detail: 'could not read Namespace labels for the policy' };
     }
     return attribution.ownerOf(podUid);
   };
-  const queues = await readForQueues(
-    gateway,
-    policy,
-    log,
-    {
-      stuck: observation.stuck,
-      ownerOf,
-      pending: pendingJobs.jobs,
-      labels,
-      unreadable,
-    },
-    options.kueueConfig,
-  );
-  return {
-    observation,
-    judgeInput: { stuck: observation.stuck, ownerOf, namespaceLabels: labels, ...queues.judge },
-    pendingJobs: pendingJobs.jobs.filter((j) => !unreadable.has(j.namespace) || j.pendingLabel !== PENDING.queued),
-    errors: errors + queues.errors,
-  };
 }
 
 /**
  * Jobs Kueue queues (docs/kueue.md): the labels of the namespaces of those it suspended (they
- * have no stuck pod), and Kueue's timeout, read only when such a Job is judged.
+ * have no stuck pod), and Kueue's timeout (`kueue`, read once a sweep), read only when such a Job is judged.
  */
 async function readForQueues(
   gateway: KubeGateway,
   policy: Policy,
   log: SweepLog,
   seen: {
-    stuck: Observation['stuck'];
+    stuck: readonly StuckContainer[];
     ownerOf: (podUid: string) => PodOwner;
     pending: readonly JobView[];
     labels: Map<string, Record<string, string>>;
     unreadable: Map<string, string>;
   },
-  kueueConfig: KueueConfigLocation | undefined,
+  kueue: () => Promise<Awaited<ReturnType<typeof readKueueTimeout>>>,
 ): Promise<{ judge: Pick<JudgeInput, 'kueueTimeout'>; errors: number }> {
   const queued = seen.pending.filter((j) => j.pendingLabel === PENDING.queued);
   const unread = queued.filter((j) => !seen.labels.has(j.namespace) && !seen.unreadable.has(j.namespace));
@@ -325,9 +432,8 @@ async function readForQueues(
     return owner.kind === 'job' && owner.job.queue !== undefined;
   });
   if (queued.length === 0 && !queuedNow) return { judge: {}, errors };
-  const kueue = await readKueueTimeout(gateway, kueueConfig);
-  log.info(kueue.said);
-  return { judge: kueue.timeout ? { kueueTimeout: kueue.timeout } : {}, errors };
+  const { timeout } = await kueue();
+  return { judge: timeout ? { kueueTimeout: timeout } : {}, errors };
 }
 
 /** What healing judges from (judge/heal.ts): the breaker's holds the Jobs record, and the reads their evidence needs. */
@@ -337,15 +443,15 @@ async function healEvidence(gateway: KubeGateway, input: JudgeInput): Promise<No
   return { reads, holds };
 }
 
-/** Act on the decisions (each audited as it completes), settle the finished pending Jobs, then the CronJobs. */
+/** Act on the decisions (each audited as it completes), then settle the finished pending Jobs. */
 async function carryOut(
   gateway: KubeGateway,
-  judged: JudgeInput & Pick<Judgement, 'outage'>,
+  judged: JudgeInput,
   decisions: Decision[],
   finished: JobView[],
   { options, log, claim }: { options: SweepOptions; log: SweepLog; claim: string },
-): Promise<{ results: ActResult[]; cronJobs: CronJobResult[]; settleErrors: number }> {
-  const { now, policy } = judged;
+): Promise<{ results: ActResult[]; failed: ActResult[]; settleErrors: number }> {
+  const { now } = judged;
   const { dryRun, instance, signal } = options;
   const live = await act(gateway, decisions, {
     concurrency: CONCURRENT_WRITES,
@@ -361,17 +467,25 @@ async function carryOut(
   });
   const reporter = { instance, now };
   const settled = await settleFinished(gateway, finished, { concurrency: CONCURRENT_WRITES, reporter, signal });
-  const settleErrors = log.settled(settled, dryRun);
-  if (signal?.aborted) log.stopped();
-  // CronJob suspension is a write too: none starts once the sweep was told to stop.
+  return {
+    results: live.map((r) => wordResult(r, dryRun)),
+    failed: live.filter((r) => r.outcome === 'failed'),
+    settleErrors: log.settled(settled, dryRun),
+  };
+}
+
+/** The CronJobs behind the sweep's failed Jobs: counted and suspended, none once the sweep was told to stop (a write too). */
+async function suspendCronJobs(
+  gateway: KubeGateway,
+  failed: readonly ActResult[],
+  policy: Policy,
+  now: Date,
+  { signal, instance, dryRun }: SweepOptions,
+): Promise<CronJobResult[]> {
+  if (signal?.aborted) return [];
   const { suspendAfter } = policy.cronJobs;
-  const cronJobs = signal?.aborted
-    ? []
-    : (await actOnCronJobs(gateway, live, { suspendAfter, concurrency: CONCURRENT_WRITES, now, instance })).map((c) =>
-        wordCronJobResult(c, dryRun),
-      );
-  for (const c of cronJobs) logCronJob(log.logger, cronJobAuditLine(log.sweepId, c, suspendAfter, dryRun));
-  return { results: live.map((r) => wordResult(r, dryRun)), cronJobs, settleErrors };
+  const counted = await actOnCronJobs(gateway, failed, { suspendAfter, concurrency: CONCURRENT_WRITES, now, instance });
+  return counted.map((c) => wordCronJobResult(c, dryRun));
 }
 
 /**
@@ -383,9 +497,9 @@ async function decide(
   gateway: KubeGateway,
   judgeInput: JudgeInput,
   labelled: JobView[],
-  observation: Pick<Observation, 'stuck' | 'podCapacity'>,
+  podCapacity: Observation['podCapacity'],
   onJudged?: (decisions: readonly Decision[]) => void,
-): Promise<PendingJudgement & Pick<Judgement, 'outage'>> {
+): Promise<PendingJudgement> {
   const { policy, now } = judgeInput;
   // No await between reading the period's spent limits and judging, nor before onJudged.
   const judgement = judge(judgeInput);
@@ -397,8 +511,8 @@ async function decide(
   const queued = judgeQueued({ ...judgeInput, labelled, decisions: judgement.decisions });
   // A queued Job failed while it waits counts against the limits like any other.
   if (queued.some((d) => d.plan === 'fail')) applyLimits(pending.decisions.concat(queued), policy, judgeInput.spent);
-  const decisions = withCapacity(pending.decisions.concat(queued), capacityByJob(observation.stuck, observation.podCapacity, now));
-  return { ...pending, decisions, outage: judgement.outage };
+  const decisions = withCapacity(pending.decisions.concat(queued), capacityByJob(judgeInput.stuck, podCapacity, now));
+  return { ...pending, decisions };
 }
 
 async function policyFailure(

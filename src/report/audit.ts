@@ -48,7 +48,8 @@ export interface AuditLine {
   heal: string | null;
 }
 
-const FREEING: ReadonlySet<Outcome> = new Set(['failed', 'would-fail']);
+/** Outcomes whose Job's capacity the audit and the summary count as freed. */
+export const FREEING: ReadonlySet<Outcome> = new Set(['failed', 'would-fail']);
 
 /** The kubelet's message is the registry's text: cut it so one decision stays one readable line. */
 export const WAITING_MESSAGE_LIMIT = 2048;

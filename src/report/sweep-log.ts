@@ -45,20 +45,23 @@ export class SweepLog {
   observed(o: {
     tooOld: string | undefined;
     nodesWithoutSandboxCondition: ReadonlySet<string>;
-    jobErrors: readonly { namespace: string; job: string; message: string }[];
     unreadableNamespaces: ReadonlyMap<string, string>;
     pendingListError: { label: string; message: string } | undefined;
   }): number {
     if (o.tooOld) this.warn(o.tooOld);
     const blind = [...o.nodesWithoutSandboxCondition].sort();
     if (blind.length > 0) this.warn(SANDBOX_CONDITION_MISSING, { nodes: blind });
-    for (const e of o.jobErrors) this.error('could not read Job', { namespace: e.namespace, job: e.job, error: e.message });
     for (const [namespace, message] of o.unreadableNamespaces) this.error('could not read Namespace labels', { namespace, error: message });
     if (!o.pendingListError) return 0;
     this.error(`could not list the Jobs labelled ${o.pendingListError.label}; they are checked on the next sweep`, {
       error: o.pendingListError.message,
     });
     return 1;
+  }
+
+  /** The Job reads that failed (a part's, in a sweep of many stuck Jobs): their decisions say so too. */
+  unreadJobs(errors: readonly { namespace: string; job: string; message: string }[]): void {
+    for (const e of errors) this.error('could not read Job', { namespace: e.namespace, job: e.job, error: e.message });
   }
 
   /** Pods waiting long for their sandbox, judged on the server's clock. */

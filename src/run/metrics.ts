@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { ActResult } from '../act/act.ts';
 import { registryHost } from '../classify/reference.ts';
-import { isWithinGrace } from '../judge/grace.ts';
+import { countWithinGrace } from '../judge/grace.ts';
 import { outcomesFor } from '../model.ts';
 import type { SweepResult, SweepStatus } from '../sweep.ts';
 import { RunOptionError } from './errors.ts';
@@ -222,12 +222,10 @@ export class SweepMetrics {
     }
     this.withinGrace.reset();
     this.graceRequests.reset();
-    for (const { decision: d } of result.results) {
-      if (!isWithinGrace(d)) continue;
-      this.withinGrace.inc({ namespace: d.namespace, class: d.pullClass }, d.stuckPods);
-      for (const [r, v] of Object.entries(d.capacity?.requests ?? {}))
-        this.graceRequests.inc({ namespace: d.namespace, ...resourceLabels(r) }, v);
-    }
+    const within = result.withinGrace ?? countWithinGrace(result.results.map((r) => r.decision));
+    for (const [namespace, byClass] of within.pods) for (const [c, pods] of byClass) this.withinGrace.inc({ namespace, class: c }, pods);
+    for (const [namespace, byResource] of within.requests)
+      for (const [r, v] of byResource) this.graceRequests.inc({ namespace, ...resourceLabels(r) }, v);
   }
 }
 

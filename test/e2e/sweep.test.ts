@@ -309,6 +309,55 @@ describe('sweep leaves alone what it must', () => {
     assert.equal(nextOutcome.newest, 'deferred');
   });
 
+  it(
+    "in parts: one summary, the limits across the parts (oldest first), the namespace's Jobs listed once, each Job judged once",
+    TIMEOUT,
+    async () => {
+      const ns = await namespace('parts');
+      const ages = [9000, 8000, 7000, 6000, 5000, 4000, 3000, 2000, 1500, 1200, 1100, 1000];
+      await Promise.all(ages.map((stuckFor, i) => createStuckJob(kc, ns, `job-${i}`, { stuckFor })));
+      const policy = policyFile('limits:\n  maxJobsPerSweep: 4\n');
+      const real = createGateway(kc);
+      const jobLists: string[] = [];
+      const counting: KubeGateway = {
+        ...real,
+        listJobs: (o) => (jobLists.push(o.labelSelector ?? 'all'), real.listJobs(o)),
+      };
+      // 12 stuck Jobs in parts of 5: 3 parts.
+      const run = await runSweep(kc, { namespaces: [ns], policy, chunkSize: 5 }, counting);
+      assert.equal(run.exitCode, 0);
+      assert.equal(run.records.filter((r) => r.message === 'summary').length, 1);
+      const outcome = Object.fromEntries(run.lines.map((l) => [l.job, l.outcome]));
+      assert.equal(run.lines.length, 12, 'one line per Job');
+      // Part by part, oldest first: each part's lines before the next part's.
+      const parts = [run.lines.slice(0, 5), run.lines.slice(5, 10), run.lines.slice(10)].map((p) => p.map((l) => l.job).sort());
+      assert.deepEqual(parts, [
+        ['job-0', 'job-1', 'job-2', 'job-3', 'job-4'],
+        ['job-5', 'job-6', 'job-7', 'job-8', 'job-9'],
+        ['job-10', 'job-11'],
+      ]);
+      assert.deepEqual(
+        ages.map((_, i) => outcome[`job-${i}`]),
+        ['failed', 'failed', 'failed', 'failed', ...Array<string>(8).fill('deferred')],
+      );
+      assert.equal(run.summary!.decisions, 12);
+      assert.equal(run.summary!.deferred, 8);
+      assert.equal(jobLists.filter((l) => l === 'all').length, 1, "one list of the namespace's Jobs for the three parts");
+      for (let i = 0; i < 4; i += 1) assertFailedBySweeper(await waitForJobFailed(kc, ns, `job-${i}`));
+
+      // The four failed Jobs are pending now (labelled): each is judged with its part, once.
+      const next = await runSweep(kc, { namespaces: [ns], policy, chunkSize: 5 });
+      const seen = next.lines.map((l) => l.job);
+      assert.equal(new Set(seen).size, seen.length, `no Job judged twice: ${seen.join(' ')}`);
+      const nextOutcome = Object.fromEntries(next.lines.map((l) => [l.job, l.outcome]));
+      assert.deepEqual(
+        ages.slice(4).map((_, i) => nextOutcome[`job-${i + 4}`]),
+        ['failed', 'failed', 'failed', 'failed', 'deferred', 'deferred', 'deferred', 'deferred'],
+      );
+      assert.equal((await sweeperEvents(kc, ns)).filter((e) => e.reason === 'ImagePullStuck').length, 8, 'one Event per failed Job');
+    },
+  );
+
   it('an invalid policy ConfigMap changes nothing, exits 2 and leaves one Warning Event per distinct problem set', TIMEOUT, async () => {
     const ns = await namespace('badpolicy');
     await createStuckJob(kc, ns, 'job', { stuckFor: 9999 });

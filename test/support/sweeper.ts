@@ -56,6 +56,8 @@ export async function runSweep(
     dryRunMode?: DryRunMode;
     pageSize?: number;
     kueueConfig?: { namespace: string; name: string };
+    /** Stuck Jobs a part of the sweep judges (default 500). */
+    chunkSize?: number;
   },
   /** Instead of the plain gateway (e.g. one that injects faults); retries are added around it. */
   plainGateway?: KubeGateway,
@@ -78,6 +80,7 @@ export async function runSweep(
       ...(options.kueueConfig ? { kueueConfig: options.kueueConfig } : {}),
       instance: 'e2e',
       pageSize: options.pageSize,
+      ...(options.chunkSize ? { chunkSize: options.chunkSize } : {}),
     },
   );
   await new Promise((r) => setImmediate(r));

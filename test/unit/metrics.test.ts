@@ -16,6 +16,7 @@ import { formatClaimMessage as describeStuck } from '../../src/judge/claim-messa
 import { auditLine } from '../../src/report/audit.ts';
 import { createLogger, logDecision, logSummary } from '../../src/report/logger.ts';
 import type { StuckCapacity } from '../../src/judge/capacity.ts';
+import { countWithinGrace } from '../../src/judge/grace.ts';
 import { SweepMetrics, isWithinGrace, resourceLabels } from '../../src/run/metrics.ts';
 import type { SweepResult } from '../../src/sweep.ts';
 import { NOW, job, ownersFor, secondsAgo, stuckIn } from './judge-fixtures.ts';
@@ -143,6 +144,21 @@ describe('SweepMetrics: what an operator alerts on', () => {
     assert.equal(await sample(m, 'imagepull_sweeper_stuck_pods_within_grace', { namespace: 'ci-a', class: 'permanent' }), 1);
     m.record(sweepResult([]), 1, NOW);
     assert.equal(await sample(m, 'imagepull_sweeper_stuck_pods_within_grace', { namespace: 'ci-a', class: 'permanent' }), undefined);
+  });
+
+  it("gauges the Jobs within grace from the sweep's count when a sweep in parts let their views go", async () => {
+    const m = new SweepMetrics();
+    const waiting = { ...decision('a', 30), capacity: GPU_POD };
+    const other = { ...decision('b', 20, { namespace: 'ci-b' }), capacity: GPU_POD };
+    const withinGrace = countWithinGrace([waiting, other, decision('c', 900)]);
+    const letGo = [waiting, other].map((d) => ({ ...d, jobView: undefined, capacity: undefined }));
+    m.record({ ...sweepResult(letGo.map((d) => result(d, 'skipped'))), withinGrace }, 1, NOW);
+    assert.equal(await sample(m, 'imagepull_sweeper_stuck_pods_within_grace', { namespace: 'ci-a', class: 'permanent' }), 1);
+    assert.equal(await sample(m, 'imagepull_sweeper_stuck_pods_within_grace', { namespace: 'ci-b', class: 'permanent' }), 1);
+    assert.equal(
+      await sample(m, 'imagepull_sweeper_stuck_requests_within_grace', { namespace: 'ci-b', resource: 'nvidia_com_gpu', unit: 'integer' }),
+      4,
+    );
   });
 
   it('counts breaker trips by scope, host and class, and gauges the last sweep’s', async () => {

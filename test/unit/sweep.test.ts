@@ -94,14 +94,15 @@ describe('sweep()', () => {
       [['a', 'failed']],
     );
     // The namespace's Pending pods, then its Running ones (a container restarted in place);
+    // The server's version and the pending Jobs (listJobs) are read beside the Job's read;
     // readConfigMap: Kueue's configuration, once per process (no Kueue here: 404, nothing said).
     assert.deepEqual(methods(), [
       'listPodRows',
       'listPodRows',
       'readPod',
       'readServerVersion',
-      'readJob',
       'listJobs',
+      'readJob',
       'readConfigMap',
       'patchJobStatus',
       'createEvent',
