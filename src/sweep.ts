@@ -4,7 +4,7 @@ import { act, type ActResult } from './act/act.ts';
 import { actOnCronJobs, type CronJobResult } from './act/cronjob.ts';
 import { writeInvalidPolicyEvent } from './act/invalid-policy.ts';
 import { settleFinished } from './act/settle.ts';
-import { attributeToJobs, LIST_JOBS_THRESHOLD, SharedJobLists, type Attribution } from './attribute/attribute.ts';
+import { attributeToJobs, jobNamesByNamespace, LIST_JOBS_THRESHOLD, SharedJobLists, type Attribution } from './attribute/attribute.ts';
 import { statusOfActions, type SweepStatus } from './exit.ts';
 import { capacityByJob, withCapacity } from './judge/capacity.ts';
 import { countWithinGrace, type WithinGrace } from './judge/grace.ts';
@@ -243,19 +243,6 @@ function partsOf(
       size,
     ),
   };
-}
-
-/** namespace → the names of the Jobs of the stuck pods: what the parts of a sweep will look up. */
-function jobNamesByNamespace(stuck: readonly StuckContainer[]): Map<string, Set<string>> {
-  const names = new Map<string, Set<string>>();
-  for (const c of stuck) {
-    const job = jobOwner(c.controller);
-    if (!job) continue;
-    let inNamespace = names.get(c.namespace);
-    if (!inNamespace) names.set(c.namespace, (inNamespace = new Set()));
-    inNamespace.add(job.name);
-  }
-  return names;
 }
 
 function spend(spent: { total: number; byNamespace: Map<string, number> }, namespace: string): void {

@@ -64,6 +64,19 @@ export class SharedJobLists {
   }
 }
 
+/** namespace → the names of the Jobs of these stuck containers: what the parts of one sweep will look up. */
+export function jobNamesByNamespace(stuck: Iterable<Pick<StuckContainer, 'namespace' | 'controller'>>): Map<string, Set<string>> {
+  const names = new Map<string, Set<string>>();
+  for (const c of stuck) {
+    const job = jobOwner(c.controller);
+    if (!job) continue;
+    let inNamespace = names.get(c.namespace);
+    if (!inNamespace) names.set(c.namespace, (inNamespace = new Set()));
+    inNamespace.add(job.name);
+  }
+  return names;
+}
+
 export interface Attribution {
   ownerOf: (podUid: string) => PodOwner;
   /** Lookups that failed for reasons other than the Job being gone. */

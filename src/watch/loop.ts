@@ -13,7 +13,7 @@
 import { createHash } from 'node:crypto';
 import type { V1Job } from '@kubernetes/client-node';
 import type { ActResult } from '../act/act.ts';
-import { LIST_JOBS_THRESHOLD, SharedJobLists } from '../attribute/attribute.ts';
+import { jobNamesByNamespace, LIST_JOBS_THRESHOLD, SharedJobLists } from '../attribute/attribute.ts';
 import { mapBounded } from '../concurrency.ts';
 import { policyHeals } from '../judge/judge.ts';
 import { inChunks } from '../judge/chunks.ts';
@@ -23,7 +23,6 @@ import { podCollection, configMapCollection, serviceAccountCollection, type Coll
 import { PENDING_PODS, observeStuckContainers, type ObserveOptions } from '../observe/pods.ts';
 import { loadPolicy } from '../policy/load.ts';
 import type { Policy } from '../policy/types.ts';
-import { jobOwner } from '../model.ts';
 import type { Schedule } from '../run/scheduler.ts';
 import type { SweepDeps, SweepOptions, SweepResult } from '../sweep.ts';
 import type { ServerClock } from './clock.ts';
@@ -477,7 +476,7 @@ export class WatchLoop {
    * each, and their timers come at once. Returns the Job names by namespace of `keys`.
    */
   private markListedByWhole(keys: readonly string[]): Map<string, Set<string>> {
-    const names = this.jobNamesByNamespace(keys);
+    const names = jobNamesByNamespace(keys.flatMap((key) => this.cache.podsOf(key).flatMap((pod) => pod.stuck)));
     for (const key of keys) {
       const namespace = this.cache.podsOf(key)[0]?.namespace ?? '';
       if ((names.get(namespace)?.size ?? 0) >= LIST_JOBS_THRESHOLD) this.awaitingWhole.add(key);
@@ -492,21 +491,6 @@ export class WatchLoop {
   /** The cache's first list is moments old: whatever its watch did since, the cache is as fresh as a list. */
   private justListed(): boolean {
     return this.syncedAtMs !== undefined && this.monotonicMs() - this.syncedAtMs < JUST_LISTED_MS;
-  }
-
-  /** namespace → the names of the Jobs of `keys`: what a whole sweep's chunks will look up. */
-  private jobNamesByNamespace(keys: readonly string[]): Map<string, Set<string>> {
-    const names = new Map<string, Set<string>>();
-    for (const key of keys)
-      for (const pod of this.cache.podsOf(key))
-        for (const c of pod.stuck) {
-          const job = jobOwner(c.controller);
-          if (!job) continue;
-          let inNamespace = names.get(c.namespace);
-          if (!inNamespace) names.set(c.namespace, (inNamespace = new Set()));
-          inNamespace.add(job.name);
-        }
-    return names;
   }
 
   /** The stuck Jobs in parts (judge/chunks.ts), the outage breaker's under `outageLimits`. */
