@@ -14,11 +14,11 @@ export interface StuckGroup<K> {
 }
 
 /**
- * The groups (a Job's stuck containers, or a bare pod's) in parts of `size`, at least one (a sweep
- * of nothing still settles). First those the outage breaker does not wholly hold, longest stuck
- * first: the limits keep the oldest. Then the held ones (never failed, so the limits are not
- * theirs), namespace by namespace: a namespace's Job list is then handed out over few parts, not
- * kept whole until the last of many.
+ * The groups (a Job's stuck containers, or a bare pod's) in parts of at most `size`, at least one
+ * (a sweep of nothing still settles). First those the outage breaker does not wholly hold, longest
+ * stuck first: the limits keep the oldest. Then, in parts of their own, the held ones (never
+ * failed, so the limits are not theirs), namespace by namespace: a namespace's Job list is then
+ * handed out over few parts, not kept whole until the last of many.
  */
 export function inChunks<K>(groups: Iterable<StuckGroup<K>>, outage: OutageAssessment | undefined, size = CHUNK): K[][] {
   const ordered: { key: K; held: boolean; at: number; namespace: string }[] = [];
@@ -35,6 +35,14 @@ export function inChunks<K>(groups: Iterable<StuckGroup<K>>, outage: OutageAsses
   }
   ordered.sort((a, b) => Number(a.held) - Number(b.held) || (a.held ? compareText(a.namespace, b.namespace) : 0) || a.at - b.at);
   const chunks: K[][] = [];
-  for (let i = 0; i < ordered.length; i += size) chunks.push(ordered.slice(i, i + size).map((g) => g.key));
+  let part: K[] = [];
+  for (let i = 0; i < ordered.length; i += 1) {
+    part.push(ordered[i]!.key);
+    // The held Jobs never share a part with the others: one stuck elsewhere waits for no held Job's read.
+    if (part.length === size || ordered[i + 1]?.held !== ordered[i]!.held) {
+      chunks.push(part);
+      part = [];
+    }
+  }
   return chunks.length > 0 ? chunks : [[]];
 }

@@ -26,7 +26,7 @@ describe('a sweep in parts (inChunks)', () => {
     assert.deepEqual(inChunks(groups, undefined, 3), [['a', 'b', 'c']]);
   });
 
-  it('puts the Jobs the breaker holds last, namespace by namespace, each namespace oldest first', () => {
+  it('puts the Jobs the breaker holds last, in parts of their own, namespace by namespace, each oldest first', () => {
     const groups = [
       group('held-z-old', 'z', 900, true),
       group('held-a-new', 'a', 100, true),
@@ -41,9 +41,10 @@ describe('a sweep in parts (inChunks)', () => {
     );
     assert.ok(outage.tripped, 'the registry down.example trips');
     assert.deepEqual(inChunks(groups, outage, 4), [
-      ['free-old', 'free-new', 'held-a-old', 'held-a-new'],
-      ['held-z-old', 'held-z-new'],
+      ['free-old', 'free-new'],
+      ['held-a-old', 'held-a-new', 'held-z-old', 'held-z-new'],
     ]);
+    assert.deepEqual(inChunks(groups, outage, 3), [['free-old', 'free-new'], ['held-a-old', 'held-a-new', 'held-z-old'], ['held-z-new']]);
   });
 
   it('holds a Job only when the breaker covers every stuck container of it', () => {
@@ -54,7 +55,7 @@ describe('a sweep in parts (inChunks)', () => {
       groups.flatMap((g) => g.containers),
       LIMITS,
     );
-    assert.deepEqual(inChunks(groups, outage, 10), [['mixed', 'h1', 'h2', 'h3']]);
+    assert.deepEqual(inChunks(groups, outage, 10), [['mixed'], ['h1', 'h2', 'h3']]);
   });
 
   it('gives one empty part for nothing stuck: a sweep of nothing still settles', () => {

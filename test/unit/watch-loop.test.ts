@@ -460,7 +460,7 @@ describe('the watch loop', () => {
     t.stop.abort();
   });
 
-  it('judges the Jobs the outage breaker holds after the others: a Job stuck elsewhere is in the first chunk, however new', async () => {
+  it('judges the Jobs the outage breaker holds after the others, in chunks of their own: a Job stuck elsewhere first, however new', async () => {
     const refused = REAL_NODE.cases.find((c) => c.id === 'connection-refused')!.pods.ErrImagePull!;
     const held = Array.from({ length: 600 }, (_, i) => `held${i}`);
     const t = setup({ jobs: [...held, 'elsewhere'], policy: 'limits: { outage: { minStuckPods: 20, minImages: 1 } }\n' });
@@ -475,10 +475,11 @@ describe('the watch loop', () => {
     assert.deepEqual(
       t.sweeps.map((s) => [s.jobs.length, s.jobs.includes('elsewhere')]),
       [
-        [500, true],
-        [101, false],
+        [1, true],
+        [500, false],
+        [100, false],
       ],
-      'two chunks: the Job stuck elsewhere in the first',
+      'the Job stuck elsewhere alone first (no held Job read beside it), then the held ones',
     );
     t.stop.abort();
   });
