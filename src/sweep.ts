@@ -10,7 +10,7 @@ import { capacityByJob, withCapacity } from './judge/capacity.ts';
 import { countWithinGrace, type WithinGrace } from './judge/grace.ts';
 import { CHUNK, inChunks } from './judge/chunks.ts';
 import { holdsOf, judge, planHealReads, policyHeals, rejudgeJob, type JudgeInput } from './judge/judge.ts';
-import { applyLimits } from './judge/limits.ts';
+import { applyLimits, spendOne } from './judge/limits.ts';
 import { dueForForceDelete, judgePending, type PendingJudgement } from './judge/pending.ts';
 import { policyKueueWarnings } from './judge/queue.ts';
 import { assessOutage } from './judge/outage.ts';
@@ -179,7 +179,7 @@ export async function sweep(liveDeps: SweepDeps, options: SweepOptions): Promise
     // Read last, with no await before judging (decide).
     judgeInput.spent = options.batch?.spent?.() ?? spentHere;
     const decided = await decide(deps.gateway, judgeInput, labelled, observation.podCapacity, options.batch?.onJudged);
-    for (const d of decided.decisions) if (d.plan === 'fail' || d.plan === 'heal') spend(spentHere, d.namespace);
+    for (const d of decided.decisions) if (d.plan === 'fail' || d.plan === 'heal') spendOne(spentHere, d.namespace);
     const acted = await carryOut(deps.gateway, judgeInput, decided.decisions, decided.finished, { options, log, claim });
     awaiting += decided.awaiting;
     otherErrors += acted.settleErrors;
@@ -243,11 +243,6 @@ function partsOf(
       size,
     ),
   };
-}
-
-function spend(spent: { total: number; byNamespace: Map<string, number> }, namespace: string): void {
-  spent.total += 1;
-  spent.byNamespace.set(namespace, (spent.byNamespace.get(namespace) ?? 0) + 1);
 }
 
 /**

@@ -9,6 +9,12 @@ export interface LimitsSpent {
   byNamespace: ReadonlyMap<string, number>;
 }
 
+/** One more failure (or heal) spent in `namespace`. */
+export function spendOne(spent: { total: number; byNamespace: Map<string, number> }, namespace: string): void {
+  spent.total += 1;
+  spent.byNamespace.set(namespace, (spent.byNamespace.get(namespace) ?? 0) + 1);
+}
+
 /**
  * Keeps at most maxJobsPerSweep / maxJobsPerNamespace failures and heals together in the period,
  * oldest stuck first; the rest wait for the next period.

@@ -17,6 +17,7 @@ import { jobNamesByNamespace, LIST_JOBS_THRESHOLD, SharedJobLists } from '../att
 import { mapBounded } from '../concurrency.ts';
 import { policyHeals } from '../judge/judge.ts';
 import { inChunks } from '../judge/chunks.ts';
+import { spendOne } from '../judge/limits.ts';
 import { describeApiError } from '../kube/errors.ts';
 import type { KubeGateway } from '../kube/gateway.ts';
 import { podCollection, configMapCollection, serviceAccountCollection, type Collection, type WatchGateway } from '../kube/watch.ts';
@@ -416,8 +417,8 @@ export class WatchLoop {
    * Every stuck Job: on taking the lead, a policy edit, the backstop slot (a new period). From the
    * cache it goes in parts (judge/chunks.ts: a Job stuck elsewhere is not judged behind thousands
    * the outage breaker holds), with the due batches started between parts: a Job falling due waits
-   * for one part, not for every stuck Job, and memory holds one part's decisions. Listing (the watch not connected and
-   * the first list older than 10 s), it is one sweep.
+   * for one part, not for every stuck Job, and memory holds one part's decisions. Listing (the
+   * watch not connected and the first list older than 10 s), it is one sweep, in parts past 500.
    */
   private async wholeSweep(trigger: WatchTrigger): Promise<void> {
     await Promise.allSettled([...this.batches, ...this.prejudges]);
@@ -641,7 +642,7 @@ export class WatchLoop {
       const firstForKey = !seen.has(key);
       seen.add(key);
       if (r.outcome === 'failed' || r.outcome === 'would-fail' || r.outcome === 'healed' || r.outcome === 'would-heal')
-        this.spend(r.decision.namespace);
+        spendOne(this.spent, r.decision.namespace);
       const firedFor = fired.get(key);
       const wroteAt = writes.firstWrite(r.decision.namespace, r.decision.job ?? r.decision.pod);
       if (
@@ -682,11 +683,6 @@ export class WatchLoop {
     const delayMs = backOffMs(failures, FIRST_BACK_OFF_MS, this.periodMs);
     if (delayMs < this.periodMs)
       this.deps.timers.set(key, { atMs: nowMs + delayMs, reason: was.reason === 'grace' ? 'error' : was.reason });
-  }
-
-  private spend(namespace: string): void {
-    this.spent.total += 1;
-    this.spent.byNamespace.set(namespace, (this.spent.byNamespace.get(namespace) ?? 0) + 1);
   }
 
   /** The period's failures so far, and those the sweeps in flight judged to fail. */
