@@ -85,6 +85,11 @@ export interface SweepBatch {
   /** The Job lists of a whole sweep made in parts, shared by its parts. */
   jobLists?: SharedJobLists;
   /**
+   * Jobs (by uid) whose stuck pods the loop judges in a whole sweep's chunks or another batch: one
+   * failed earlier is judged with its pods there, not also with the first part of this sweep.
+   */
+  judgedElsewhere?: ReadonlySet<string>;
+  /**
    * The API server's time by the watch's clock (never ahead of it: docs/clock.md): a batch judged
    * from the cache and from reads kept since may send no request before judging, so no answer of
    * its own dates it.
@@ -162,7 +167,8 @@ export async function sweep(liveDeps: SweepDeps, options: SweepOptions): Promise
     const ownerOf = ownerLookup(stuck, attribution, shared.unreadable);
     // A pending Job is judged with its stuck pods' part; one with none left, with the first.
     const inPart = new Set(keys);
-    const labelled = shared.pendingJobs.filter((j) => inPart.has(j.uid) || (i === 0 && !parts.groups.has(j.uid)));
+    const elsewhere = options.batch?.judgedElsewhere;
+    const labelled = shared.pendingJobs.filter((j) => inPart.has(j.uid) || (i === 0 && !parts.groups.has(j.uid) && !elsewhere?.has(j.uid)));
     const queues = await readForQueues(deps.gateway, policy, log, { stuck, ownerOf, pending: labelled, ...shared }, kueue);
     otherErrors += queues.errors;
     if (i === 0) await warnKueueTimeouts(deps.gateway, log, loaded, options.kueueConfig);

@@ -438,15 +438,16 @@ export class WatchLoop {
     } else {
       const chunks = this.chunksInOrder((await this.currentPolicy())?.limits.outage);
       // Jobs stuck since the start are marked too.
-      const names = this.markListedByWhole(chunks.flat());
+      const whole = new Set(chunks.flat());
+      const names = this.markListedByWhole([...whole]);
       const jobLists = chunks.length > 1 ? new SharedJobLists(names) : undefined;
       for (let i = 0; i < chunks.length; i += 1) {
         if (i > 0) this.startDue();
         const chunk = new Set(chunks[i]!.filter((key) => !this.inFlight.has(key)));
         for (const key of chunk) this.inFlight.add(key);
         try {
-          // The first chunk also lists the Jobs failed earlier and checks the server's version.
-          const result = await this.sweepOf(trigger, chunk, new Map(), i > 0, jobLists);
+          // The first chunk also lists the Jobs failed earlier (each judged with its chunk's pods) and checks the server's version.
+          const result = await this.sweepOf(trigger, chunk, new Map(), i > 0, jobLists, i === 0 ? whole : undefined);
           if (!result) return;
           for (const r of result.results) judged.add(this.keyOf(r.decision));
           // Judged: not pre-judged again while the later chunks run (a change since still is).
@@ -565,6 +566,7 @@ export class WatchLoop {
     fired: Map<string, Due>,
     lean = false,
     jobLists?: SharedJobLists,
+    judgedElsewhere?: ReadonlySet<string>,
   ) {
     const { deps } = this;
     const { sweepDeps, clock } = deps;
@@ -609,6 +611,7 @@ export class WatchLoop {
             return ms === undefined ? undefined : new Date(ms);
           },
           ...(jobLists ? { jobLists } : {}),
+          ...(judgedElsewhere ? { judgedElsewhere } : {}),
           focused:
             lean ||
             (fired.size > 0 &&

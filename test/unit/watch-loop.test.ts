@@ -9,6 +9,7 @@ import type { V1Job, V1Pod } from '@kubernetes/client-node';
 import { findStuckContainers } from '../../src/classify/index.ts';
 import type { KubeGateway } from '../../src/kube/gateway.ts';
 import { WatchExpiredError, type Collection, type WatchEvent, type WatchGateway, type WatchStream } from '../../src/kube/watch.ts';
+import { ANNOTATIONS, LABELS, PENDING } from '../../src/policy/annotations.ts';
 import { createLogger } from '../../src/report/logger.ts';
 import type { Schedule } from '../../src/run/scheduler.ts';
 import { sweep, type SweepOptions } from '../../src/sweep.ts';
@@ -164,6 +165,8 @@ interface Setup {
   namespaces?: string[];
   /** Each read of the policy takes this long (a slow disk, a ConfigMap read). */
   policyReadMs?: number;
+  /** Jobs failed by an earlier sweep, by name: when (`failed-at`), found by the pending label. */
+  pending?: Record<string, Date>;
 }
 
 function setup(s: Setup) {
@@ -176,7 +179,14 @@ function setup(s: Setup) {
   const claimedAt: [string, number][] = [];
   const started: string[] = [];
   // The Jobs as the API server keeps them: a claim's annotations stay.
-  const annotations = new Map<string, Record<string, string>>();
+  const annotations = new Map<string, Record<string, string>>(
+    Object.entries(s.pending ?? {}).map(([name, at]) => [name, { [ANNOTATIONS.failedAt]: at.toISOString() }]),
+  );
+  const labelled = (name: string): V1Job => {
+    const j = jobObject(name);
+    j.metadata = { ...j.metadata, labels: { [LABELS.pending]: PENDING.claimed }, annotations: annotations.get(name) };
+    return j;
+  };
   const scripted = scriptedGateway(
     {
       readJob: [
@@ -197,7 +207,7 @@ function setup(s: Setup) {
             return { items: other.jobs.map((name) => jobObject(name, other.namespace)), continueToken: undefined };
           return {
             items: opts.labelSelector
-              ? []
+              ? Object.keys(s.pending ?? {}).map(labelled)
               : s.jobs.map((name) => ({
                   ...jobObject(name),
                   metadata: { ...jobObject(name).metadata, annotations: annotations.get(name) },
@@ -494,6 +504,28 @@ describe('the watch loop', () => {
     assert.equal(t.sweeps.length, 2, 'the start sweep, in two chunks (500 + 100)');
     assert.equal(namespaceLists().length, 1);
     assert.equal(t.scripted.count('readJob'), 0);
+    t.stop.abort();
+  });
+
+  it('judges a Job failed earlier once in a whole sweep, in the chunk of its stuck pods, not also in the first', async () => {
+    const jobs = Array.from({ length: 600 }, (_, i) => `w${i}`);
+    // Failed 20 minutes before its pods were seen stuck: overdue, so each judgement fails it again.
+    const t = setup({ jobs, pending: { w550: new Date(since - 20 * 60_000) } });
+    await t.start();
+    await t.runFor(1_000);
+    assert.deepEqual(
+      t.sweeps.map((w) => [w.jobs.length, w.jobs.includes('w550')]),
+      [
+        [500, false],
+        [100, true],
+      ],
+    );
+    assert.deepEqual(
+      audit(t.lines, 'w550').map((l) => l.outcome),
+      ['retried'],
+      'one line, from the chunk that holds its stuck pod',
+    );
+    assert.equal(t.claims.filter((c) => c === 'w550').length, 1, 'failed again once');
     t.stop.abort();
   });
 
