@@ -39,6 +39,12 @@ const PHASES: readonly Listed[] = [
 /** Up to this many namespaces, one list each is cheaper than one list for all (docs/performance.md). */
 export const WALK_NAMESPACES_UP_TO = 64;
 
+/**
+ * Full pods a page at most (a page of rows holds `pageSize`): with two such lists in flight, the
+ * pages in memory at once hold 500 pods, a few MB of JSON and its parse.
+ */
+export const FULL_PAGE_SIZE = 250;
+
 export interface ObserveOptions {
   /** Namespaces to sweep; empty means all. */
   namespaces: readonly string[];
@@ -47,7 +53,7 @@ export interface ObserveOptions {
   pageSize: number;
   /** Lists of a namespace's rows in flight at once (default 8: a page of rows is a few dozen KB). */
   listConcurrency?: number;
-  /** Full-object lists of candidates in flight at once (default 4: a page of full pods is MBs). */
+  /** Full-object lists of candidates in flight at once (default 2: a page of full pods is MBs). */
   fullListConcurrency?: number;
   /** Candidate reads in flight at once (default 8). */
   readConcurrency?: number;
@@ -128,7 +134,7 @@ export async function observeStuckContainers(gateway: KubeGateway, options: Obse
     result.pages += scoped.pages;
     result.candidates += scoped.candidates.length;
   };
-  const fullLists = limited(options.fullListConcurrency ?? 4);
+  const fullLists = limited(options.fullListConcurrency ?? 2);
   const reads = limited(options.readConcurrency ?? 8);
   const listThreshold = options.listThreshold ?? 10;
   // A namespace's candidates are read as soon as its rows are in, not once every namespace's are.
@@ -256,7 +262,7 @@ async function readCandidatesByList(
   options: ObserveOptions,
 ): Promise<{ stuck: StuckContainer[]; pages: number }> {
   const listPage = (continueToken: string | undefined) =>
-    gateway.listPods({ namespace, fieldSelector: listed.fieldSelector, limit: options.pageSize, continueToken });
+    gateway.listPods({ namespace, fieldSelector: listed.fieldSelector, limit: Math.min(options.pageSize, FULL_PAGE_SIZE), continueToken });
   const fresh = () => ({ stuck: [] as StuckContainer[], pages: 0 });
   const onPage = (acc: { stuck: StuckContainer[]; pages: number }, pods: V1Pod[]) => {
     acc.pages += 1;

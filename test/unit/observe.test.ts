@@ -5,7 +5,7 @@ import { describe, it } from 'node:test';
 import { ApiException, type V1Pod } from '@kubernetes/client-node';
 import type { KubeGateway, PodRow } from '../../src/kube/gateway.ts';
 import { isCandidateStatus, isRunningCandidateStatus } from '../../src/observe/candidates.ts';
-import { observeStuckContainers, PENDING_PODS, RUNNING_PODS } from '../../src/observe/pods.ts';
+import { FULL_PAGE_SIZE, observeStuckContainers, PENDING_PODS, RUNNING_PODS } from '../../src/observe/pods.ts';
 import { scriptedGateway } from '../support/scripted-gateway.ts';
 
 function stuckPod(name: string, phase = 'Pending', namespace = 'ns'): V1Pod {
@@ -47,8 +47,9 @@ function scripted(
   pods: Record<string, V1Pod | 'gone'> = {},
   namespaces = ['ns'],
   running: PodRow[][] = [],
-): { gateway: KubeGateway; calls: Call[]; runningCalls: Call[]; reads: string[]; lists: number } {
+): { gateway: KubeGateway; calls: Call[]; runningCalls: Call[]; reads: string[]; lists: number; fullLimits: number[] } {
   const calls: Call[] = [];
+  const fullLimits: number[] = [];
   const runningCalls: Call[] = [];
   const reads: string[] = [];
   const counted = { lists: 0 };
@@ -86,8 +87,9 @@ function scripted(
         },
       ],
       listPods: [
-        (opts: { namespace: string; fieldSelector: string }) => {
+        (opts: { namespace: string; fieldSelector: string; limit: number }) => {
           counted.lists += 1;
+          fullLimits.push(opts.limit);
           const phase = opts.fieldSelector === PENDING_PODS ? 'Pending' : 'Running';
           const script = phase === 'Pending' ? pages : running;
           const rows = script.flatMap((p) => (p === 'expired' ? [] : p)).filter((r) => r.namespace === opts.namespace);
@@ -103,6 +105,7 @@ function scripted(
     calls,
     runningCalls,
     reads,
+    fullLimits,
     get lists() {
       return counted.lists;
     },
@@ -153,6 +156,16 @@ describe('observeStuckContainers', () => {
     assert.equal(many.lists, 1);
     assert.equal(result.candidates, 10);
     assert.deepEqual(result.stuck.map((c) => c.pod).sort(), ['s0', 's1', 's2', 's5', 's6', 's7', 's8', 's9']);
+  });
+
+  it('lists full pods in pages of at most FULL_PAGE_SIZE, whatever the page of rows', async () => {
+    const rows = Array.from({ length: 10 }, (_, i) => row(`s${i}`));
+    const large = scripted([rows]);
+    await observeStuckContainers(large.gateway, { namespaces: ['ns'], pageSize: 500 });
+    const small = scripted([rows]);
+    await observeStuckContainers(small.gateway, { namespaces: ['ns'], pageSize: 50 });
+    assert.deepEqual([large.fullLimits, small.fullLimits], [[FULL_PAGE_SIZE], [50]]);
+    assert.ok(FULL_PAGE_SIZE < 500);
   });
 
   it('keeps GETs when candidates are few, or a small share of the namespace', async () => {
