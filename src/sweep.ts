@@ -22,6 +22,7 @@ import { describeApiError, explainFailure, type ApiFailure } from './kube/errors
 import type { KubeGateway } from './kube/gateway.ts';
 import { serverNow } from './kube/server-clock.ts';
 import { serverVersionWarning } from './kube/server-version.ts';
+import { isActionError } from './outcomes.ts';
 import { jobOwner, type JobView, type PodOwner, type StuckContainer } from './model.ts';
 import { readHealEvidence } from './observe/heal-reads.ts';
 import { readJobPods } from './observe/job-pods.ts';
@@ -33,7 +34,7 @@ import { LABELS, PENDING } from './policy/annotations.ts';
 import { loadPolicy, problemSource, type LoadedPolicy, type PolicyLocation } from './policy/load.ts';
 import { formatProblem } from './policy/problems.ts';
 import type { Policy } from './policy/types.ts';
-import { auditLine, cronJobAuditLine, FREEING, summarize, type SweepSummary } from './report/audit.ts';
+import { auditLine, CountedResults, cronJobAuditLine, FREEING, summarize, type SweepSummary } from './report/audit.ts';
 import { logCronJob, logDecision, logSummary, outputRoom } from './report/logger.ts';
 import { NO_SERVER_DATE, SweepLog } from './report/sweep-log.ts';
 import { wordCronJobResult, wordResult } from './report/wording.ts';
@@ -123,6 +124,8 @@ export interface SweepResult {
   policyMissing?: 'default' | 'named';
   /** The Jobs within grace, counted (a sweep in parts lets their decisions go); absent: count them from `results`. */
   withinGrace?: WithinGrace;
+  /** A sweep in parts: the results it let go after their part (no Job failed, no error), counted; the others are in `results`. */
+  counted?: CountedResults;
 }
 
 /**
@@ -152,6 +155,11 @@ export async function sweep(liveDeps: SweepDeps, options: SweepOptions): Promise
   const kueue = once(() => readKueueTimeout(deps.gateway, options.kueueConfig).then((k) => (log.info(k.said), k)));
   const spentHere = { total: 0, byNamespace: new Map<string, number>() };
 
+  // In parts (not a batch of the watch, whose loop reads every result), what each part judged is let go after it.
+  const inParts = parts.chunks.length > 1 && !options.batch;
+  const stuckContainers = observation.stuck.length;
+  if (inParts) observation.stuck = [];
+  const counted = new CountedResults();
   const results: ActResult[] = [];
   const failed: ActResult[] = [];
   const withinGrace = countWithinGrace([]);
@@ -194,7 +202,11 @@ export async function sweep(liveDeps: SweepDeps, options: SweepOptions): Promise
       acted.results.map((r) => r.decision),
       withinGrace,
     );
-    for (const r of acted.results) results.push(parts.chunks.length > 1 && !options.batch ? letGo(r) : r);
+    for (const r of acted.results) {
+      if (inParts && !FREEING.has(r.outcome) && !isActionError(r)) counted.add(r);
+      else results.push(r);
+    }
+    if (inParts) letGo(keys, stuck, parts.groups, observation.podCapacity);
   }
   if (!first || !now) return noServerClock(log);
   if (options.signal?.aborted) log.stopped();
@@ -209,9 +221,10 @@ export async function sweep(liveDeps: SweepDeps, options: SweepOptions): Promise
     startedAt: new Date(first.now.getTime() - (first.nowMs - startedMs)),
     finishedAt: new Date(first.now.getTime() + (deps.monotonicMs() - first.nowMs)),
     podsScanned: observation.podsScanned,
-    stuckContainers: observation.stuck.length,
+    stuckContainers,
     outage,
     results,
+    counted,
     cronJobs,
     awaitingFailed: awaiting,
     otherErrors,
@@ -221,6 +234,7 @@ export async function sweep(liveDeps: SweepDeps, options: SweepOptions): Promise
     status: statusOfActions(summary.actionErrors),
     summary,
     results,
+    counted,
     cronJobs,
     withinGrace,
     ...(loaded.builtin ? { policyMissing: 'default' as const } : {}),
@@ -251,16 +265,15 @@ function partsOf(
   };
 }
 
-/**
- * A result as a sweep in parts keeps it after its part: what the summary and the metrics read. A
- * Job not failed lets its view go (the Jobs within grace are counted in `withinGrace`) and its
- * capacity (counted only as freed), in place: a copy of each decision costs more than the view.
- */
-function letGo(r: ActResult): ActResult {
-  if (FREEING.has(r.outcome)) return r;
-  r.decision.jobView = undefined;
-  r.decision.capacity = undefined;
-  return r;
+/** After its part: the part's stuck containers and their pods' capacity (its results are counted or kept). */
+function letGo(
+  keys: readonly string[],
+  stuck: readonly StuckContainer[],
+  groups: Map<string, StuckContainer[]>,
+  podCapacity: Observation['podCapacity'],
+): void {
+  for (const key of keys) groups.delete(key);
+  for (const c of stuck) podCapacity.delete(c.podUid);
 }
 
 function once<T>(make: () => Promise<T>): () => Promise<T> {

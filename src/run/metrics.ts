@@ -188,6 +188,10 @@ export class SweepMetrics {
   record(result: SweepResult | undefined, seconds: number, finishedAt: Date): void {
     this.sweeps.inc({ result: result ? RESULT_LABEL[result.status] : 'crashed' });
     for (const r of result?.results ?? []) this.recordDecision(r);
+    for (const e of result?.counted?.entries() ?? []) {
+      this.jobs.inc({ outcome: e.outcome }, e.results);
+      this.details.inc({ outcome: e.outcome, class: e.pullClass, namespace: e.namespace, registry: e.registry }, e.results);
+    }
     if (result?.policyMissing) this.policyMissing.inc({ configmap: result.policyMissing });
     this.policyInvalid.set(result?.status === 'invalid-policy' ? 1 : 0);
     this.duration.observe(seconds);

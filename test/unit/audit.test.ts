@@ -4,7 +4,7 @@ import { describe, it } from 'node:test';
 import type { ActResult } from '../../src/act/act.ts';
 import { judge } from '../../src/judge/judge.ts';
 import { parsePolicyYaml } from '../../src/policy/parse.ts';
-import { auditLine, summarize } from '../../src/report/audit.ts';
+import { auditLine, CountedResults, summarize } from '../../src/report/audit.ts';
 import { logDecision, logSummary } from '../../src/report/logger.ts';
 import { NOW, job, ownersFor, secondsAgo, stuckIn } from './judge-fixtures.ts';
 import { capture, decisionFor, summaryOf } from './report-fixtures.ts';
@@ -91,6 +91,12 @@ describe('summary', () => {
     const out = capture('text');
     logSummary(out.logger, s);
     assert.match(out.text(), /1 Job\(s\) deferred/);
+
+    // A sweep in parts keeps the failed Jobs and the errors, and counts the rest: the same summary.
+    const counted = new CountedResults();
+    counted.add(deferred);
+    const inParts = summarize({ ...base, results: [ok, broken], counted });
+    assert.deepEqual(inParts, s);
   });
 });
 

@@ -13,7 +13,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { createKubeHttp } from '../../src/kube/http.ts';
 import { stuckJobEvent } from '../../src/act/events.ts';
 import { formatClaimMessage as describeStuck } from '../../src/judge/claim-message.ts';
-import { auditLine } from '../../src/report/audit.ts';
+import { auditLine, CountedResults } from '../../src/report/audit.ts';
 import { createLogger, logDecision, logSummary } from '../../src/report/logger.ts';
 import type { StuckCapacity } from '../../src/judge/capacity.ts';
 import { countWithinGrace } from '../../src/judge/grace.ts';
@@ -87,6 +87,30 @@ describe('SweepMetrics: what an operator alerts on', () => {
     );
   });
 
+  it('counts the results a sweep in parts let go as it counts those it kept', async () => {
+    const results = [
+      result(decision('a', 900), 'deferred'),
+      result(decision('b', 900), 'deferred'),
+      result(decision('c', 900, { namespace: 'ci-b', image: 'ghcr.example:5000/x/y:1' }), 'skipped'),
+      result(decision('d', 900, { namespace: 'ci-b', image: 'ghcr.example:5000/x/z:2' }), 'skipped'),
+    ];
+    const kept = new SweepMetrics();
+    kept.record(sweepResult(results), 1, NOW);
+    const counted = new CountedResults();
+    for (const r of results) counted.add(r);
+    const let_go = new SweepMetrics();
+    let_go.record({ ...sweepResult([]), counted }, 1, NOW);
+    for (const [name, labels, value] of [
+      ['imagepull_sweeper_decisions_total', { outcome: 'deferred' }, 2],
+      ['imagepull_sweeper_decisions_total', { outcome: 'skipped' }, 2],
+      ['imagepull_sweeper_decision_details_total', { outcome: 'skipped', namespace: 'ci-b', registry: 'ghcr.example:5000' }, 2],
+      ['imagepull_sweeper_decision_details_total', { outcome: 'deferred', namespace: 'ci-a', registry: 'registry.example' }, 2],
+    ] as const) {
+      assert.equal(await sample(kept, name, labels), value, `${name} ${JSON.stringify(labels)} kept`);
+      assert.equal(await sample(let_go, name, labels), value, `${name} ${JSON.stringify(labels)} counted`);
+    }
+  });
+
   it('counts heals as decisions (healed; would-heal in a dry run), and a heal frees nothing', async () => {
     const m = new SweepMetrics();
     m.record(sweepResult([result({ ...decision('h', 60, { pullClass: 'auth' }), plan: 'heal', capacity: GPU_POD }, 'healed')]), 1, NOW);
@@ -146,13 +170,14 @@ describe('SweepMetrics: what an operator alerts on', () => {
     assert.equal(await sample(m, 'imagepull_sweeper_stuck_pods_within_grace', { namespace: 'ci-a', class: 'permanent' }), undefined);
   });
 
-  it("gauges the Jobs within grace from the sweep's count when a sweep in parts let their views go", async () => {
+  it("gauges the Jobs within grace from the sweep's count when a sweep in parts let their decisions go", async () => {
     const m = new SweepMetrics();
     const waiting = { ...decision('a', 30), capacity: GPU_POD };
     const other = { ...decision('b', 20, { namespace: 'ci-b' }), capacity: GPU_POD };
     const withinGrace = countWithinGrace([waiting, other, decision('c', 900)]);
-    const letGo = [waiting, other].map((d) => ({ ...d, jobView: undefined, capacity: undefined }));
-    m.record({ ...sweepResult(letGo.map((d) => result(d, 'skipped'))), withinGrace }, 1, NOW);
+    const counted = new CountedResults();
+    for (const d of [waiting, other]) counted.add(result(d, 'skipped'));
+    m.record({ ...sweepResult([]), counted, withinGrace }, 1, NOW);
     assert.equal(await sample(m, 'imagepull_sweeper_stuck_pods_within_grace', { namespace: 'ci-a', class: 'permanent' }), 1);
     assert.equal(await sample(m, 'imagepull_sweeper_stuck_pods_within_grace', { namespace: 'ci-b', class: 'permanent' }), 1);
     assert.equal(

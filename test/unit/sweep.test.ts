@@ -110,6 +110,44 @@ describe('sweep()', () => {
     assert.equal(result.summary?.exitCode, 0);
   });
 
+  it('in parts, keeps the failed Jobs and the errors as results and counts the rest, for the same summary', async () => {
+    const job = (name: string): V1Job => ({ ...jobObject, metadata: { ...jobObject.metadata, name, uid: `uid-job-${name}` } });
+    const pod = (name: string, stuckFor: number): V1Pod => {
+      const p = structuredClone(stuckPod);
+      p.metadata = {
+        ...p.metadata,
+        name: `${name}-pod`,
+        uid: `uid-${name}-pod`,
+        ownerReferences: [{ ...p.metadata!.ownerReferences![0]!, name, uid: `uid-job-${name}` }],
+      };
+      for (const c of p.status!.conditions!) c.lastTransitionTime = secondsAgo(stuckFor);
+      return p;
+    };
+    const pods = { 'a-pod': pod('a', 3600), 'b-pod': pod('b', 1800), 'c-pod': pod('c', 900) };
+    const limited = join(dir, 'one-a-sweep.yaml');
+    writeFileSync(limited, 'limits: { maxJobsPerSweep: 1 }\n');
+    const { result } = await run(
+      oneStuckJob({
+        listPodRows: [
+          { items: Object.keys(pods).map((name) => ({ namespace: 'ci', name, status: 'ImagePullBackOff' })), continueToken: undefined },
+        ],
+        // One answer a call: each read answers by name.
+        readPod: Object.keys(pods).map(() => (_ns: string, name: string) => pods[name as keyof typeof pods]),
+        readJob: Object.keys(pods).map(() => (_ns: string, name: string) => job(name)),
+      }),
+      { chunkSize: 1, policy: { kind: 'file', path: limited } },
+    );
+    assert.deepEqual(
+      result.results.map((r) => [r.decision.job, r.outcome]),
+      [['a', 'failed']],
+      'the oldest failed, kept',
+    );
+    assert.equal(result.counted?.total, 2, 'the two deferred, counted');
+    assert.equal(result.summary?.decisions, 3);
+    assert.equal(result.summary?.deferred, 2);
+    assert.deepEqual(result.summary?.byNamespace, { ci: { failed: 1, deferred: 2 } });
+  });
+
   it('a dry run reads the same, sends no write, and says would-fail', async () => {
     const { result, writes, text } = await run(oneStuckJob(), { dryRun: true });
     assert.deepEqual(
