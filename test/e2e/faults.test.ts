@@ -33,11 +33,16 @@ const PFP = {
 
 let kc: KubeConfig;
 let adminKubeconfig: string;
-const env = useTestCluster((hooks) => {
-  ensureBuilt();
-  kc = hooks.kc;
-  adminKubeconfig = hooks.cluster.kubeconfigPath;
-});
+// Hundreds of Jobs: on the shared control plane, its Job controller would fall behind for the files
+// beside this one (test/e2e/suites.ts).
+const env = useTestCluster(
+  (hooks) => {
+    ensureBuilt();
+    kc = hooks.kc;
+    adminKubeconfig = hooks.cluster.kubeconfigPath;
+  },
+  { ownControlPlane: true },
+);
 
 function caOf(kubeconfigPath: string): string {
   const cfg = parse(readFileSync(kubeconfigPath, 'utf8')) as { clusters: { cluster: Record<string, string> }[] };

@@ -29,11 +29,16 @@ const PFP = { podFailurePolicy: { rules: [{ action: 'FailJob', onPodConditions: 
 
 let kc: KubeConfig;
 let kubeconfigPath: string;
-const env = useTestCluster((hooks) => {
-  kc = hooks.kc;
-  kubeconfigPath = hooks.cluster.kubeconfigPath;
-  ensureBuilt();
-});
+// Hundreds of Jobs: on the shared control plane, its Job controller would fall behind for the files
+// beside this one (test/e2e/suites.ts).
+const env = useTestCluster(
+  (hooks) => {
+    kc = hooks.kc;
+    kubeconfigPath = hooks.cluster.kubeconfigPath;
+    ensureBuilt();
+  },
+  { ownControlPlane: true },
+);
 
 /** `count` stuck Jobs `j-000`…; every `pfpEvery`-th has a podFailurePolicy FailJob rule. */
 async function stuckJobs(ns: string, count: number, pfpEvery: number): Promise<string[]> {

@@ -59,10 +59,11 @@ const NOTHING_TO_SWEEP: Readonly<Record<string, string>> = {
 // The other files: each test in its own namespaces, its sweeps limited to them. They fill the
 // install lane after its own files, and two more lanes: one of the files that compute most
 // (many objects, many CLI processes), so they do not starve each other, and one of real pulls.
-// The files with tight timing (watch, leader election) come last in their lanes. The shared
-// Job controller falls behind while faults and crash safety churn hundreds of Jobs: beside
-// them, a Job's pods can take over 30 s to appear (node-force-delete, moved there, timed out
-// waiting; node-jobset, there now, only runs slower). Rearranging: measure it, twice.
+// The files with tight timing (watch, leader election) come last in their lanes. Faults and
+// crash safety churn hundreds of Jobs, so each starts a control plane of its own
+// (useTestCluster's ownControlPlane): on the shared one, its Job controller (20 requests a
+// second) fell behind by over 40 s, and the files beside them timed out waiting for a Job's pods
+// to appear or be deleted, wherever they sat in the lanes.
 
 /** The whole suite (`npm run test:e2e`), on the default minor. */
 export const E2E: readonly Phase[] = [
@@ -100,7 +101,7 @@ export const E2E: readonly Phase[] = [
         'secrets.test.ts',
         'cli.test.ts',
         // Its Kueue sees only Jobs labelled with its queues; evictions and re-admissions on a 20 s
-        // timeout: after faults and crash safety have stopped churning the Job controller.
+        // timeout.
         'node-kueue.test.ts',
       ],
     },

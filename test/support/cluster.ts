@@ -595,15 +595,20 @@ export function testCluster(): Promise<TestCluster> {
       const ms = Number(process.env[TEST_STARTUP_MS_ENV]);
       return { ...connect(shared), shared: true, startupMs: ms > 0 ? ms : undefined, release: async () => {} };
     }
-    const cluster = await startCluster();
-    return {
-      kubeconfigPath: cluster.kubeconfigPath,
-      server: cluster.server,
-      kubeConfig: cluster.kubeConfig,
-      shared: false,
-      startupMs: cluster.startupMs,
-      release: () => cluster.stop(),
-    };
+    return ownTestCluster();
   })();
   return testClusterPromise;
+}
+
+/** A control plane of this file's own, stopped by `release()`, even under run-e2e.ts. */
+export async function ownTestCluster(): Promise<TestCluster> {
+  const cluster = await startCluster();
+  return {
+    kubeconfigPath: cluster.kubeconfigPath,
+    server: cluster.server,
+    kubeConfig: cluster.kubeConfig,
+    shared: false,
+    startupMs: cluster.startupMs,
+    release: () => cluster.stop(),
+  };
 }

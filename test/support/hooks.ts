@@ -1,7 +1,8 @@
 // Per-file wiring of an e2e test to the shared cluster: hooks, fresh namespaces, cleanup.
 import { after, before } from 'node:test';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { testCluster, type TestCluster } from './cluster.ts';
+import { registerKubeconfigSecrets } from './cli.ts';
+import { ownTestCluster, testCluster, type TestCluster } from './cluster.ts';
 import { createNamespace } from './fixtures.ts';
 
 export interface ClusterHooks {
@@ -16,13 +17,20 @@ export interface ClusterHooks {
 
 /**
  * Call at the top level of a test file. `setup` runs once the cluster is there (the file's own
- * top-level `before` hooks are not guaranteed to wait for it).
+ * top-level `before` hooks are not guaranteed to wait for it). `ownControlPlane`: a control plane
+ * of the file's own, for a file whose load (hundreds of Jobs) would hold up the shared Job
+ * controller for the files beside it.
  */
-export function useTestCluster(setup?: (hooks: ClusterHooks) => void | Promise<void>): ClusterHooks {
+export function useTestCluster(
+  setup?: (hooks: ClusterHooks) => void | Promise<void>,
+  opts: { ownControlPlane?: boolean } = {},
+): ClusterHooks {
   let current: TestCluster | undefined;
   const cleanups: (() => Promise<unknown>)[] = [];
   before(async () => {
-    current = await testCluster();
+    current = opts.ownControlPlane ? await ownTestCluster() : await testCluster();
+    // Its credentials, like the shared cluster's, must never appear in the CLI's output.
+    if (opts.ownControlPlane) registerKubeconfigSecrets(current.kubeconfigPath);
     await setup?.(hooks);
   });
   after(async () => {
