@@ -436,6 +436,14 @@ export class WatchLoop {
       if (!result) return;
       for (const r of result.results) judged.add(this.keyOf(r.decision));
     } else {
+      // The watch holds the Pending pods; the backstop first lists the Running ones whose container
+      // restarted in place, so a Job failed earlier with such a pod is judged once, with it.
+      const running = new Set<string>();
+      if (trigger === 'schedule') {
+        const result = await this.sweepOf(trigger, 'running', new Map(), true);
+        for (const r of result?.results ?? []) running.add(this.keyOf(r.decision));
+        this.startDue();
+      }
       const chunks = this.chunksInOrder((await this.currentPolicy())?.limits.outage);
       // Jobs stuck since the start are marked too.
       const whole = new Set(chunks.flat());
@@ -447,7 +455,8 @@ export class WatchLoop {
         for (const key of chunk) this.inFlight.add(key);
         try {
           // The first chunk also lists the Jobs failed earlier (each judged with its chunk's pods) and checks the server's version.
-          const result = await this.sweepOf(trigger, chunk, new Map(), i > 0, jobLists, i === 0 ? whole : undefined);
+          const elsewhere = i === 0 ? (running.size > 0 ? new Set([...whole, ...running]) : whole) : undefined;
+          const result = await this.sweepOf(trigger, chunk, new Map(), i > 0, jobLists, elsewhere);
           if (!result) return;
           for (const r of result.results) judged.add(this.keyOf(r.decision));
           // Judged: not pre-judged again while the later chunks run (a change since still is).
@@ -457,11 +466,6 @@ export class WatchLoop {
           for (const key of chunks[i]!) this.awaitingWhole.delete(key);
           this.wakeup.notify();
         }
-      }
-      // The watch holds the Pending pods; the backstop lists the Running ones whose container restarted in place.
-      if (trigger === 'schedule') {
-        this.startDue();
-        await this.sweepOf(trigger, 'running', new Map(), true);
       }
     }
     for (const [key, count] of snapshot) if (this.dirty.get(key) === count) this.dirty.delete(key);

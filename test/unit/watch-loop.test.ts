@@ -95,6 +95,15 @@ function stuckPod(job: string, over: { rv?: string; namespace?: string; from?: V
   return pod;
 }
 
+/** The pod Running again, its container exited and waiting on its image for the restart. */
+function restartedInPlace(pod: V1Pod): V1Pod {
+  const status = structuredClone(pod.status!);
+  status.phase = 'Running';
+  status.containerStatuses![0]!.lastState = { terminated: { exitCode: 1, finishedAt: new Date(since) } };
+  status.containerStatuses![0]!.restartCount = 1;
+  return { ...pod, status };
+}
+
 const jobObject = (name: string, namespace = 'ci'): V1Job => ({
   metadata: { name, namespace, uid: `job-${name}`, resourceVersion: '10' },
   spec: { template: { spec: { containers: [{ name: 'main', image: 'x' }] } } },
@@ -167,6 +176,8 @@ interface Setup {
   policyReadMs?: number;
   /** Jobs failed by an earlier sweep, by name: when (`failed-at`), found by the pending label. */
   pending?: Record<string, Date>;
+  /** Jobs whose stuck pod is Running (its container restarted in place): listed by the backstop, never watched. */
+  running?: string[];
 }
 
 function setup(s: Setup) {
@@ -187,6 +198,7 @@ function setup(s: Setup) {
     j.metadata = { ...j.metadata, labels: { [LABELS.pending]: PENDING.claimed }, annotations: annotations.get(name) };
     return j;
   };
+  const runningPods = new Map((s.running ?? []).map((job) => [`${job}-pod`, restartedInPlace(stuckPod(job))]));
   const scripted = scriptedGateway(
     {
       readJob: [
@@ -216,7 +228,22 @@ function setup(s: Setup) {
           };
         },
       ],
-      readPod: [(_ns: string, name: string) => s.pods?.[name] ?? apiError(404, 'NotFound', `pods "${name}" not found`)],
+      readPod: [
+        (_ns: string, name: string) => runningPods.get(name) ?? s.pods?.[name] ?? apiError(404, 'NotFound', `pods "${name}" not found`),
+      ],
+      ...(s.running
+        ? {
+            // Only the Running pods are scripted: the Pending ones come from the watch.
+            listPodRows: [
+              (opts: { fieldSelector: string }) => ({
+                items: opts.fieldSelector.includes('Running')
+                  ? [...runningPods.keys()].map((name) => ({ namespace: 'ci', name, status: 'ImagePullBackOff' }))
+                  : [],
+                continueToken: undefined,
+              }),
+            ],
+          }
+        : {}),
       // The claim and the FailureTarget, in one status write (docs/how-it-works.md).
       patchJobStatus: [
         async (_ns: string, name: string, patch: { metadata?: { annotations?: Record<string, string> } }) => {
@@ -526,6 +553,29 @@ describe('the watch loop', () => {
       'one line, from the chunk that holds its stuck pod',
     );
     assert.equal(t.claims.filter((c) => c === 'w550').length, 1, 'failed again once');
+    t.stop.abort();
+  });
+
+  it('judges a Job failed earlier once at a backstop slot when its stuck pod is Running: with that pod, not also without it', async () => {
+    // Failed 20 minutes before: overdue, so each judgement fails it again. Its pod restarted in
+    // place, so only the backstop's list of Running pods finds it.
+    const t = setup({ jobs: ['a'], pending: { r: new Date(since - 20 * 60_000) }, running: ['r'] });
+    await t.start();
+    await t.runFor(1_000);
+    const before = audit(t.lines, 'r').length;
+    const claimsBefore = t.claims.filter((c) => c === 'r').length;
+    const slots = () => t.lines.filter((l) => l.message === 'next backstop sweep scheduled').length;
+    const slotsBefore = slots();
+    // Past the first slot of the 2-minute schedule (a minute after the start), before any other timer.
+    await t.runFor(60_000);
+    assert.equal(slots() - slotsBefore, 1, 'one backstop slot');
+    const atSlot = audit(t.lines, 'r').slice(before);
+    assert.deepEqual(
+      atSlot.map((l) => [l.outcome, l.pod]),
+      [['retried', 'r-pod']],
+      JSON.stringify(atSlot),
+    );
+    assert.equal(t.claims.filter((c) => c === 'r').length - claimsBefore, 1, 'failed again once at the slot');
     t.stop.abort();
   });
 
