@@ -91,6 +91,11 @@ export interface SweepBatch {
    */
   judgedElsewhere?: ReadonlySet<string>;
   /**
+   * A batch of timers: the Jobs (by uid) whose timers fired. Of the Jobs failed earlier it judges
+   * only these and those of its stuck pods; the others wait for their own timers or the backstop.
+   */
+  timersOf?: ReadonlySet<string>;
+  /**
    * The API server's time by the watch's clock (never ahead of it: docs/clock.md): a batch judged
    * from the cache and from reads kept since may send no request before judging, so no answer of
    * its own dates it.
@@ -175,8 +180,10 @@ export async function sweep(liveDeps: SweepDeps, options: SweepOptions): Promise
     const ownerOf = ownerLookup(stuck, attribution, shared.unreadable);
     // A pending Job is judged with its stuck pods' part; one with none left, with the first.
     const inPart = new Set(keys);
-    const elsewhere = options.batch?.judgedElsewhere;
-    const labelled = shared.pendingJobs.filter((j) => inPart.has(j.uid) || (i === 0 && !parts.groups.has(j.uid) && !elsewhere?.has(j.uid)));
+    const { judgedElsewhere: elsewhere, timersOf } = options.batch ?? {};
+    const labelled = shared.pendingJobs.filter(
+      (j) => inPart.has(j.uid) || (i === 0 && !parts.groups.has(j.uid) && !elsewhere?.has(j.uid) && (timersOf?.has(j.uid) ?? true)),
+    );
     const queues = await readForQueues(deps.gateway, policy, log, { stuck, ownerOf, pending: labelled, ...shared }, kueue);
     otherErrors += queues.errors;
     if (i === 0) await warnKueueTimeouts(deps.gateway, log, loaded, options.kueueConfig);

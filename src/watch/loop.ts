@@ -616,6 +616,7 @@ export class WatchLoop {
           },
           ...(jobLists ? { jobLists } : {}),
           ...(judgedElsewhere ? { judgedElsewhere } : {}),
+          ...(fired.size > 0 ? { timersOf: new Set(fired.keys()) } : {}),
           focused:
             lean ||
             (fired.size > 0 &&

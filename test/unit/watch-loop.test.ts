@@ -579,6 +579,25 @@ describe('the watch loop', () => {
     t.stop.abort();
   });
 
+  it("leaves a Job failed earlier to its own timers and the backstop: another Job's timer does not judge it", async () => {
+    // Failed 20 minutes before and overdue: each judgement would fail it again.
+    const t = setup({ jobs: ['a'], pending: { r: new Date(since - 20 * 60_000) } });
+    await t.start();
+    // Past the first backstop slot (a minute after the start): r failed again there, a failed at its grace.
+    await t.runFor(61_000);
+    assert.deepEqual(t.claims, ['r', 'a', 'r']);
+    const before = audit(t.lines, 'r').length;
+    // a's forceDeleteAfter (60 s after its failure) fires a timer of its own, judged with the Jobs failed earlier.
+    await t.runFor(35_000);
+    assert.ok(
+      audit(t.lines, 'a').some((l) => l.outcome === 'skipped' && String(l.detail).includes('waiting for the Job controller')),
+      "a's own timer judged it",
+    );
+    assert.deepEqual(audit(t.lines, 'r').slice(before), [], "r is not judged by a's timer");
+    assert.deepEqual(t.claims, ['r', 'a', 'r'], 'nor failed again');
+    t.stop.abort();
+  });
+
   it("starts no listing sweep at a backstop slot while the cache's first list runs; one a whole period later", async () => {
     const jobs = Array.from({ length: 20 }, (_, i) => `w${i}`);
     const t = setup({ jobs });
