@@ -70,6 +70,8 @@ export interface SweepOptions {
 export interface SweepBatch {
   /** The breaker over every stuck pod the watch holds, not only this sweep's. */
   outage?: OutageAssessment;
+  /** Without `outage`: the breaker over what this sweep observed beside every stuck pod the watch holds. */
+  outageBeside?: (observed: readonly StuckContainer[]) => OutageAssessment;
   /**
    * Failures already spent in this backstop period, read as this sweep judges: with `onJudged`,
    * told synchronously after the judge, concurrent sweeps share the period's limits exactly.
@@ -153,7 +155,8 @@ export async function sweep(liveDeps: SweepDeps, options: SweepOptions): Promise
 
   const observation = await observePods(deps.gateway, options, log, deps.observe);
   if ('status' in observation) return observation;
-  const outage = options.batch?.outage ?? assessOutage(observation.stuck, policy.limits.outage);
+  const outage =
+    options.batch?.outage ?? options.batch?.outageBeside?.(observation.stuck) ?? assessOutage(observation.stuck, policy.limits.outage);
   const parts = partsOf(observation.stuck, outage, options.chunkSize);
   const around = observeAround(deps.gateway, options, log, policy, observation);
   const jobLists = parts.chunks.length > 1 ? new SharedJobLists(jobNamesByNamespace(observation.stuck)) : options.batch?.jobLists;

@@ -15,13 +15,15 @@ import type { V1Job } from '@kubernetes/client-node';
 import type { ActResult } from '../act/act.ts';
 import { jobNamesByNamespace, LIST_JOBS_THRESHOLD, SharedJobLists } from '../attribute/attribute.ts';
 import { mapBounded } from '../concurrency.ts';
+import { jobOwner } from '../model.ts';
+import { compareText } from '../order.ts';
 import { policyHeals } from '../judge/judge.ts';
 import { inChunks } from '../judge/chunks.ts';
 import { spendOne } from '../judge/limits.ts';
 import { describeApiError } from '../kube/errors.ts';
 import type { KubeGateway } from '../kube/gateway.ts';
 import { podCollection, configMapCollection, serviceAccountCollection, type Collection, type WatchGateway } from '../kube/watch.ts';
-import { PENDING_PODS, observeStuckContainers, type ObserveOptions } from '../observe/pods.ts';
+import { PENDING_PODS, observeStuckContainers, type Observation, type ObserveOptions } from '../observe/pods.ts';
 import { loadPolicy } from '../policy/load.ts';
 import type { Policy } from '../policy/types.ts';
 import type { Schedule } from '../run/scheduler.ts';
@@ -122,6 +124,8 @@ export class WatchLoop {
   private readonly prejudging = new Set<string>();
   /** Keys a whole sweep from the cache has yet to judge: its chunk will, from the cache as it is then. */
   private readonly awaitingWhole = new Set<string>();
+  /** Jobs the backstop's sweep of Running pods judges with their cached Pending pods (in flight meanwhile). */
+  private readonly judgingWithRunning = new Set<string>();
   private spent: Spent = { total: 0, byNamespace: new Map() };
   /** Jobs a sweep in flight judged to fail, by namespace: they count against the period's limits until that sweep ends. */
   private readonly reserved = new Map<string, string>();
@@ -440,8 +444,16 @@ export class WatchLoop {
       // restarted in place, so a Job failed earlier with such a pod is judged once, with it.
       const running = new Set<string>();
       if (trigger === 'schedule') {
-        const result = await this.sweepOf(trigger, 'running', new Map(), true);
-        for (const r of result?.results ?? []) running.add(this.keyOf(r.decision));
+        try {
+          const result = await this.sweepOf(trigger, 'running', new Map(), true);
+          for (const r of result?.results ?? []) {
+            running.add(this.keyOf(r.decision));
+            judged.add(this.keyOf(r.decision));
+          }
+        } finally {
+          for (const key of this.judgingWithRunning) this.inFlight.delete(key);
+          this.judgingWithRunning.clear();
+        }
         this.startDue();
       }
       const chunks = this.chunksInOrder((await this.currentPolicy())?.limits.outage);
@@ -451,7 +463,7 @@ export class WatchLoop {
       const jobLists = chunks.length > 1 ? new SharedJobLists(names) : undefined;
       for (let i = 0; i < chunks.length; i += 1) {
         if (i > 0) this.startDue();
-        const chunk = new Set(chunks[i]!.filter((key) => !this.inFlight.has(key)));
+        const chunk = new Set(chunks[i]!.filter((key) => !this.inFlight.has(key) && !running.has(key)));
         for (const key of chunk) this.inFlight.add(key);
         try {
           // The first chunk also lists the Jobs failed earlier (each judged with its chunk's pods) and checks the server's version.
@@ -474,6 +486,28 @@ export class WatchLoop {
     for (const key of this.cache.keys())
       if (!judged.has(key) && !this.inFlight.has(key) && !this.dirty.has(key) && this.deps.timers.get(key)?.reason === 'grace')
         this.deps.timers.delete(key);
+  }
+
+  /**
+   * The backstop's Running pods (a container restarted in place), with the cached Pending pods of
+   * their Jobs: a Job with both is judged once, on all its pods, and its chunk leaves it out.
+   */
+  private async runningWithTheirJobs(gateway: KubeGateway, options: ObserveOptions): Promise<Observation> {
+    const observed = await observeStuckContainers(gateway, { ...options, phases: ['Running'] });
+    const keys = new Set<string>();
+    for (const c of observed.stuck) {
+      const key = jobOwner(c.controller)?.uid ?? c.podUid;
+      const free = !this.inFlight.has(key) || this.judgingWithRunning.has(key);
+      if (free && this.cache.podsOf(key).length > 0) keys.add(key);
+    }
+    if (keys.size === 0) return observed;
+    for (const key of keys) {
+      this.inFlight.add(key);
+      this.judgingWithRunning.add(key);
+    }
+    const cached = this.cache.observation(keys);
+    const stuck = [...observed.stuck, ...cached.stuck].sort((a, b) => compareText(a.namespace, b.namespace) || compareText(a.pod, b.pod));
+    return { ...observed, stuck, podCapacity: new Map([...observed.podCapacity, ...cached.podCapacity]) };
   }
 
   /**
@@ -588,7 +622,7 @@ export class WatchLoop {
       ...(keys === 'list'
         ? {}
         : keys === 'running'
-          ? { observe: (g: KubeGateway, o: ObserveOptions) => observeStuckContainers(g, { ...o, phases: ['Running'] }) }
+          ? { observe: (g: KubeGateway, o: ObserveOptions) => this.runningWithTheirJobs(g, o) }
           : { observe: () => Promise.resolve(this.cache.observation(keys)) }),
     };
     const started = deps.wallClock();
@@ -600,6 +634,7 @@ export class WatchLoop {
         signal: this.leading,
         batch: {
           ...(policy && keys !== 'list' && keys !== 'running' ? { outage: this.cache.outage(policy.limits.outage) } : {}),
+          ...(policy && keys === 'running' ? { outageBeside: (observed) => this.cache.outageBeside(observed, policy.limits.outage) } : {}),
           spent: () => this.spentNow(),
           onJudged: (decisions) => {
             for (const d of decisions) {

@@ -158,11 +158,21 @@ export class PodCache {
   outage(limits: Limits['outage']): OutageAssessment {
     const memo = this.outageMemo;
     if (memo && memo.version === this.version && sameLimits(memo.limits, limits)) return memo.outage;
-    const all: StuckContainer[] = [];
-    for (const pod of this.pods.values()) for (const c of pod.stuck) all.push(c);
-    const outage = assessOutage(all, limits);
+    const outage = assessOutage(this.allStuck(), limits);
     this.outageMemo = { version: this.version, limits, outage };
     return outage;
+  }
+
+  /** The outage breaker over the cache's stuck containers and those of `others` it does not hold (the Running pods a backstop lists). */
+  outageBeside(others: readonly StuckContainer[], limits: Limits['outage']): OutageAssessment {
+    const beside = others.filter((c) => !this.pods.has(c.podUid));
+    return beside.length === 0 ? this.outage(limits) : assessOutage([...this.allStuck(), ...beside], limits);
+  }
+
+  private allStuck(): StuckContainer[] {
+    const all: StuckContainer[] = [];
+    for (const pod of this.pods.values()) for (const c of pod.stuck) all.push(c);
+    return all;
   }
 
   private apply(pod: V1Pod): void {

@@ -579,6 +579,28 @@ describe('the watch loop', () => {
     t.stop.abort();
   });
 
+  it('judges a Job with a Running and a Pending stuck pod once at a backstop slot, not once for each', async () => {
+    // Failed 20 minutes before and overdue: each judgement fails it again. One pod restarted in
+    // place (only the backstop lists it), the other waits in the watch's cache.
+    const t = setup({ jobs: ['a'], pending: { r: new Date(since - 20 * 60_000) }, running: ['r'] });
+    const waiting = stuckPod('r');
+    waiting.metadata = { ...waiting.metadata, name: 'r-waiting', uid: 'pod-r-waiting' };
+    t.watch.pods.push(waiting);
+    await t.start();
+    await t.runFor(1_000);
+    const before = audit(t.lines, 'r').length;
+    const claimsBefore = t.claims.filter((c) => c === 'r').length;
+    await t.runFor(60_000);
+    const atSlot = audit(t.lines, 'r').slice(before);
+    assert.deepEqual(
+      atSlot.map((l) => l.outcome),
+      ['retried'],
+      JSON.stringify(atSlot),
+    );
+    assert.equal(t.claims.filter((c) => c === 'r').length - claimsBefore, 1, 'failed again once at the slot');
+    t.stop.abort();
+  });
+
   it("leaves a Job failed earlier to its own timers and the backstop: another Job's timer does not judge it", async () => {
     // Failed 20 minutes before and overdue: each judgement would fail it again.
     const t = setup({ jobs: ['a'], pending: { r: new Date(since - 20 * 60_000) } });

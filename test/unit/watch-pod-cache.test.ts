@@ -101,6 +101,33 @@ describe('the pod cache', () => {
     assert.deepEqual(after.trips, [], 'half transient, half not-found on too few pods: nothing held');
   });
 
+  it('judges the outage breaker over the pods it holds and the Running ones a backstop lists, each pod once', () => {
+    const cache = new PodCache(() => undefined);
+    const h = cache.handler('*');
+    const pod = (i: number) => {
+      const p = ofJob(recorded('service-unavailable', 'ImagePullBackOff'), `j${i}`);
+      for (const c of [...(p.spec?.containers ?? []), ...(p.status?.containerStatuses ?? [])])
+        c.image = `registry.example/team/app-${i % 6}:1`;
+      return p;
+    };
+    h.listStarted();
+    for (let i = 0; i < 15; i++) h.listed(pod(i));
+    h.listEnded();
+    const held = cache.observation().stuck;
+    assert.deepEqual(cache.outage(DEFAULT_LIMITS.outage).trips, [], '15 pods: too few to hold anything');
+    // The Running pods of 15 more Jobs on the same registry, and one the cache already holds.
+    const others = Array.from({ length: 15 }, (_, i) => ({ ...held[0]!, pod: `r${i}`, podUid: `uid-r${i}` }));
+    assert.deepEqual(assessOutage(others, DEFAULT_LIMITS.outage).trips, [], 'nor the Running ones alone');
+    const beside = cache.outageBeside([...others, held[1]!], DEFAULT_LIMITS.outage);
+    assert.deepEqual(beside, assessOutage([...held, ...others], DEFAULT_LIMITS.outage), 'a held pod listed again counts once');
+    assert.ok(beside.tripped, 'together: 30 pods, held');
+    assert.equal(
+      cache.outageBeside([held[1]!], DEFAULT_LIMITS.outage),
+      cache.outage(DEFAULT_LIMITS.outage),
+      'nothing beside: the cache verdict',
+    );
+  });
+
   it("keeps a Job's pods as they come and go, one pod or several", () => {
     const changed: string[] = [];
     const cache = new PodCache((key) => changed.push(key));
