@@ -1,4 +1,4 @@
-// Per-file wiring of an e2e test to the shared cluster: hooks, fresh namespaces, cleanup.
+// Per-file wiring of an e2e test to a cluster (the shared one, or a control plane of its own): hooks, fresh namespaces, cleanup.
 import { after, before } from 'node:test';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { registerKubeconfigSecrets } from './cli.ts';
