@@ -8,7 +8,7 @@ import { findStuckContainers } from '../classify/index.ts';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { StuckContainer } from '../model.ts';
 import { limited, mapBounded } from '../concurrency.ts';
-import { compareText } from '../order.ts';
+import { compareByPod } from '../order.ts';
 import { describeApiError } from '../kube/errors.ts';
 import type { KubeGateway, PodRow } from '../kube/gateway.ts';
 import { listFromStart, type RestartOptions } from '../kube/paging.ts';
@@ -170,7 +170,7 @@ export async function observeStuckContainers(gateway: KubeGateway, options: Obse
     );
   }
   // Reads finish in any order; the result does not depend on it.
-  result.stuck.sort((a, b) => compareText(a.namespace, b.namespace) || compareText(a.pod, b.pod));
+  result.stuck.sort(compareByPod);
   return result;
 }
 

@@ -16,7 +16,7 @@ import type { ActResult } from '../act/act.ts';
 import { jobNamesByNamespace, LIST_JOBS_THRESHOLD, SharedJobLists } from '../attribute/attribute.ts';
 import { mapBounded } from '../concurrency.ts';
 import { jobOwner } from '../model.ts';
-import { compareText } from '../order.ts';
+import { compareByPod } from '../order.ts';
 import { policyHeals } from '../judge/judge.ts';
 import { inChunks } from '../judge/chunks.ts';
 import { spendOne } from '../judge/limits.ts';
@@ -506,7 +506,7 @@ export class WatchLoop {
       this.judgingWithRunning.add(key);
     }
     const cached = this.cache.observation(keys);
-    const stuck = [...observed.stuck, ...cached.stuck].sort((a, b) => compareText(a.namespace, b.namespace) || compareText(a.pod, b.pod));
+    const stuck = [...observed.stuck, ...cached.stuck].sort(compareByPod);
     return { ...observed, stuck, podCapacity: new Map([...observed.podCapacity, ...cached.podCapacity]) };
   }
 

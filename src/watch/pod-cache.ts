@@ -12,7 +12,7 @@ import { jobOwner } from '../attribute/job-view.ts';
 import { assessOutage } from '../judge/outage.ts';
 import type { OutageAssessment } from '../judge/types.ts';
 import type { StuckContainer } from '../model.ts';
-import { compareText } from '../order.ts';
+import { compareByPod } from '../order.ts';
 import { lacksSandboxCondition, sandboxNotReadySince } from '../observe/kubelet-conditions.ts';
 import { podCapacity, type PodCapacity } from '../observe/pod-requests.ts';
 import type { Observation } from '../observe/pods.ts';
@@ -140,7 +140,7 @@ export class PodCache {
         take(pod);
       }
     }
-    stuck.sort((a, b) => compareText(a.namespace, b.namespace) || compareText(a.pod, b.pod));
+    stuck.sort(compareByPod);
     let podsScanned = 0;
     for (const n of this.pendingByScope.values()) podsScanned += n;
     return {
