@@ -132,6 +132,7 @@ export async function tryGateway(
 /** One warn line per retried request: what, why, which attempt, how long until the next. */
 export function retryLine(n: RetryNotice): string {
   const why = `${n.failure.status === undefined ? '' : `${n.failure.status} `}${n.failure.reason}: ${n.failure.message}`;
+  if (n.delayMs === undefined) return `gave up on ${n.request} after attempt ${n.attempt} (${why})`;
   return `retrying ${n.request} after attempt ${n.attempt} (${why}) in ${n.delayMs} ms`;
 }
 

@@ -13,7 +13,8 @@ export interface RetryNotice {
   failure: ApiFailure;
   /** The attempt that failed (1-based). */
   attempt: number;
-  delayMs: number;
+  /** The wait before the next attempt; absent when the attempts ran out and the failure is the caller's. */
+  delayMs?: number;
 }
 
 export interface RetryPolicy {
@@ -26,7 +27,7 @@ export interface RetryPolicy {
   /** Ends the waits early; an aborted signal stops retrying (the last error is thrown). */
   signal?: AbortSignal;
   sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
-  /** Called once per retried request, before the wait. */
+  /** Called once per retried request, before the wait, and once more (without `delayMs`) when the attempts run out. */
   onRetry?: (notice: RetryNotice) => void;
   /** A single-object read unanswered this long is sent once more beside the first (`hedged`); none when unset. */
   hedgeAfterMs?: number;
@@ -168,6 +169,7 @@ async function retrying<T>(
       const failure = describeApiError(error);
       mayHaveLanded ||= write && failure.mayHaveLanded;
       if (attempt >= policy.attempts || !isRetryable(failure) || policy.signal?.aborted) {
+        if (attempt > 1 && isRetryable(failure) && !policy.signal?.aborted) policy.onRetry?.({ request, failure, attempt });
         if (mayHaveLanded) markMayHaveLanded(error);
         throw error;
       }

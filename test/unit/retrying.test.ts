@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ApiException, type EventsV1Event, type V1Job } from '@kubernetes/client-node';
 import { mapBounded } from '../../src/concurrency.ts';
+import { retryLine } from '../../src/cli/connect.ts';
 import { describeApiError } from '../../src/kube/errors.ts';
 import type { KubeGateway } from '../../src/kube/gateway.ts';
 import type { LeaseGateway, LeaseSpec } from '../../src/kube/leases.ts';
@@ -46,13 +47,37 @@ describe('the retrying gateway', () => {
     );
   });
 
-  it('gives up after the attempts, and never repeats a 4xx', async () => {
+  it('gives up after the attempts, saying so once, and never repeats a 4xx', async () => {
     const down = scripted({ readNamespace: [status(503)] });
-    await assert.rejects(retrying(down.gateway).readNamespace('ns'));
+    const notices: RetryNotice[] = [];
+    await assert.rejects(retrying(down.gateway, notices).readNamespace('ns'));
     assert.equal(down.count('readNamespace'), 4);
+    assert.deepEqual(
+      notices.map((n) => [n.attempt, n.delayMs]),
+      [
+        [1, 100],
+        [2, 200],
+        [3, 400],
+        [4, undefined],
+      ],
+    );
     const conflict = scripted({ mergePatchJob: [status(409)] });
-    await assert.rejects(retrying(conflict.gateway).mergePatchJob('ns', 'j', { metadata: { annotations: { a: '1' } } }));
+    const refused: RetryNotice[] = [];
+    await assert.rejects(retrying(conflict.gateway, refused).mergePatchJob('ns', 'j', { metadata: { annotations: { a: '1' } } }));
     assert.equal(conflict.count('mergePatchJob'), 1);
+    assert.deepEqual(refused, [], 'a failure not retried is the caller to report, not the retries');
+  });
+
+  it('logs a retry with its wait, and the attempt that ran out as given up', () => {
+    const failure = describeApiError(status(503));
+    assert.equal(
+      retryLine({ request: 'readJob ns/j', failure, attempt: 1, delayMs: 250 }),
+      `retrying readJob ns/j after attempt 1 (503 ${failure.reason}: ${failure.message}) in 250 ms`,
+    );
+    assert.equal(
+      retryLine({ request: 'readJob ns/j', failure, attempt: 4 }),
+      `gave up on readJob ns/j after attempt 4 (503 ${failure.reason}: ${failure.message})`,
+    );
   });
 
   it('counts a claim that conflicts after a retry as done when the Job carries its annotations', async () => {
