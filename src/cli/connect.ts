@@ -129,7 +129,7 @@ export async function tryGateway(
   }
 }
 
-/** One warn line per retried request: what, why, which attempt, how long until the next. */
+/** One warn line per retried request (what, why, which attempt, how long until the next), or for one given up on. */
 export function retryLine(n: RetryNotice): string {
   const why = `${n.failure.status === undefined ? '' : `${n.failure.status} `}${n.failure.reason}: ${n.failure.message}`;
   if (n.delayMs === undefined) return `gave up on ${n.request} after attempt ${n.attempt} (${why})`;
