@@ -38,7 +38,7 @@ import { runtimeConfig } from '../test/support/dockerfile.ts';
 import { createNamespace, jobManifest } from '../test/support/fixtures.ts';
 import { realPullMessage, setImagePullStuck, waitFor, waitForJobPods } from '../test/support/kubelet.ts';
 import { createPods, rawClient, type Raw } from './scale-setup.ts';
-import { countFaultOutcomes, createHealthyJobs, startFaults, watchJobs } from './latency-faults.ts';
+import { countFaultOutcomes, createHealthyJobs, startFaults, waitForStuckEvents, watchJobs } from './latency-faults.ts';
 
 const flag = (name: string, fallback: string) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -611,10 +611,12 @@ async function failover(cluster: Cluster): Promise<void> {
     const timeline = join(tmpdir(), `bad-day-failover-${process.pid}.json`);
     writeFileSync(timeline, JSON.stringify({ due: [...due], claimed: [...claimed], kills, exitedAt, holders }));
     console.log(`failover timeline: ${timeline}`);
+    // The replicas still run: an Event a kill cut short is written by the next leader's sweep.
+    const eventsWaited = await waitForStuckEvents(kc, namespaces, jobs, 60_000);
     const counted = await countFaultOutcomes(kc, namespaces, jobs, healthy, output());
     console.log(
       `failover (faults ${FAULT_RATE}, ${kills.length} kills, ${exits.length} exits of their own [${exits.join(',')}], ${injected.cuts} watch cuts): first write after grace, leader lives p50 ${f2(pct(lives, 50))} s, p99 ${f2(pct(lives, 99))} s (${lives.length}; after grace or the stuck status's write, whichever is later: p50 ${f2(pct(livesSeen, 50))} s, p99 ${f2(pct(livesSeen, 99))} s); across a kill or a lost Lease p99 ${f2(pct(across, 99))} s (${across.length}; after the new leader took the Lease: p50 ${f2(pct(acrossTaken, 50))} s, p99 ${f2(pct(acrossTaken, 99))} s); due before the first leader took the Lease ${beforeLeader.length}, written after it p50 ${f2(pct(beforeLeader, 50))} s, max ${f2(Math.max(...beforeLeader))} s; ` +
-        `unfailed ${counted.unfailed}, duplicate Events ${counted.duplicateEvents}, early ${early}, controls touched ${counted.healthyTouched}/30`,
+        `unfailed ${counted.unfailed}, lost Events ${counted.lostEvents} (after waiting ${f2(eventsWaited)} s for owed ones), duplicate Events ${counted.duplicateEvents}, early ${early}, controls touched ${counted.healthyTouched}/30`,
     );
   } finally {
     running = false;

@@ -120,12 +120,31 @@ export async function createHealthyJobs(kc: KubeConfig, namespaces: string[], co
 
 export interface FaultFigures {
   unfailed: number;
+  /** Stuck Jobs the Job controller failed that carry no ImagePullStuck Event. */
+  lostEvents: number;
   duplicateEvents: number;
   duplicateDecisions: number;
   healthyTouched: number;
   /** The sweeper's own lines: watches it resumed, and 410s after which it listed again. */
   resumed: number;
   relisted: number;
+}
+
+/**
+ * Waits (up to `timeoutMs`) until every stuck Job has its ImagePullStuck Event: an Event whose
+ * write a kill or a fault cut short is owed, and a later sweep writes it. Returns the seconds waited.
+ */
+export async function waitForStuckEvents(kc: KubeConfig, namespaces: string[], stuck: HealthyJob[], timeoutMs: number): Promise<number> {
+  const started = Date.now();
+  const wanted = new Set(stuck.map((j) => `${j.namespace}/${j.name}`));
+  for (;;) {
+    const seen = new Set<string>();
+    for (const ns of namespaces) {
+      for (const e of await sweeperEvents(kc, ns)) if (e.reason === EVENT_REASON_STUCK) seen.add(`${ns}/${e.regarding?.name}`);
+    }
+    if ([...wanted].every((k) => seen.has(k)) || Date.now() - started >= timeoutMs) return (Date.now() - started) / 1000;
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
 }
 
 export async function countFaultOutcomes(
@@ -169,6 +188,7 @@ export async function countFaultOutcomes(
   });
   return {
     unfailed: stuck.filter((j) => !failed(jobs.get(key(j.namespace, j.name)))).length,
+    lostEvents: stuck.filter((j) => failed(jobs.get(key(j.namespace, j.name))) && !events.has(key(j.namespace, j.name))).length,
     duplicateEvents: extra(events),
     duplicateDecisions: extra(decisions),
     healthyTouched: touched.length,

@@ -246,7 +246,7 @@ async function main(): Promise<void> {
         if (f.faults)
           console.log(
             `run ${run} ${mode.padEnd(6)} faults at ${FAULT_RATE}: ${f.faults.cuts} watch cuts (${f.faults.expiries} past a compaction; the sweeper resumed ${f.faults.resumed}, listed again after 410 ${f.faults.relisted}); ` +
-              `Jobs past grace left unfailed ${f.faults.unfailed}/${JOBS}; duplicate Events ${f.faults.duplicateEvents}; ` +
+              `Jobs past grace left unfailed ${f.faults.unfailed}/${JOBS}; failed without an Event ${f.faults.lostEvents}; duplicate Events ${f.faults.duplicateEvents}; ` +
               `duplicate failed decisions ${f.faults.duplicateDecisions}; healthy Jobs touched ${f.faults.healthyTouched}/${HEALTHY}; proxy: ${f.faults.proxy}`,
           );
       }
