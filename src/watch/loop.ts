@@ -297,9 +297,10 @@ export class WatchLoop {
       this.startPending = false;
       // Jobs whose grace ran out while there was no leader, known from the pre-judgements, first.
       this.startDue();
-      // A follower that has pre-judged every stuck Job it held has their timers; what changed since
-      // is being pre-judged, leader or not: nothing to sweep.
-      if (!this.prejudged) this.startWhole('start');
+      // A follower that has pre-judged every stuck Job it held has their timers, and what changed
+      // since is being pre-judged: only the Jobs an earlier leader failed and left are listed.
+      if (this.prejudged) this.startLeftByEarlierLeader();
+      else this.startWhole('start');
       return 0;
     }
     if (leading && this.policyChanged && wholeFree) {
@@ -352,6 +353,22 @@ export class WatchLoop {
         this.listing = false;
         this.judgedMeanwhile.clear();
         this.awaitingWhole.clear();
+        this.wakeup.notify();
+      });
+  }
+
+  /**
+   * The Jobs an earlier leader failed and left unsettled (the pending label: an Event owed, a
+   * failure to confirm), whose pods may be gone: listed and judged beside the due batches, as the
+   * first part of a whole sweep judges them. A stuck Job in the cache is left to its timers.
+   */
+  private startLeftByEarlierLeader(): void {
+    const judgedByTimers = new Set(this.cache.keys());
+    this.whole = this.sweepOf('start', new Set(), new Map(), false, undefined, judgedByTimers)
+      .then(() => undefined)
+      .catch((error: unknown) => void this.logger.error('sweep crashed', { error: (error as Error).message }))
+      .finally(() => {
+        this.whole = undefined;
         this.wakeup.notify();
       });
   }

@@ -178,6 +178,8 @@ interface Setup {
   pending?: Record<string, Date>;
   /** Jobs whose stuck pod is Running (its container restarted in place): listed by the backstop, never watched. */
   running?: string[];
+  /** Of the `pending` Jobs, those the Job controller has Failed (their pods gone, their Event owed). */
+  finished?: string[];
 }
 
 function setup(s: Setup) {
@@ -196,6 +198,7 @@ function setup(s: Setup) {
   const labelled = (name: string): V1Job => {
     const j = jobObject(name);
     j.metadata = { ...j.metadata, labels: { [LABELS.pending]: PENDING.claimed }, annotations: annotations.get(name) };
+    if (s.finished?.includes(name)) j.status = { failed: 1, conditions: [{ type: 'Failed', status: 'True', reason: 'PodFailurePolicy' }] };
     return j;
   };
   const runningPods = new Map((s.running ?? []).map((job) => [`${job}-pod`, restartedInPlace(stuckPod(job))]));
@@ -871,6 +874,29 @@ describe('the watch loop', () => {
     t.loop.lead(leading.signal);
     await t.runFor(100);
     assert.deepEqual(t.claims, ['a'], 'the first turn after taking the lead');
+    t.stop.abort();
+  });
+
+  it('on taking the lead, judges the Jobs an earlier leader failed and left, whose pods are gone', async () => {
+    // The earlier leader failed both before it died: f is Failed and owed its Event; r, failed 20
+    // minutes ago and still not Failed, is overdue. Neither has a stuck pod left to watch.
+    const t = setup({ jobs: ['a'], pending: { f: new Date(since), r: new Date(since - 20 * 60_000) }, finished: ['f'] });
+    await t.start(false);
+    await t.runFor(20_000);
+    assert.equal(t.scripted.count('createEvent'), 0, 'a follower writes nothing');
+    t.loop.lead(new AbortController().signal);
+    await t.runFor(1_000);
+    const events = t.scripted.calls
+      .filter((c) => c.method === 'createEvent')
+      .map((c) => (c.args[1] as { regarding?: { name?: string } }).regarding?.name);
+    assert.deepEqual(events.sort(), ['f', 'r'], "f's owed Event, and r's as it is failed again");
+    const unlabelled = t.scripted.calls.filter((c) => c.method === 'mergePatchJob').map((c) => c.args[1]);
+    assert.ok(unlabelled.includes('f'), "f's pending label removed once its Event is written");
+    assert.deepEqual(
+      audit(t.lines, 'r').map((l) => l.outcome),
+      ['retried'],
+    );
+    assert.equal(t.claims.filter((c) => c === 'r').length, 1, 'r failed again once');
     t.stop.abort();
   });
 
