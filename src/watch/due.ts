@@ -94,6 +94,24 @@ function pendingDue(failedAtMs: number, ctx: DueContext): Due | undefined {
   return future.sort((a, b) => a.atMs - b.atMs)[0];
 }
 
+/**
+ * A Job an earlier leader failed and left (its pending label, `failed-at`): the timer that leader
+ * held for it, its first of forceDeleteAfter and confirmWithin, or now if that has passed. Without
+ * a readable `failed-at`: now.
+ */
+export function leftBehindDue(failedAt: string | undefined, ctx: DueContext): Due | undefined {
+  if (ctx.dryRun) return undefined;
+  const at = Date.parse(failedAt ?? '');
+  if (Number.isNaN(at)) return { atMs: ctx.nowMs, reason: 'confirmWithin' };
+  const forceAfter = ctx.limits.forceDeleteAfterSeconds ?? 0;
+  const confirm: Due = { atMs: at + ctx.limits.confirmWithinSeconds * 1000, reason: 'confirmWithin' };
+  const first =
+    forceAfter > 0 && at + forceAfter * 1000 < confirm.atMs
+      ? { atMs: at + forceAfter * 1000, reason: 'forceDeleteAfter' as const }
+      : confirm;
+  return { atMs: Math.max(first.atMs, ctx.nowMs), reason: first.reason };
+}
+
 /** Per-key back-off of failed reads and writes: from `firstMs` doubling up to `maxMs`. */
 export function backOffMs(failures: number, firstMs: number, maxMs: number): number {
   return Math.min(maxMs, firstMs * 2 ** Math.max(0, failures - 1));

@@ -23,13 +23,15 @@ import { spendOne } from '../judge/limits.ts';
 import { describeApiError } from '../kube/errors.ts';
 import type { KubeGateway } from '../kube/gateway.ts';
 import { podCollection, configMapCollection, serviceAccountCollection, type Collection, type WatchGateway } from '../kube/watch.ts';
+import { listPendingJobs } from '../observe/pending-jobs.ts';
 import { PENDING_PODS, observeStuckContainers, type Observation, type ObserveOptions } from '../observe/pods.ts';
+import { ANNOTATIONS, PENDING } from '../policy/annotations.ts';
 import { loadPolicy } from '../policy/load.ts';
 import type { Policy } from '../policy/types.ts';
 import type { Schedule } from '../run/scheduler.ts';
 import type { SweepDeps, SweepOptions, SweepResult } from '../sweep.ts';
 import type { ServerClock } from './clock.ts';
-import { backOffMs, dueOf, type Due, type TimerQueue } from './due.ts';
+import { backOffMs, dueOf, leftBehindDue, type Due, type TimerQueue } from './due.ts';
 import type { WatchedKind, WatchMetrics, WatchTrigger } from './metrics.ts';
 import { FRESH_MS, JobReads } from './job-reads.ts';
 import { PodCache } from './pod-cache.ts';
@@ -71,6 +73,8 @@ const JUST_LISTED_MS = 10_000;
 const MAX_WAIT_MS = 60_000;
 /** How soon a due Job whose pods could not be read again (the watch not connected) is tried again. */
 const DISCONNECTED_RECHECK_MS = 1_000;
+/** How soon a new leader lists again the Jobs an earlier leader left, when that list failed. */
+const LEFT_BEHIND_RETRY_MS = 5_000;
 
 export interface WatchLoopDeps {
   sweepDeps: SweepDeps;
@@ -137,6 +141,8 @@ export class WatchLoop {
   private readonly connected = new Set<string>();
   private leading: AbortSignal | undefined;
   private startPending = false;
+  /** When a failed list of the Jobs an earlier leader left is tried again (monotonic ms). */
+  private leftBehindRetryAtMs: number | undefined;
   private nextBackstop: Date;
   private periodMs: number;
   private busySinceMs: number | undefined;
@@ -303,6 +309,10 @@ export class WatchLoop {
       else this.startWhole('start');
       return 0;
     }
+    if (leading && wholeFree && this.leftBehindRetryAtMs !== undefined && this.monotonicMs() >= this.leftBehindRetryAtMs) {
+      this.startLeftByEarlierLeader();
+      return 0;
+    }
     if (leading && this.policyChanged && wholeFree) {
       this.policyChanged = false;
       this.startWhole('policy');
@@ -331,6 +341,7 @@ export class WatchLoop {
       }
     }
     if (prejudgeWaits) waits.push(this.dirtySinceMs + PREJUDGE_DELAY_MS - monoNow);
+    if (leading && this.leftBehindRetryAtMs !== undefined) waits.push(this.leftBehindRetryAtMs - monoNow);
     return this.waitMs(waits);
   }
 
@@ -358,15 +369,33 @@ export class WatchLoop {
   }
 
   /**
-   * The Jobs an earlier leader failed and left unsettled (the pending label: an Event owed, a
-   * failure to confirm), whose pods may be gone: listed and judged beside the due batches, as the
-   * first part of a whole sweep judges them. A stuck Job in the cache is left to its timers.
+   * The Jobs an earlier leader failed and left (the pending label), whose pods may be gone, so no
+   * pre-judgement knows them: one list, and each gets the timer that leader held for it. Its owed
+   * Event is written and its failure confirmed when that leader would have, not in one burst
+   * beside the first writes. A Job a stuck pod or a timer already stands for is left to them.
    */
   private startLeftByEarlierLeader(): void {
-    const judgedByTimers = new Set(this.cache.keys());
-    this.whole = this.sweepOf('start', new Set(), new Map(), false, undefined, judgedByTimers)
-      .then(() => undefined)
-      .catch((error: unknown) => void this.logger.error('sweep crashed', { error: (error as Error).message }))
+    const { gateway } = this.deps.sweepDeps;
+    this.leftBehindRetryAtMs = undefined;
+    this.whole = (async () => {
+      const policy = await this.currentPolicy();
+      const jobs = await listPendingJobs(this.reading(gateway), this.options.namespaces, (namespace, restart) =>
+        this.logger.warn('pending Job list continue token expired; listing again from the start', { namespace: namespace ?? '*', restart }),
+      );
+      const nowMs = this.deps.clock.serverNowMs(this.monotonicMs());
+      if (!policy || nowMs === undefined) return;
+      const ctx = { nowMs, limits: policy.limits, dryRun: this.options.dryRun };
+      for (const job of jobs) {
+        if (job.pendingLabel !== PENDING.claimed || this.cache.podsOf(job.uid).length > 0 || this.deps.timers.get(job.uid)) continue;
+        this.deps.timers.set(job.uid, leftBehindDue(job.annotations[ANNOTATIONS.failedAt], ctx));
+      }
+    })()
+      .catch((error: unknown) => {
+        this.logger.error('could not list the Jobs an earlier leader failed; trying again shortly', {
+          error: describeApiError(error).message,
+        });
+        this.leftBehindRetryAtMs = this.monotonicMs() + LEFT_BEHIND_RETRY_MS;
+      })
       .finally(() => {
         this.whole = undefined;
         this.wakeup.notify();

@@ -5,7 +5,7 @@ import type { Decision } from '../../src/judge/types.ts';
 import type { JobView, StuckContainer } from '../../src/model.ts';
 import { parsePolicyYaml } from '../../src/policy/parse.ts';
 import type { Policy } from '../../src/policy/types.ts';
-import { ERROR_RETRY_MS, NOT_YET_RETRY_MS, TimerQueue, backOffMs, dueOf } from '../../src/watch/due.ts';
+import { ERROR_RETRY_MS, NOT_YET_RETRY_MS, TimerQueue, backOffMs, dueOf, leftBehindDue } from '../../src/watch/due.ts';
 import { job, NOW, ownersFor, secondsAgo, stuckIn } from './judge-fixtures.ts';
 
 function policyOf(yaml: string): Policy {
@@ -158,6 +158,26 @@ describe('dueOf: Jobs the sweeper failed earlier (pending)', () => {
   it('still counts a Job at FailureTarget (finished but failing) as pending', () => {
     const failing = failed(10, { finished: true, failed: true, failing: true });
     assert.deepEqual(dueOf(decide(failing, [stuckIn(failing)]), undefined, ctx()), { atMs: at(50), reason: 'forceDeleteAfter' });
+  });
+});
+
+describe('leftBehindDue: a Job an earlier leader failed, found by its pending label on taking the lead', () => {
+  const failedAt = (secondsAgo: number) => new Date(at(-secondsAgo)).toISOString();
+  it("is due when that leader's timer was: forceDeleteAfter (60s) after its failed-at", () => {
+    assert.deepEqual(leftBehindDue(failedAt(10), ctx()), { atMs: at(50), reason: 'forceDeleteAfter' });
+  });
+  it('is due now, not at a later rule, once that time passed: that leader never acted on it', () => {
+    assert.deepEqual(leftBehindDue(failedAt(90), ctx()), { atMs: nowMs, reason: 'forceDeleteAfter' });
+    assert.deepEqual(leftBehindDue(failedAt(3600), ctx()), { atMs: nowMs, reason: 'forceDeleteAfter' });
+  });
+  it('with forceDeleteAfter 0 (never), is due at confirmWithin (5m)', () => {
+    const limits = policyOf('limits: { forceDeleteAfter: 0s }').limits;
+    assert.deepEqual(leftBehindDue(failedAt(10), ctx({ limits })), { atMs: at(290), reason: 'confirmWithin' });
+  });
+  it('is due now without a readable failed-at, and never in a dry run', () => {
+    assert.deepEqual(leftBehindDue(undefined, ctx()), { atMs: nowMs, reason: 'confirmWithin' });
+    assert.deepEqual(leftBehindDue('yesterday', ctx()), { atMs: nowMs, reason: 'confirmWithin' });
+    assert.equal(leftBehindDue(failedAt(10), ctx({ dryRun: true })), undefined);
   });
 });
 

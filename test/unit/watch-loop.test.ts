@@ -877,25 +877,35 @@ describe('the watch loop', () => {
     t.stop.abort();
   });
 
-  it('on taking the lead, judges the Jobs an earlier leader failed and left, whose pods are gone', async () => {
-    // The earlier leader failed both before it died: f is Failed and owed its Event; r, failed 20
-    // minutes ago and still not Failed, is overdue. Neither has a stuck pod left to watch.
-    const t = setup({ jobs: ['a'], pending: { f: new Date(since), r: new Date(since - 20 * 60_000) }, finished: ['f'] });
+  it('on taking the lead, gives the Jobs an earlier leader failed and left the timers that leader held', async () => {
+    // The earlier leader failed these before it died; none has a stuck pod left to watch. f is
+    // Failed and owed its Event, its forceDeleteAfter (60 s) passed; r, failed 20 minutes ago and
+    // still not Failed, is overdue; g, Failed 30 s before the follower started, is due 30 s in.
+    const t = setup({
+      jobs: ['a'],
+      pending: { f: new Date(since - 70_000), r: new Date(since - 20 * 60_000), g: new Date(since - 30_000) },
+      finished: ['f', 'g'],
+    });
+    const eventsFor = () =>
+      t.scripted.calls
+        .filter((c) => c.method === 'createEvent')
+        .map((c) => (c.args[1] as { regarding?: { name?: string } }).regarding?.name);
     await t.start(false);
     await t.runFor(20_000);
-    assert.equal(t.scripted.count('createEvent'), 0, 'a follower writes nothing');
+    assert.deepEqual(eventsFor(), [], 'a follower writes nothing');
     t.loop.lead(new AbortController().signal);
     await t.runFor(1_000);
-    const events = t.scripted.calls
-      .filter((c) => c.method === 'createEvent')
-      .map((c) => (c.args[1] as { regarding?: { name?: string } }).regarding?.name);
-    assert.deepEqual(events.sort(), ['f', 'r'], "f's owed Event, and r's as it is failed again");
-    const unlabelled = t.scripted.calls.filter((c) => c.method === 'mergePatchJob').map((c) => c.args[1]);
-    assert.ok(unlabelled.includes('f'), "f's pending label removed once its Event is written");
+    assert.deepEqual(eventsFor().sort(), ['f', 'r'], "f's owed Event, and r's as it is failed again; not g's yet");
+    assert.ok(
+      t.scripted.calls.some((c) => c.method === 'mergePatchJob' && c.args[1] === 'f'),
+      "f's pending label removed once its Event is written",
+    );
     assert.deepEqual(
       audit(t.lines, 'r').map((l) => l.outcome),
       ['retried'],
     );
+    await t.runFor(10_000);
+    assert.deepEqual(eventsFor().sort(), ['a', 'f', 'g', 'r'], "g's at its forceDeleteAfter, 30 s in, beside a's at its grace");
     assert.equal(t.claims.filter((c) => c === 'r').length, 1, 'r failed again once');
     t.stop.abort();
   });
