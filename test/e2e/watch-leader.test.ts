@@ -1,13 +1,21 @@
 // `run --watch --leader-elect` on the real control plane, as the shipped ServiceAccount with the
 // Deployment mode's RBAC: every replica watches, only the leader writes; kill -9 it while a Job's timer is pending, and
 // the new leader fails that Job (whose grace ran out while there was no leader) as soon as it
-// takes the Lease.
+// takes the Lease; a Job the dead leader failed without writing its Event gets it from the new one.
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
-import { CoordinationV1Api, KubernetesObjectApi, PatchStrategy, type KubeConfig } from '@kubernetes/client-node';
+import {
+  BatchV1Api,
+  CoordinationV1Api,
+  KubernetesObjectApi,
+  PatchStrategy,
+  setHeaderOptions,
+  type KubeConfig,
+} from '@kubernetes/client-node';
 import { ensureBuilt, jsonLines, startCli } from '../support/cli.ts';
+import { jobManifest } from '../support/fixtures.ts';
 import { useTestCluster } from '../support/hooks.ts';
 import { waitFor } from '../support/kubelet.ts';
 import { applyManifests, INSTALL_NS, loadManifest, serviceAccountKubeconfig } from '../support/manifests.ts';
@@ -75,6 +83,46 @@ describe('run --watch --leader-elect', () => {
       // Followers keep their view warm: the follower lists and watches too.
       await waitFor(() => synced(follower), 60_000, 'the follower watching');
 
+      // A Job the leader failed just before it died, killed between the claim and the Event: the
+      // claim as the sweeper writes it (one status patch: annotations, pending label, FailureTarget),
+      // 2 minutes ago. Its pod is gone once the Job controller fails it, so no watch stands for it.
+      const batch = kc.makeApiClient(BatchV1Api);
+      await batch.createNamespacedJob({ namespace: ns, body: jobManifest('left', 'registry.invalid/team/app:does-not-exist') });
+      const failedAt = new Date(Date.now() - 120_000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+      const message =
+        'regular container main of pod left-x waited 3m on image registry.invalid/team/app:does-not-exist (class permanent, rule defaults, grace 8s): ErrImagePull: not found';
+      await batch.patchNamespacedJobStatus(
+        {
+          namespace: ns,
+          name: 'left',
+          body: {
+            metadata: {
+              labels: { 'imagepull-sweeper/pending': 'true' },
+              annotations: {
+                'imagepull-sweeper/failed-at': failedAt,
+                'imagepull-sweeper/reason': 'ErrImagePull',
+                'imagepull-sweeper/message': message,
+                'imagepull-sweeper/claim': 'killed-leader',
+              },
+            },
+            status: {
+              conditions: [
+                {
+                  type: 'FailureTarget',
+                  status: 'True',
+                  reason: 'ImagePullStuck',
+                  message: `imagepull-sweeper: ${message}`,
+                  lastTransitionTime: new Date(failedAt),
+                  lastProbeTime: new Date(failedAt),
+                },
+              ],
+            },
+          },
+        },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      );
+      await waitForJobFailed(kc, ns, 'left', 30_000);
+
       // Both set the Job's timer; the leader dies before it fires (8 s grace).
       await createStuckJob(kc, ns, 'orphaned', { stuckFor: 0 });
       leader.child.kill('SIGKILL');
@@ -97,7 +145,16 @@ describe('run --watch --leader-elect', () => {
         0,
         'the killed leader failed nothing',
       );
-      assert.equal((await sweeperEvents(kc, ns)).filter((e) => e.reason === 'ImagePullStuck').length, 1);
+      // The Job the dead leader left: its Event written by the new leader, its label gone.
+      await waitFor(
+        async () => (await readJob(kc, ns, 'left')).metadata?.labels?.['imagepull-sweeper/pending'] === undefined,
+        30_000,
+        "the left Job's label removed",
+      );
+      const events = (await sweeperEvents(kc, ns)).filter((e) => e.reason === 'ImagePullStuck');
+      assert.deepEqual(events.map((e) => e.regarding?.name).sort(), ['left', 'orphaned'], 'one Event each');
+      assert.equal(events.find((e) => e.regarding?.name === 'left')?.action, 'FailJob');
+      assert.equal(lines(follower, 'wrote the missing FailJob Event of a Job failed by an earlier sweep').length, 1, follower.output());
       follower.child.kill('SIGTERM');
       assert.equal(await follower.exited, 0, follower.output());
     },
