@@ -136,15 +136,26 @@ export interface FaultFigures {
  */
 export async function waitForStuckEvents(kc: KubeConfig, namespaces: string[], stuck: HealthyJob[], timeoutMs: number): Promise<number> {
   const started = Date.now();
-  const wanted = new Set(stuck.map((j) => `${j.namespace}/${j.name}`));
   for (;;) {
-    const seen = new Set<string>();
-    for (const ns of namespaces) {
-      for (const e of await sweeperEvents(kc, ns)) if (e.reason === EVENT_REASON_STUCK) seen.add(`${ns}/${e.regarding?.name}`);
-    }
-    if ([...wanted].every((k) => seen.has(k)) || Date.now() - started >= timeoutMs) return (Date.now() - started) / 1000;
+    const { stuckEvents } = await eventsByJob(kc, namespaces);
+    if (stuck.every((j) => stuckEvents.has(`${j.namespace}/${j.name}`)) || Date.now() - started >= timeoutMs)
+      return (Date.now() - started) / 1000;
     await new Promise((resolve) => setTimeout(resolve, 500));
   }
+}
+
+/** The sweeper's Events by `namespace/Job`: ImagePullStuck ones counted, the Jobs any other one regards. */
+async function eventsByJob(kc: KubeConfig, namespaces: string[]): Promise<{ stuckEvents: Map<string, number>; otherEvents: Set<string> }> {
+  const stuckEvents = new Map<string, number>();
+  const otherEvents = new Set<string>();
+  for (const ns of namespaces) {
+    for (const e of await sweeperEvents(kc, ns)) {
+      const k = `${ns}/${e.regarding?.name}`;
+      if (e.reason === EVENT_REASON_STUCK) stuckEvents.set(k, (stuckEvents.get(k) ?? 0) + 1);
+      else otherEvents.add(k);
+    }
+  }
+  return { stuckEvents, otherEvents };
 }
 
 export async function countFaultOutcomes(
@@ -157,19 +168,10 @@ export async function countFaultOutcomes(
   const batch = kc.makeApiClient(BatchV1Api);
   const key = (ns: string | undefined, name: string | undefined) => `${ns}/${name}`;
   const jobs = new Map<string, V1Job>();
-  const events = new Map<string, number>();
-  const touchedByEvent = new Set<string>();
   for (const ns of namespaces) {
     for (const job of (await batch.listNamespacedJob({ namespace: ns })).items) jobs.set(key(ns, job.metadata?.name), job);
-    for (const e of await sweeperEvents(kc, ns)) {
-      if (e.reason !== EVENT_REASON_STUCK) {
-        touchedByEvent.add(key(ns, e.regarding?.name));
-        continue;
-      }
-      const k = key(ns, e.regarding?.name);
-      events.set(k, (events.get(k) ?? 0) + 1);
-    }
   }
+  const { stuckEvents: events, otherEvents: touchedByEvent } = await eventsByJob(kc, namespaces);
   const failed = (job: V1Job | undefined) => job?.status?.conditions?.some((c) => c.type === 'Failed' && c.status === 'True') ?? false;
   const decisions = new Map<string, number>();
   const lines = jsonLines(sweeperOutput);

@@ -82,33 +82,32 @@ function planOfOutcome(outcome: Outcome, decision: Decision): Decision['plan'] |
   }
 }
 
-/** A Job failed by the sweeper and not finished: force-delete after forceDeleteAfter, fail again after confirmWithin. */
+/** A Job failed by the sweeper and not finished: its timed rules after `failed-at`, earliest first. */
+function pendingRules(failedAtMs: number, limits: DueContext['limits']): Due[] {
+  const rules: Due[] = [];
+  const forceAfter = limits.forceDeleteAfterSeconds ?? 0;
+  if (forceAfter > 0) rules.push({ atMs: failedAtMs + forceAfter * 1000, reason: 'forceDeleteAfter' });
+  rules.push({ atMs: failedAtMs + limits.confirmWithinSeconds * 1000, reason: 'confirmWithin' });
+  return rules.sort((a, b) => a.atMs - b.atMs);
+}
+
+/** Force-delete after forceDeleteAfter, fail again after confirmWithin: the first still to come. */
 function pendingDue(failedAtMs: number, ctx: DueContext): Due | undefined {
   if (ctx.dryRun) return undefined;
-  const candidates: Due[] = [];
-  const forceAfter = ctx.limits.forceDeleteAfterSeconds ?? 0;
-  if (forceAfter > 0) candidates.push({ atMs: failedAtMs + forceAfter * 1000, reason: 'forceDeleteAfter' });
-  candidates.push({ atMs: failedAtMs + ctx.limits.confirmWithinSeconds * 1000, reason: 'confirmWithin' });
   // A time already passed was acted on by the sweep that reported this decision.
-  const future = candidates.filter((d) => d.atMs > ctx.nowMs);
-  return future.sort((a, b) => a.atMs - b.atMs)[0];
+  return pendingRules(failedAtMs, ctx.limits).find((d) => d.atMs > ctx.nowMs);
 }
 
 /**
  * A Job an earlier leader failed and left (its pending label, `failed-at`): the timer that leader
- * held for it, its first of forceDeleteAfter and confirmWithin, or now if that has passed. Without
- * a readable `failed-at`: now.
+ * held for it, its first of forceDeleteAfter and confirmWithin, or now if that has passed (no one
+ * acted on it). Without a readable `failed-at`: now.
  */
 export function leftBehindDue(failedAt: string | undefined, ctx: DueContext): Due | undefined {
   if (ctx.dryRun) return undefined;
   const at = Date.parse(failedAt ?? '');
   if (Number.isNaN(at)) return { atMs: ctx.nowMs, reason: 'confirmWithin' };
-  const forceAfter = ctx.limits.forceDeleteAfterSeconds ?? 0;
-  const confirm: Due = { atMs: at + ctx.limits.confirmWithinSeconds * 1000, reason: 'confirmWithin' };
-  const first =
-    forceAfter > 0 && at + forceAfter * 1000 < confirm.atMs
-      ? { atMs: at + forceAfter * 1000, reason: 'forceDeleteAfter' as const }
-      : confirm;
+  const first = pendingRules(at, ctx.limits)[0]!;
   return { atMs: Math.max(first.atMs, ctx.nowMs), reason: first.reason };
 }
 
