@@ -40,6 +40,8 @@ export interface RestartOptions {
   /** How many times the list may start over after its continue token expired (default 3). */
   maxRestarts?: number;
   onRestart?: (restart: number) => void;
+  /** Before a failed page is asked again (default: the wall clock's timer). */
+  wait?: (ms: number) => Promise<unknown>;
 }
 
 /**
@@ -56,7 +58,7 @@ export async function listFromStart<T, A>(
   for (let restart = 0; ; restart += 1) {
     const acc = fresh();
     try {
-      await forEachPage(listPage, (items) => onPage(acc, items));
+      await forEachPage(listPage, (items) => onPage(acc, items), options.wait);
       return acc;
     } catch (error) {
       if (describeApiError(error).status !== 410 || restart >= maxRestarts) throw error;

@@ -14,6 +14,7 @@ export async function listPendingJobs(
   gateway: KubeGateway,
   namespaces: readonly string[],
   onRestart: (namespace: string | undefined, restart: number) => void,
+  wait?: (ms: number) => Promise<unknown>,
 ): Promise<JobView[]> {
   const scopes: (string | undefined)[] = namespaces.length > 0 ? [...new Set(namespaces)] : [undefined];
   const jobs: JobView[] = [];
@@ -26,6 +27,7 @@ export async function listPendingJobs(
       (acc, page) => acc.push(...page.map(toJobView)),
       {
         onRestart: (restart) => onRestart(namespace, restart),
+        ...(wait ? { wait } : {}),
       },
     );
     jobs.push(...views);

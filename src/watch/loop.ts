@@ -379,11 +379,20 @@ export class WatchLoop {
     this.leftBehindRetryAtMs = undefined;
     this.whole = (async () => {
       const policy = await this.currentPolicy();
-      const jobs = await listPendingJobs(this.reading(gateway), this.options.namespaces, (namespace, restart) =>
-        this.logger.warn('pending Job list continue token expired; listing again from the start', { namespace: namespace ?? '*', restart }),
+      const jobs = await listPendingJobs(
+        this.reading(gateway),
+        this.options.namespaces,
+        (namespace, restart) =>
+          this.logger.warn('pending Job list continue token expired; listing again from the start', {
+            namespace: namespace ?? '*',
+            restart,
+          }),
+        (ms) => this.deps.sleep(ms, this.watching.signal),
       );
+      // With no valid policy yet, the whole sweep a valid one starts lists and judges them.
+      if (!policy) return;
       const nowMs = this.deps.clock.serverNowMs(this.monotonicMs());
-      if (!policy || nowMs === undefined) return;
+      if (nowMs === undefined) throw new Error("the server's clock is not known yet");
       const ctx = { nowMs, limits: policy.limits, dryRun: this.options.dryRun };
       for (const job of jobs) {
         if (job.pendingLabel !== PENDING.claimed || this.cache.podsOf(job.uid).length > 0 || this.deps.timers.get(job.uid)) continue;
@@ -391,7 +400,7 @@ export class WatchLoop {
       }
     })()
       .catch((error: unknown) => {
-        this.logger.error('could not list the Jobs an earlier leader failed; trying again shortly', {
+        this.logger.error('could not take over the Jobs an earlier leader failed; trying again shortly', {
           error: describeApiError(error).message,
         });
         this.leftBehindRetryAtMs = this.monotonicMs() + LEFT_BEHIND_RETRY_MS;

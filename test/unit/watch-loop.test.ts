@@ -180,6 +180,8 @@ interface Setup {
   running?: string[];
   /** Of the `pending` Jobs, those the Job controller has Failed (their pods gone, their Event owed). */
   finished?: string[];
+  /** The first lists of the pending Jobs, this many, answer 503 (a fault that outlasts the retries). */
+  pendingListsDown?: number;
 }
 
 function setup(s: Setup) {
@@ -201,6 +203,7 @@ function setup(s: Setup) {
     if (s.finished?.includes(name)) j.status = { failed: 1, conditions: [{ type: 'Failed', status: 'True', reason: 'PodFailurePolicy' }] };
     return j;
   };
+  let pendingListsLeftDown = s.pendingListsDown ?? 0;
   const runningPods = new Map((s.running ?? []).map((job) => [`${job}-pod`, restartedInPlace(stuckPod(job))]));
   const scripted = scriptedGateway(
     {
@@ -218,6 +221,10 @@ function setup(s: Setup) {
         async (opts: { labelSelector?: string; namespace?: string }) => {
           const other = s.elsewhere && opts.namespace === s.elsewhere.namespace ? s.elsewhere : undefined;
           if (!opts.labelSelector) await (other ? other.slowList : s.slowList);
+          else if (pendingListsLeftDown > 0) {
+            pendingListsLeftDown -= 1;
+            return apiError(503, 'ServiceUnavailable', 'the server is currently unable to handle the request');
+          }
           if (other && !opts.labelSelector)
             return { items: other.jobs.map((name) => jobObject(name, other.namespace)), continueToken: undefined };
           return {
@@ -907,6 +914,24 @@ describe('the watch loop', () => {
     await t.runFor(10_000);
     assert.deepEqual(eventsFor().sort(), ['a', 'f', 'g', 'r'], "g's at its forceDeleteAfter, 30 s in, beside a's at its grace");
     assert.equal(t.claims.filter((c) => c === 'r').length, 1, 'r failed again once');
+    t.stop.abort();
+  });
+
+  it("lists the Jobs an earlier leader failed again, 5 s later, when the new leader's list fails", async () => {
+    // The list's page is asked four times (once, then after 1, 2 and 4 s), and fails each time.
+    const t = setup({ jobs: ['a'], pending: { f: new Date(since - 70_000) }, finished: ['f'], pendingListsDown: 4 });
+    const eventsFor = () =>
+      t.scripted.calls
+        .filter((c) => c.method === 'createEvent')
+        .map((c) => (c.args[1] as { regarding?: { name?: string } }).regarding?.name);
+    await t.start(false);
+    await t.runFor(20_000);
+    t.loop.lead(new AbortController().signal);
+    await t.runFor(7_500);
+    assert.deepEqual(eventsFor(), [], 'the list failed: nothing known of f yet');
+    assert.ok(t.lines.some((l) => String(l.message).startsWith('could not take over the Jobs an earlier leader failed')));
+    await t.runFor(5_000);
+    assert.deepEqual(eventsFor().sort(), ['a', 'f'], "f's owed Event once the list is made again, beside a's at its grace");
     t.stop.abort();
   });
 
