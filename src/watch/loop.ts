@@ -776,11 +776,16 @@ export class WatchLoop {
   }
 
   private backOff(key: string, nowMs: number, was: Due): void {
-    const failures = (this.failures.get(key) ?? 0) + 1;
-    this.failures.set(key, failures);
-    const delayMs = backOffMs(failures, FIRST_BACK_OFF_MS, this.periodMs);
+    const delayMs = this.nextBackOffMs(key);
     if (delayMs < this.periodMs)
       this.deps.timers.set(key, { atMs: nowMs + delayMs, reason: was.reason === 'grace' ? 'error' : was.reason });
+  }
+
+  /** One more failure of `key` in a row: how long it backs off (from 1 s, doubling up to the backstop period). */
+  private nextBackOffMs(key: string): number {
+    const failures = (this.failures.get(key) ?? 0) + 1;
+    this.failures.set(key, failures);
+    return backOffMs(failures, FIRST_BACK_OFF_MS, this.periodMs);
   }
 
   /** The period's failures so far, and those the sweeps in flight judged to fail. */
@@ -912,8 +917,15 @@ export class WatchLoop {
     const nowMs = deps.clock.serverNowMs(this.monotonicMs()) ?? 0;
     this.jobReads.prune(this.monotonicMs());
     for (const d of decisions) {
-      const due = dueOf(d, undefined, { nowMs, limits: policy.limits, dryRun: this.options.dryRun });
       const key = this.keyOf(d);
+      // A Job whose read failed (after the gateway's retries) backs off as a failed write does, from 1 s.
+      const errorDelayMs = d.plan === 'error' ? this.nextBackOffMs(key) : undefined;
+      const due = dueOf(d, undefined, {
+        nowMs,
+        limits: policy.limits,
+        dryRun: this.options.dryRun,
+        ...(errorDelayMs === undefined ? {} : { errorDelayMs }),
+      });
       if (this.whole) this.judgedMeanwhile.add(key);
       const known = deps.timers.get(key);
       // A heal due (a pull secret given) is not put off by a later grace.

@@ -182,6 +182,8 @@ interface Setup {
   finished?: string[];
   /** The first lists of the pending Jobs, this many, answer 503 (a fault that outlasts the retries). */
   pendingListsDown?: number;
+  /** The first reads of these Jobs, this many, answer 503. */
+  readsDown?: Record<string, number>;
 }
 
 function setup(s: Setup) {
@@ -210,6 +212,10 @@ function setup(s: Setup) {
       readJob: [
         async (namespace: string, name: string) => {
           await s.slowReads?.get(name);
+          if (s.readsDown?.[name]) {
+            s.readsDown[name] -= 1;
+            return apiError(503, 'ServiceUnavailable', 'the server is currently unable to handle the request');
+          }
           const j = jobObject(name, namespace);
           j.metadata!.annotations = annotations.get(name);
           return j;
@@ -413,6 +419,21 @@ describe('the watch loop', () => {
     assert.deepEqual(t.claims, ['a'], "a was failed on time while b's read still hung");
     await answer(t);
     assert.deepEqual(t.claims, ['a', 'b'], 'b, stuck as long as a, is failed once its read answers');
+    t.stop.abort();
+  });
+
+  it('pre-judges a Job whose read failed again after 1 s, then 2 s: its own back-off, not a fixed 5 s', async () => {
+    const t = setup({ jobs: [], readsDown: { b: 2 } });
+    await t.start();
+    await t.runFor(35_000);
+    // b has been stuck 35 s, past its grace of 30 s, when the watch first brings it.
+    t.watch.emit({ type: 'ADDED', object: stuckPod('b', { rv: '5' }), resourceVersion: '5' });
+    await t.runFor(2_000);
+    assert.deepEqual(t.claims, [], 'two reads failed so far: at once, then 1 s later');
+    await t.runFor(1_500);
+    assert.deepEqual(t.claims, ['b'], 'the third read, 2 s after the second, and the claim at once');
+    const reads = t.scripted.calls.filter((c) => c.method === 'readJob' && c.args[1] === 'b').length;
+    assert.equal(reads, 3);
     t.stop.abort();
   });
 
