@@ -370,6 +370,10 @@ function setup(s: Setup) {
   return { loop, watch, time, claims, claimedAt, started, sweeps, lines, start, runFor, stop, scripted };
 }
 
+/** The names of the objects the sweeper's Events are about, in the order written. */
+const eventsWritten = (scripted: { calls: { method: string; args: unknown[] }[] }) =>
+  scripted.calls.filter((c) => c.method === 'createEvent').map((c) => (c.args[1] as { regarding?: { name?: string } }).regarding?.name);
+
 const audit = (lines: Record<string, unknown>[], job: string) => lines.filter((l) => l.job === job && typeof l.outcome === 'string');
 
 describe('the watch loop', () => {
@@ -914,10 +918,7 @@ describe('the watch loop', () => {
       pending: { f: new Date(since - 70_000), r: new Date(since - 20 * 60_000), g: new Date(since - 30_000) },
       finished: ['f', 'g'],
     });
-    const eventsFor = () =>
-      t.scripted.calls
-        .filter((c) => c.method === 'createEvent')
-        .map((c) => (c.args[1] as { regarding?: { name?: string } }).regarding?.name);
+    const eventsFor = () => eventsWritten(t.scripted);
     await t.start(false);
     await t.runFor(20_000);
     assert.deepEqual(eventsFor(), [], 'a follower writes nothing');
@@ -941,10 +942,7 @@ describe('the watch loop', () => {
   it("lists the Jobs an earlier leader failed again, 5 s later, when the new leader's list fails", async () => {
     // The list's page is asked four times (once, then after 1, 2 and 4 s), and fails each time.
     const t = setup({ jobs: ['a'], pending: { f: new Date(since - 70_000) }, finished: ['f'], pendingListsDown: 4 });
-    const eventsFor = () =>
-      t.scripted.calls
-        .filter((c) => c.method === 'createEvent')
-        .map((c) => (c.args[1] as { regarding?: { name?: string } }).regarding?.name);
+    const eventsFor = () => eventsWritten(t.scripted);
     await t.start(false);
     await t.runFor(20_000);
     t.loop.lead(new AbortController().signal);
