@@ -1,12 +1,15 @@
 // One collection listed, then watched from the list's resourceVersion, for as long as the signal
 // lives (client-go's reflector): the pods and the policy ConfigMap of `run --watch` both use it.
-// - A page that fails is asked again with the same continue token (with back-off), so a fault on
-//   page 250 costs one page; a continue token that expired (410) starts the list over.
+// - A page that fails is asked again with the same continue token, so a fault on page 250 costs
+//   one page: first as the gateway retries a read (250 ms doubling, the server's Retry-After
+//   honoured), then with the back-off of a failed watch; a continue token that expired (410)
+//   starts the list over.
 // - A watch that ends (the server's timeout) or drops is resumed from the last resourceVersion seen,
 //   bookmarks included; one that expired (410 Gone) lists again.
 // - The back-off between failed watches resets once a watch is accepted; one that stayed up a
 //   second or more is resumed at once when it drops (only a watch failing quickly backs off).
-import { describeApiError } from '../kube/errors.ts';
+import { describeApiError, isRetryable } from '../kube/errors.ts';
+import { DEFAULT_RETRY_POLICY, retryDelayMs } from '../kube/retrying.ts';
 import { WatchExpiredError, type Collection, type WatchEvent, type WatchGateway } from '../kube/watch.ts';
 
 export type RestartReason = 'timeout' | 'dropped' | 'expired';
@@ -134,20 +137,30 @@ async function listAll<T>(
     let continueToken: string | undefined;
     let resourceVersion: string | undefined;
     let expired = false;
+    let attempt = 0;
     do {
       if (signal.aborted) return undefined;
       try {
+        attempt += 1;
         const page = await gateway.list<T>(collection, { limit: options.pageSize ?? 500, continueToken, signal });
+        attempt = 0;
         resourceVersion ??= page.resourceVersion;
         for (const item of page.items) handler.listed(item);
         continueToken = page.continueToken;
       } catch (error) {
         if (signal.aborted) return undefined;
-        if (continueToken !== undefined && describeApiError(error).status === 410) {
+        const failure = describeApiError(error);
+        if (continueToken !== undefined && failure.status === 410) {
           options.onRestart?.(scope(collection), 'expired', (error as Error).message);
           expired = true;
           break;
         }
+        if (isRetryable(failure) && attempt < DEFAULT_RETRY_POLICY.attempts) {
+          options.onRestart?.(scope(collection), 'dropped', failure.message);
+          await options.sleep(retryDelayMs({ ...DEFAULT_RETRY_POLICY, random: options.random ?? Math.random }, failure, attempt), signal);
+          continue;
+        }
+        attempt = 0;
         await backOff(error);
       }
     } while (continueToken !== undefined || resourceVersion === undefined);

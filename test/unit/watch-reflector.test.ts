@@ -55,6 +55,44 @@ describe('the reflector', () => {
     ]);
   });
 
+  it('asks a failed page again as the gateway retries a read, and only then backs off as after a failed watch', async () => {
+    const stop = new AbortController();
+    const sleeps: number[] = [];
+    const asked: (string | undefined)[] = [];
+    const throttled = () => new ApiStatusError(429, 'HTTP 429: slow down', '{"kind":"Status","code":429}', { 'retry-after': '1' });
+    // The first page meets four faults in a row (the last a 429 with Retry-After: 1), then a fifth;
+    // the second page one.
+    const answers: (ListPage<string> | Error)[] = [
+      dropped(),
+      dropped(),
+      dropped(),
+      dropped(),
+      throttled(),
+      { items: ['a'], continueToken: 'p2', resourceVersion: '10' },
+      dropped(),
+      { items: ['b'], continueToken: undefined, resourceVersion: '' },
+    ];
+    const gateway: WatchGateway = {
+      async list<T>(_c: Collection, opts: { continueToken?: string }) {
+        asked.push(opts.continueToken);
+        const next = answers.shift()!;
+        if (next instanceof Error) throw next;
+        return next as ListPage<T>;
+      },
+      async watch() {
+        stop.abort();
+      },
+      probeDate: async () => undefined,
+    };
+    const handler = recorder();
+    await reflect(gateway, COLLECTION, handler, { sleep: async (ms) => void sleeps.push(ms), random: () => 0 }, stop.signal);
+    // 250, 500, 1000 ms between the gateway's four attempts; the watch's back-off (500 ms); then a
+    // 429's Retry-After; a page that was read starts its own attempts afresh.
+    assert.deepEqual(sleeps, [250, 500, 1000, 500, 1000, 250]);
+    assert.deepEqual(asked, [undefined, undefined, undefined, undefined, undefined, undefined, 'p2', 'p2']);
+    assert.deepEqual(handler.passes, [['a', 'b', 'end']]);
+  });
+
   it('backs off between failed watches, and starts the back-off afresh once a watch was accepted', async () => {
     const stop = new AbortController();
     const sleeps: number[] = [];
