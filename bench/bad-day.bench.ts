@@ -556,6 +556,7 @@ async function failover(cluster: Cluster): Promise<void> {
   // When each Job's stuck status was written: its stuck clock starts earlier (at Initialized, as
   // on the real node), so its grace can run out before the sweeper can know it is stuck.
   const written = new Map<string, number>();
+  const landed = new Map<string, number>();
   try {
     for (let wave = 0; wave < 10; wave += 1) {
       await Promise.all(
@@ -572,6 +573,7 @@ async function failover(cluster: Cluster): Promise<void> {
               },
             ],
           });
+          landed.set(k, Date.now());
           due.set(k, graceEnds(pod));
         }),
       );
@@ -586,6 +588,9 @@ async function failover(cluster: Cluster): Promise<void> {
     const across: number[] = [];
     const lives: number[] = [];
     const livesSeen: number[] = [];
+    // The part of a lives figure no sweeper can shorten (the stuck status landed after grace), and the rest.
+    const statusLanded: number[] = [];
+    const afterLanded: number[] = [];
     const acrossTaken: number[] = [];
     // Due before the first replica took the Lease (the first wave meets the replicas starting): no leader lived yet.
     const firstTaken = holders.find((h) => h.holder !== '')?.at ?? Infinity;
@@ -606,16 +611,23 @@ async function failover(cluster: Cluster): Promise<void> {
       const killed = holders.findLast((h) => h.at <= kill!)?.holder;
       const taken = isAcross ? holders.find((h) => h.at > kill && h.holder !== '' && h.holder !== killed)?.at : undefined;
       if (taken !== undefined) acrossTaken.push((c - Math.max(d, taken)) / 1000);
-      if (!isAcross) livesSeen.push((c - Math.max(d, written.get(k)!)) / 1000);
+      if (!isAcross) {
+        livesSeen.push((c - Math.max(d, written.get(k)!)) / 1000);
+        statusLanded.push((landed.get(k)! - d) / 1000);
+        afterLanded.push((c - Math.max(d, landed.get(k)!)) / 1000);
+      }
     }
     const timeline = join(tmpdir(), `bad-day-failover-${process.pid}.json`);
-    writeFileSync(timeline, JSON.stringify({ due: [...due], claimed: [...claimed], kills, exitedAt, holders }));
+    writeFileSync(
+      timeline,
+      JSON.stringify({ due: [...due], claimed: [...claimed], kills, exitedAt, holders, written: [...written], landed: [...landed] }),
+    );
     console.log(`failover timeline: ${timeline}`);
     // The replicas still run: an Event a kill cut short is written by the next leader's sweep.
     const eventsWaited = await waitForStuckEvents(kc, namespaces, jobs, 60_000);
     const counted = await countFaultOutcomes(kc, namespaces, jobs, healthy, output());
     console.log(
-      `failover (faults ${FAULT_RATE}, ${kills.length} kills, ${exits.length} exits of their own [${exits.join(',')}], ${injected.cuts} watch cuts): first write after grace, leader lives p50 ${f2(pct(lives, 50))} s, p99 ${f2(pct(lives, 99))} s (${lives.length}; after grace or the stuck status's write, whichever is later: p50 ${f2(pct(livesSeen, 50))} s, p99 ${f2(pct(livesSeen, 99))} s); across a kill or a lost Lease p99 ${f2(pct(across, 99))} s (${across.length}; after the new leader took the Lease: p50 ${f2(pct(acrossTaken, 50))} s, p99 ${f2(pct(acrossTaken, 99))} s); due before the first leader took the Lease ${beforeLeader.length}, written after it p50 ${f2(pct(beforeLeader, 50))} s, max ${f2(Math.max(...beforeLeader))} s; ` +
+      `failover (faults ${FAULT_RATE}, ${kills.length} kills, ${exits.length} exits of their own [${exits.join(',')}], ${injected.cuts} watch cuts): first write after grace, leader lives p50 ${f2(pct(lives, 50))} s, p99 ${f2(pct(lives, 99))} s (${lives.length}; after grace or the stuck status's write, whichever is later: p50 ${f2(pct(livesSeen, 50))} s, p99 ${f2(pct(livesSeen, 99))} s; the stuck status landed p50 ${f2(pct(statusLanded, 50))} s after grace, and the first write came p50 ${f2(pct(afterLanded, 50))} s, p99 ${f2(pct(afterLanded, 99))} s after that); across a kill or a lost Lease p99 ${f2(pct(across, 99))} s (${across.length}; after the new leader took the Lease: p50 ${f2(pct(acrossTaken, 50))} s, p99 ${f2(pct(acrossTaken, 99))} s); due before the first leader took the Lease ${beforeLeader.length}, written after it p50 ${f2(pct(beforeLeader, 50))} s, max ${f2(Math.max(...beforeLeader))} s; ` +
         `unfailed ${counted.unfailed}, lost Events ${counted.lostEvents} (after waiting ${f2(eventsWaited)} s for owed ones), duplicate Events ${counted.duplicateEvents}, early ${early}, controls touched ${counted.healthyTouched}/30`,
     );
   } finally {
