@@ -153,8 +153,15 @@ async function stoppableRegistry(upstream: string): Promise<{ host: string; star
   };
 }
 
-for (const runtime of testRuntimes()) {
-  describe(`healing on the real node, as the shipped ServiceAccount under the guard: ${runtimeLabel(runtime)}`, () => {
+// Each runtime's node, registries, images and namespaces are its own, and most of a runtime's time
+// is the kubelet's back-off: the runtimes run side by side, each one's tests in order (the last
+// changes its node's registry configuration).
+describe('healing on the real nodes', { concurrency: true }, () => {
+  for (const runtime of testRuntimes()) healingOn(runtime);
+});
+
+function healingOn(runtime: NodeRuntime): void {
+  describe(`healing on the real node, as the shipped ServiceAccount under the guard: ${runtimeLabel(runtime)}`, { concurrency: 1 }, () => {
     let node: TestNodeHandle;
     /**
      * An image of the auth registry for one test: an image a test before it pulled is on the node,
@@ -328,7 +335,7 @@ for (const runtime of testRuntimes()) {
             containerKind: 'regular',
             reasons: ['ErrImagePull'],
           });
-          const policyPath = join(policyDir, 'heal.yaml');
+          const policyPath = join(policyDir, `heal-${runtime}.yaml`);
           writeFileSync(policyPath, 'defaults: { heal: true }\n');
           // The backstop never comes, and the auth grace (10 min by default) is far: only the ServiceAccount's event can heal it.
           const proc = startCli(
