@@ -22,6 +22,16 @@ function recorder(): ReflectorHandler<string> & { passes: string[][] } {
   };
 }
 
+/** A list that answers `answers` in turn (an Error is thrown), noting each continue token asked. */
+function scriptedList(answers: (ListPage<string> | Error)[], asked: (string | undefined)[]): WatchGateway['list'] {
+  return async <T>(_c: Collection, opts: { continueToken?: string }) => {
+    asked.push(opts.continueToken);
+    const next = answers.shift()!;
+    if (next instanceof Error) throw next;
+    return next as ListPage<T>;
+  };
+}
+
 describe('the reflector', () => {
   it('asks a failed page again from its continue token, and starts over only when that token expired', async () => {
     const asked: (string | undefined)[] = [];
@@ -34,12 +44,7 @@ describe('the reflector', () => {
     ];
     const stop = new AbortController();
     const gateway: WatchGateway = {
-      async list<T>(_c: Collection, opts: { continueToken?: string }) {
-        asked.push(opts.continueToken);
-        const next = answers.shift()!;
-        if (next instanceof Error) throw next;
-        return next as ListPage<T>;
-      },
+      list: scriptedList(answers, asked),
       async watch(_c: Collection, opts: WatchStream) {
         assert.equal(opts.resourceVersion, '20', 'watched from the complete pass');
         stop.abort();
@@ -73,12 +78,7 @@ describe('the reflector', () => {
       { items: ['b'], continueToken: undefined, resourceVersion: '' },
     ];
     const gateway: WatchGateway = {
-      async list<T>(_c: Collection, opts: { continueToken?: string }) {
-        asked.push(opts.continueToken);
-        const next = answers.shift()!;
-        if (next instanceof Error) throw next;
-        return next as ListPage<T>;
-      },
+      list: scriptedList(answers, asked),
       async watch() {
         stop.abort();
       },
