@@ -163,6 +163,8 @@ export class LeaderElector {
 
   private wrote(spec: LeaseSpec, resourceVersion: string | undefined, nowMs: number): void {
     this.seen = { fingerprint: fingerprint(spec), atMs: nowMs };
+    // The holder is now this process: a renewal that fails later is not "another holder seen".
+    this.lastHolder = this.deps.identity;
     this.own = resourceVersion === undefined ? undefined : { metadata: { resourceVersion }, spec };
   }
 
@@ -219,7 +221,7 @@ export class LeaderElector {
       logger.error('lost the lease: stopping at once, abandoning the writes in flight', {
         lease,
         renewDeadlineMs: timings.renewDeadlineMs,
-        holder: this.lastHolder || undefined,
+        holder: this.lastHolder === this.deps.identity ? undefined : this.lastHolder || undefined,
       });
       onLost?.();
     });

@@ -423,6 +423,33 @@ describe('LeaderElector.run: stopping when it should', () => {
     assert.equal(store.lease?.spec?.holderIdentity, 'b', 'a lost Lease is not released');
   });
 
+  it('a leader that took the Lease from another holder keeps it through a failed renewal, until the renew deadline', async () => {
+    const store = memoryStore();
+    store.lease = { metadata: { resourceVersion: '7' }, spec: { holderIdentity: 'b', leaseDurationSeconds: 15, leaseTransitions: 2 } };
+    const clock = { ms: 0 };
+    const stop = new AbortController();
+    const lost: number[] = [];
+    let tookAt: number | undefined;
+    const e = new LeaderElector({
+      ...electorDeps(store, 'a', clock),
+      sleep: async (ms) => {
+        clock.ms += ms;
+        tookAt ??= store.lease?.spec?.holderIdentity === 'a' ? clock.ms : undefined;
+        // One renewal, 4 s into its tenure, meets a dropped connection; the next goes through.
+        store.failing = tookAt !== undefined && clock.ms - tookAt === 4_000;
+        if (clock.ms > 60_000) stop.abort();
+      },
+    });
+    const end = await e.run(
+      (signal) => new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true })),
+      stop.signal,
+      () => lost.push(clock.ms),
+    );
+    assert.ok(tookAt !== undefined && tookAt >= 15_000, `took b's Lease once it expired (at ${tookAt} ms)`);
+    assert.deepEqual(lost, [], 'not lost: b was the holder before, not one seen since');
+    assert.equal(end, 'released');
+  });
+
   it('a lead that throws ends the run with its error (the process exits non-zero), the Lease not released', async () => {
     const store = memoryStore();
     const clock = { ms: 0 };
