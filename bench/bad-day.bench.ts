@@ -584,7 +584,11 @@ async function failover(cluster: Cluster): Promise<void> {
     await sleep(5_000);
     running = false;
     await killer;
-    const renewed = 15_000;
+    /** When the bench first saw another replica hold the Lease after the leader died at `t` (Infinity: none did). */
+    const takenAfter = (t: number): number => {
+      const killed = holders.findLast((h) => h.at <= t)?.holder;
+      return holders.find((h) => h.at > t && h.holder !== '' && h.holder !== killed)?.at ?? Infinity;
+    };
     const across: number[] = [];
     const lives: number[] = [];
     const livesSeen: number[] = [];
@@ -604,13 +608,14 @@ async function failover(cluster: Cluster): Promise<void> {
         beforeLeader.push((c - firstTaken) / 1000);
         continue;
       }
-      const kill = [...kills, ...exitedAt].find((t) => t >= d - renewed && t <= c);
+      // Across a kill: the leader died before the Job's first write, and either the Job was due
+      // before that or no new leader held the Lease yet when it fell due (the Lease changes hands a
+      // lease duration after the last renewal seen, later when a renewal lands after its sender died).
+      const kill = [...kills, ...exitedAt].find((t) => t <= c && d < takenAfter(t));
       const isAcross = kill !== undefined;
       (isAcross ? across : lives).push((c - d) / 1000);
-      // The new leader: the first other holder the bench saw after the kill.
-      const killed = holders.findLast((h) => h.at <= kill!)?.holder;
-      const taken = isAcross ? holders.find((h) => h.at > kill && h.holder !== '' && h.holder !== killed)?.at : undefined;
-      if (taken !== undefined) acrossTaken.push((c - Math.max(d, taken)) / 1000);
+      const taken = isAcross ? takenAfter(kill) : Infinity;
+      if (taken !== Infinity) acrossTaken.push((c - Math.max(d, taken)) / 1000);
       if (!isAcross) {
         livesSeen.push((c - Math.max(d, written.get(k)!)) / 1000);
         statusLanded.push((landed.get(k)! - d) / 1000);
