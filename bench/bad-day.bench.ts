@@ -517,6 +517,8 @@ async function failover(cluster: Cluster): Promise<void> {
   const exits: number[] = [];
   /** When a leader that lost its Lease was seen gone: a change of leader, as a kill is. */
   const exitedAt: number[] = [];
+  /** Every replica killed or gone on its own, with the name it ran under (a follower's exit is no change of leader). */
+  const deaths: { at: number; name: string }[] = [];
   const holders: { at: number; holder: string }[] = [];
   let running = true;
   // The killer: whoever holds the Lease for 20 s is SIGKILLed and replaced.
@@ -536,6 +538,7 @@ async function failover(cluster: Cluster): Promise<void> {
         if (replicas[r]!.child.exitCode === null) continue;
         exits.push(replicas[r]!.child.exitCode!);
         exitedAt.push(Date.now());
+        deaths.push({ at: Date.now(), name: names[r]! });
         names[r] = `replica-${r}-r${exits.length}`;
         replicas[r] = await startSweeper(args, { POD_NAME: names[r]! });
         everyReplica.push(replicas[r]!);
@@ -545,6 +548,7 @@ async function failover(cluster: Cluster): Promise<void> {
       if (i < 0) continue;
       replicas[i]!.child.kill('SIGKILL');
       kills.push(Date.now());
+      deaths.push({ at: Date.now(), name: names[i]! });
       names[i] = `replica-${i}-${kills.length}`;
       replicas[i] = await startSweeper(args, { POD_NAME: names[i]! });
       everyReplica.push(replicas[i]!);
@@ -584,10 +588,14 @@ async function failover(cluster: Cluster): Promise<void> {
     await sleep(5_000);
     running = false;
     await killer;
-    /** When the bench first saw another replica hold the Lease after the leader died at `t` (Infinity: none did). */
-    const takenAfter = (t: number): number => {
-      const killed = holders.findLast((h) => h.at <= t)?.holder;
-      return holders.find((h) => h.at > t && h.holder !== '' && h.holder !== killed)?.at ?? Infinity;
+    /**
+     * When the bench first saw another replica hold the Lease after the one that died last held it
+     * (Infinity: none did; -Infinity: the one that died never led).
+     */
+    const takenAfter = ({ at, name }: { at: number; name: string }): number => {
+      const held = holders.findLastIndex((h) => h.at <= at && h.holder.startsWith(`${name}_`));
+      if (held < 0) return -Infinity;
+      return holders.slice(held + 1).find((h) => h.holder !== '' && !h.holder.startsWith(`${name}_`))?.at ?? Infinity;
     };
     const across: number[] = [];
     const lives: number[] = [];
@@ -611,10 +619,10 @@ async function failover(cluster: Cluster): Promise<void> {
       // Across a kill: the leader died before the Job's first write, and either the Job was due
       // before that or no new leader held the Lease yet when it fell due (the Lease changes hands a
       // lease duration after the last renewal seen, later when a renewal lands after its sender died).
-      const kill = [...kills, ...exitedAt].find((t) => t <= c && d < takenAfter(t));
-      const isAcross = kill !== undefined;
+      const death = deaths.find((x) => x.at <= c && d < takenAfter(x));
+      const isAcross = death !== undefined;
       (isAcross ? across : lives).push((c - d) / 1000);
-      const taken = isAcross ? takenAfter(kill) : Infinity;
+      const taken = isAcross ? takenAfter(death) : Infinity;
       if (taken !== Infinity) acrossTaken.push((c - Math.max(d, taken)) / 1000);
       if (!isAcross) {
         livesSeen.push((c - Math.max(d, written.get(k)!)) / 1000);
@@ -625,7 +633,16 @@ async function failover(cluster: Cluster): Promise<void> {
     const timeline = join(tmpdir(), `bad-day-failover-${process.pid}.json`);
     writeFileSync(
       timeline,
-      JSON.stringify({ due: [...due], claimed: [...claimed], kills, exitedAt, holders, written: [...written], landed: [...landed] }),
+      JSON.stringify({
+        due: [...due],
+        claimed: [...claimed],
+        kills,
+        exitedAt,
+        deaths,
+        holders,
+        written: [...written],
+        landed: [...landed],
+      }),
     );
     console.log(`failover timeline: ${timeline}`);
     // The replicas still run: an Event a kill cut short is written by the next leader's sweep.
