@@ -515,9 +515,7 @@ async function failover(cluster: Cluster): Promise<void> {
   const output = () => everyReplica.map((r) => r.output()).join('');
   const kills: number[] = [];
   const exits: number[] = [];
-  /** When a leader that lost its Lease was seen gone: a change of leader, as a kill is. */
-  const exitedAt: number[] = [];
-  /** Every replica killed or gone on its own, with the name it ran under (a follower's exit is no change of leader). */
+  /** Every replica killed or gone on its own (a lost Lease exits 1), with the name it ran under: a follower's exit is no change of leader. */
   const deaths: { at: number; name: string }[] = [];
   const holders: { at: number; holder: string }[] = [];
   let running = true;
@@ -537,7 +535,6 @@ async function failover(cluster: Cluster): Promise<void> {
       for (let r = 0; r < replicas.length; r += 1) {
         if (replicas[r]!.child.exitCode === null) continue;
         exits.push(replicas[r]!.child.exitCode!);
-        exitedAt.push(Date.now());
         deaths.push({ at: Date.now(), name: names[r]! });
         names[r] = `replica-${r}-r${exits.length}`;
         replicas[r] = await startSweeper(args, { POD_NAME: names[r]! });
@@ -637,7 +634,6 @@ async function failover(cluster: Cluster): Promise<void> {
         due: [...due],
         claimed: [...claimed],
         kills,
-        exitedAt,
         deaths,
         holders,
         written: [...written],

@@ -161,6 +161,11 @@ export class LeaderElector {
     return written !== false;
   }
 
+  /** The holder last read, when it is not this process (nor nobody). */
+  private otherHolder(): string | undefined {
+    return this.lastHolder !== '' && this.lastHolder !== this.deps.identity ? this.lastHolder : undefined;
+  }
+
   private wrote(spec: LeaseSpec, resourceVersion: string | undefined, nowMs: number): void {
     this.seen = { fingerprint: fingerprint(spec), atMs: nowMs };
     // The holder is now this process: a renewal that fails later is not "another holder seen".
@@ -221,7 +226,7 @@ export class LeaderElector {
       logger.error('lost the lease: stopping at once, abandoning the writes in flight', {
         lease,
         renewDeadlineMs: timings.renewDeadlineMs,
-        holder: this.lastHolder === this.deps.identity ? undefined : this.lastHolder || undefined,
+        holder: this.otherHolder(),
       });
       onLost?.();
     });
@@ -260,7 +265,7 @@ export class LeaderElector {
 
   /** Runs `lead` and renews every retry period; false when the lease was lost. */
   private async leadWhileRenewing(lead: (signal: AbortSignal) => Promise<void>, stop: AbortSignal, lost: () => void): Promise<boolean> {
-    const { timings, identity } = this.deps;
+    const { timings } = this.deps;
     const leading = new AbortController();
     const stopLeading = () => leading.abort();
     stop.addEventListener('abort', stopLeading, { once: true });
@@ -278,7 +283,7 @@ export class LeaderElector {
       const sentAtMs = this.deps.monotonicMs();
       const leftMs = (this.renewedAtMs ?? sentAtMs) + timings.renewDeadlineMs - sentAtMs;
       if (await this.attempt('renew', Math.max(leftMs, 1))) this.renewedAtMs = sentAtMs;
-      else if (this.lastHolder !== '' && this.lastHolder !== identity) held = false;
+      else if (this.otherHolder() !== undefined) held = false;
       else if (this.deps.monotonicMs() - (this.renewedAtMs ?? 0) >= timings.renewDeadlineMs) held = false;
       if (!held) {
         lost();
