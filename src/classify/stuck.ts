@@ -75,6 +75,22 @@ function podFallback(pod: V1Pod): Date | undefined {
   return toDate(pod.status?.startTime) ?? toDate(pod.metadata?.creationTimestamp);
 }
 
+/**
+ * The longest a pod's first sandbox may take to come up and still be waited for: no container
+ * pulls before its sandbox is up, but the kubelet sets `PodReadyToStartContainers` True again,
+ * later, when it recreates the sandbox, so the clock trusts the condition's time only this long
+ * after the pod's start. Also the most such a reset moves the clock (docs/clock.md).
+ */
+export const SANDBOX_SET_UP_BOUND_MS = 30_000;
+
+/** Since when the pod's sandbox is up, at most SANDBOX_SET_UP_BOUND_MS after the pod's start. */
+function sandboxUpSince(pod: V1Pod): Date | undefined {
+  const up = trueSince(pod, 'PodReadyToStartContainers');
+  const start = podFallback(pod);
+  if (!up || !start) return up;
+  return earliest(up, new Date(start.getTime() + SANDBOX_SET_UP_BOUND_MS));
+}
+
 /** The earliest start of these containers that their statuses still show (current or last state). */
 function earliestStart(statuses: readonly V1ContainerStatus[] | undefined): Date | undefined {
   let out: Date | undefined;
@@ -185,23 +201,21 @@ function slotsOf(pod: V1Pod): Slot[] {
 }
 
 /**
- * When this container's turn to pull came, from pod status only, on anchors that a condition
- * reset cannot move later (docs/clock.md):
- * - regular: the pod `Initialized` (or a regular container started), else `status.startTime`,
- *   else `creationTimestamp`;
- * - init/sidecar: the previous init container's `finishedAt` (sidecar: `startedAt`), else
- *   `status.startTime`, else `creationTimestamp`;
+ * When this container's turn to pull came, from pod status only (docs/clock.md), the latest of:
+ * - its turn in the pod: regular, the pod `Initialized` (or a regular container started);
+ *   init/sidecar, the previous init container's `finishedAt` (sidecar: `startedAt`); else
+ *   `status.startTime`, else `creationTimestamp`; each at the earliest the status shows, so that
+ *   a reset cannot move it later;
+ * - the sandbox up (`PodReadyToStartContainers`), trusted up to SANDBOX_SET_UP_BOUND_MS after the
+ *   pod's start, so that a reset moves the clock at most that much, and only later;
  * - a container restarted in place: its last exit (plus the kubelet's longest crash back-off
- *   after any exit but the first), when that is later.
- * `PodReadyToStartContainers` is not an anchor: the kubelet resets it when it recreates the
- * sandbox (Kubernetes 1.38 conformance), and it never turns True before `Initialized` of a pod
- * without init containers by more than the sandbox's set-up.
+ *   after any exit but the first).
  */
 function pullStartedAt(pod: V1Pod, slot: Slot): Date | undefined {
   const base =
     (slot.kind === 'regular' ? initializedSince(pod) : predecessorDone(slot.previous?.kind, slot.previous?.status)) ?? podFallback(pod);
   if (!base) return undefined;
-  return latest(base, restartPullFrom(slot.status));
+  return latest(base, sandboxUpSince(pod), restartPullFrom(slot.status));
 }
 
 /** Only the `imagepull-sweeper/` annotations of a pod (its owner's controls and the sweeper's marks), if any. */

@@ -2,10 +2,14 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { V1Container, V1ContainerStatus, V1Pod, V1PodCondition } from '@kubernetes/client-node';
 import { controllerOf, findStuckContainers, isActivePod, toDate } from '../../src/classify/index.ts';
-import { MAX_CRASH_BACK_OFF_MS } from '../../src/classify/stuck.ts';
+import { MAX_CRASH_BACK_OFF_MS, SANDBOX_SET_UP_BOUND_MS } from '../../src/classify/stuck.ts';
 import { REAL_NODE, REAL_NODES, recordedPod, recordedMessage } from './real-node.ts';
 
 const T = (minute: number): Date => new Date(Date.UTC(2025, 0, 1, 12, minute, 0));
+/** `seconds` after the test pods' start (status.startTime T(1)). */
+const AFTER_START = (seconds: number): Date => new Date(T(1).getTime() + seconds * 1000);
+/** The latest the clock trusts a sandbox's set-up: SANDBOX_SET_UP_BOUND_MS after T(1). */
+const BOUND = new Date(T(1).getTime() + SANDBOX_SET_UP_BOUND_MS);
 
 // What the real kubelet wrote on the test node (test/fixtures/real-node-statuses.json).
 const NOT_FOUND = recordedMessage('tag-missing', 'ErrImagePull');
@@ -254,12 +258,28 @@ describe('findStuckContainers: stuckSince for a regular container', () => {
   it('uses Initialized True', () => {
     assert.deepEqual(since({ conditions: [cond('PodScheduled', T(0)), cond('Initialized', T(2))] }), T(2));
   });
-  it('uses Initialized, not PodReadyToStartContainers (which a sandbox recreation resets)', () => {
-    assert.deepEqual(since({ conditions: [cond('Initialized', T(2)), cond('PodReadyToStartContainers', T(3))] }), T(2));
+  it('no container pulls before its sandbox is up: the later of Initialized and PodReadyToStartContainers', () => {
+    const conditions = [cond('Initialized', T(1)), cond('PodReadyToStartContainers', AFTER_START(6))];
+    assert.deepEqual(since({ conditions }), AFTER_START(6));
     assert.deepEqual(since({ conditions: [cond('PodReadyToStartContainers', T(2)), cond('Initialized', T(4))] }), T(4));
   });
-  it('without Initialized True falls back to startTime, never to PodReadyToStartContainers', () => {
-    assert.deepEqual(since({ conditions: [cond('Initialized', T(9), 'False'), cond('PodReadyToStartContainers', T(3))] }), T(1));
+  it('a sandbox up later than the bound after the start (recreated, or slow) counts from the bound', () => {
+    assert.equal(SANDBOX_SET_UP_BOUND_MS, 30_000);
+    assert.deepEqual(since({ conditions: [cond('Initialized', T(1)), cond('PodReadyToStartContainers', T(3))] }), BOUND);
+    assert.deepEqual(since({ conditions: [cond('Initialized', T(1)), cond('PodReadyToStartContainers', AFTER_START(30))] }), BOUND);
+    assert.deepEqual(
+      since({ conditions: [cond('Initialized', T(1)), cond('PodReadyToStartContainers', AFTER_START(29))] }),
+      AFTER_START(29),
+    );
+  });
+  it('a sandbox that is not up (the condition False, or a kubelet without it) does not move the clock', () => {
+    const down = [cond('Initialized', T(1)), cond('PodReadyToStartContainers', AFTER_START(20), 'False')];
+    assert.deepEqual(since({ conditions: down }), T(1));
+    assert.deepEqual(since({ conditions: [cond('Initialized', T(1))] }), T(1));
+  });
+  it('without Initialized True falls back to startTime, or the sandbox within its bound', () => {
+    assert.deepEqual(since({ conditions: [cond('Initialized', T(9), 'False'), cond('PodReadyToStartContainers', T(3))] }), BOUND);
+    assert.deepEqual(since({ conditions: [cond('Initialized', T(9), 'False')] }), T(1));
   });
   it('an Initialized reset and set again does not move it: a regular container already started then', () => {
     const earlier = running('sidecar-ish', T(3));
@@ -314,12 +334,11 @@ describe('findStuckContainers: stuckSince for init and sidecar containers', () =
     });
   const sinceOf = (p: V1Pod, name: string): Date | undefined => findStuckContainers(p).find((s) => s.container === name)?.stuckSince;
 
-  it("the first init container starts at the pod's start, not at PodReadyToStartContainers", () => {
-    const p = initPod({
-      initStatuses: [waiting('first', 'ErrImagePull'), waiting('second', 'PodInitializing')],
-      conditions: [cond('Initialized', T(9), 'False'), cond('PodReadyToStartContainers', T(2))],
-    });
-    assert.deepEqual(sinceOf(p, 'first'), T(1));
+  it('the first init container starts when the sandbox is up, trusted up to the bound after the start', () => {
+    const initStatuses = [waiting('first', 'ErrImagePull'), waiting('second', 'PodInitializing')];
+    const up = (at: Date) => [cond('Initialized', T(9), 'False'), cond('PodReadyToStartContainers', at)];
+    assert.deepEqual(sinceOf(initPod({ initStatuses, conditions: up(AFTER_START(5)) }), 'first'), AFTER_START(5));
+    assert.deepEqual(sinceOf(initPod({ initStatuses, conditions: up(T(2)) }), 'first'), BOUND);
   });
   it('the first init container falls back to startTime, then creationTimestamp', () => {
     const initStatuses = [waiting('first', 'ErrImagePull'), waiting('second', 'PodInitializing')];
@@ -338,7 +357,7 @@ describe('findStuckContainers: stuckSince for init and sidecar containers', () =
       initStatuses: [terminated('first', undefined), waiting('second', 'ErrImagePull')],
       conditions: [cond('PodReadyToStartContainers', T(2))],
     });
-    assert.deepEqual(sinceOf(p, 'second'), T(1));
+    assert.deepEqual(sinceOf(p, 'second'), BOUND);
     const q = initPod({ initStatuses: [terminated('first', undefined), waiting('second', 'ErrImagePull')], startTime: undefined });
     assert.deepEqual(sinceOf(q, 'second'), T(0));
   });
@@ -364,7 +383,7 @@ describe('findStuckContainers: stuckSince for init and sidecar containers', () =
       [['setup', 'init', T(4)]],
     );
   });
-  it('after a restarted sidecar: falls back, its startedAt is too late', () => {
+  it('after a restarted sidecar: falls back to the start or the sandbox, its startedAt is too late', () => {
     const p = pod({
       initContainers: [
         { name: 'proxy', image: 'proxy:1', restartPolicy: 'Always' },
@@ -374,7 +393,7 @@ describe('findStuckContainers: stuckSince for init and sidecar containers', () =
       statuses: [waiting('main', 'PodInitializing')],
       conditions: [cond('PodReadyToStartContainers', T(2))],
     });
-    assert.deepEqual(findStuckContainers(p)[0]?.stuckSince, T(1));
+    assert.deepEqual(findStuckContainers(p)[0]?.stuckSince, BOUND);
   });
   it('a sidecar after an init container starts when that one finished', () => {
     const p = pod({
@@ -497,11 +516,12 @@ describe('findStuckContainers on pods recorded from the real node', () => {
         assert.equal(s!.reason, reason);
         assert.equal(s!.image, c.image);
         assert.equal(s!.pullClass, c.expectedClass);
-        // No init container ran before it: the clock starts when the kubelet took the pod on, the
-        // sandbox's set-up (seconds) before PodReadyToStartContainers.
+        // No init container ran before it: the clock starts when the sandbox was up, its set-up
+        // (seconds, within the bound) after the kubelet took the pod on.
         const started = c.containerKind === 'regular' ? trueAt(p, 'Initialized') : new Date(p.status!.startTime!);
-        assert.deepEqual(s!.stuckSince, started);
-        const setUp = trueAt(p, 'PodReadyToStartContainers').getTime() - started.getTime();
+        const sandbox = trueAt(p, 'PodReadyToStartContainers');
+        assert.deepEqual(s!.stuckSince, sandbox);
+        const setUp = sandbox.getTime() - started.getTime();
         assert.ok(setUp >= 0 && setUp <= 20_000, `the sandbox took ${setUp} ms`);
       });
     }
@@ -542,10 +562,10 @@ describe('findStuckContainers: class stalled, on pods recorded from the real nod
   };
   /** When each recorded container's turn came: the clock the SPEC gives stalled. */
   const CLOCK: Record<string, (p: V1Pod) => Date> = {
-    stalled: (p) => trueAt(p, 'Initialized'),
-    'stalled-init': (p) => new Date(p.status!.startTime!),
-    'stalled-sidecar': (p) => new Date(p.status!.startTime!),
-    'stalled-first-of-two-init': (p) => new Date(p.status!.startTime!),
+    stalled: (p) => trueAt(p, 'PodReadyToStartContainers'),
+    'stalled-init': (p) => trueAt(p, 'PodReadyToStartContainers'),
+    'stalled-sidecar': (p) => trueAt(p, 'PodReadyToStartContainers'),
+    'stalled-first-of-two-init': (p) => trueAt(p, 'PodReadyToStartContainers'),
     'stalled-after-init': (p) => trueAt(p, 'Initialized'),
     'stalled-second-init': (p) => finishedAt(p, 'setup'),
   };
@@ -634,16 +654,18 @@ describe('the stuck clock survives a reset (a condition set False, then True aga
 
   for (const fixture of REAL_NODES) {
     for (const id of ['tag-missing', 'init-container', 'sidecar', 'auth-no-secret']) {
-      it(`${fixture.runtime}: ${id}, PodReadyToStartContainers moved an hour later: the same stuckSince`, () => {
+      it(`${fixture.runtime}: ${id}, PodReadyToStartContainers moved an hour later: the clock stays at the bound`, () => {
         const p = recordedPod(id, 'ImagePullBackOff', fixture);
         const before = findStuckContainers(p)[0]!.stuckSince;
         const after = findStuckContainers(sandboxRecreated(p, HOUR))[0]!.stuckSince;
-        assert.deepEqual(after, before);
+        const bound = new Date(new Date(p.status!.startTime!).getTime() + SANDBOX_SET_UP_BOUND_MS);
+        assert.deepEqual(after, bound);
+        assert.ok(after.getTime() - before.getTime() <= SANDBOX_SET_UP_BOUND_MS, 'moved less than the bound');
       });
     }
   }
 
-  it('after the init containers ran again in the new sandbox (Initialized moved too): the first run still counts', () => {
+  it('after the init containers ran again in the new sandbox (Initialized moved too): the first run still counts, up to the bound', () => {
     const p = structuredClone(REAL_NODE.clock);
     const before = findStuckContainers(p)[0]!.stuckSince;
     const q = sandboxRecreated(p, HOUR);
@@ -656,14 +678,17 @@ describe('the stuck clock survives a reset (a condition set False, then True aga
     setup.restartCount = 1;
     const after = findStuckContainers(q);
     assert.equal(after[0]?.container, 'main');
-    assert.deepEqual(after[0]?.stuckSince, before);
+    const bound = new Date(p.status!.startTime!).getTime() + SANDBOX_SET_UP_BOUND_MS;
+    assert.equal(after[0]!.stuckSince.getTime(), Math.max(before.getTime(), bound));
   });
 
-  it('a reset while the pod is stuck never makes it younger, however far the condition moves', () => {
+  it('a reset while the pod is stuck moves the clock less than the bound, however far the condition moves, and never earlier', () => {
     const p = recordedPod('tag-missing', 'ErrImagePull');
     const before = findStuckContainers(p)[0]!.stuckSince.getTime();
+    const bound = new Date(p.status!.startTime!).getTime() + SANDBOX_SET_UP_BOUND_MS;
     for (const ms of [1, 1_000, 60_000, 24 * HOUR]) {
-      assert.ok(findStuckContainers(sandboxRecreated(p, ms))[0]!.stuckSince.getTime() <= before, String(ms));
+      const after = findStuckContainers(sandboxRecreated(p, ms))[0]!.stuckSince.getTime();
+      assert.ok(after >= before && after <= bound, String(ms));
     }
   });
 });

@@ -174,8 +174,9 @@ describe('the pod cache', () => {
     assert.ok(a.capacity);
     assert.equal(a.capacity, b.capacity, 'one capacity for the same requests since the same time');
     const later = ofJob(recorded('repo-missing', 'ImagePullBackOff'), 'c');
-    for (const c of later.status!.conditions ?? [])
-      if (c.lastTransitionTime) c.lastTransitionTime = new Date(Date.parse(String(c.lastTransitionTime)) + 60_000);
+    const minuteLater = (t: Date | string) => new Date(Date.parse(String(t)) + 60_000);
+    for (const c of later.status!.conditions ?? []) if (c.lastTransitionTime) c.lastTransitionTime = minuteLater(c.lastTransitionTime);
+    later.status!.startTime = minuteLater(later.status!.startTime!);
     h.event('ADDED', later);
     const c = cache.podsOf('job-c')[0]!;
     assert.equal(c.stuck[0]!.stuckSince.getTime(), a.stuck[0]!.stuckSince.getTime() + 60_000, 'its own time, not a shared one');
