@@ -1,4 +1,4 @@
-// npm run bench:bad-day -- --scenario outage|takeover|refused|policy|failover [--stuck 20000] [--minutes 10] [--faults 0.3] [--mode watch|periodic|both]
+// npm run bench:bad-day -- --scenario outage|startup|takeover|refused|policy|failover [--stuck 20000] [--minutes 10] [--faults 0.3] [--mode watch|periodic|both] [--starts 5]
 //
 // `run --watch` on the days that matter, on the bundled control plane (docs/performance.md, "The
 // watch on a bad day"). Prints figures, asserts nothing; one run per invocation (take the median
@@ -12,6 +12,8 @@
 //   audit lines, and the decisive Jobs' first write after grace (all of them, and those created
 //   once the sweeper was ready: the watch's cache synced, the periodic mode's first sweep
 //   scheduled); `--mode` runs one mode only.
+// - startup: the outage's cluster, `run --watch` started `--starts` times (default 5), a decisive
+//   Job created as each starts: time to the cache synced, and that Job's first write after grace.
 // - takeover: 20,000 Pending pods (unscheduled) of which 1,000 are Jobs past grace; a follower
 //   `run --watch --leader-elect` with its cache synced while another identity holds the Lease;
 //   the Lease released: from the follower's acquireTime to its first write.
@@ -50,6 +52,10 @@ const MINUTES = Number(flag('minutes', '10'));
 const FAULT_RATE = Number(flag('faults', '0.3'));
 /** The outage's modes: `watch`, `periodic` or `both`. */
 const MODE = flag('mode', 'both');
+/** The start-up scenario's starts of the watch on one fill. */
+const STARTS = Number(flag('starts', '5'));
+/** The watch's line once its pod cache is synced. */
+const WATCH_READY = 'watching: the pod cache is synced';
 
 /** The shipped Deployment's NODE_OPTIONS (manifests/deployment/deployment.yaml). */
 const NODE_OPTIONS = ((): string => {
@@ -205,7 +211,16 @@ function stuck(
   });
 }
 
-async function outage(cluster: Cluster): Promise<void> {
+interface OutageFill {
+  decisiveNs: string;
+  policy: string;
+  /** Creates a decisive Job (stuck on "not found" at another registry, 5 s grace) and writes its stuck status once its pod exists. */
+  decisive(name: string, due: Map<string, number>, written: Map<string, number>): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** The outage's cluster: STUCK pods of Jobs in one registry's transient back-off, the kubelet's churn running. */
+async function fillOutage(cluster: Cluster): Promise<OutageFill> {
   const kc = cluster.kubeConfig;
   const raw = rawClient(kc);
   const core = kc.makeApiClient(CoreV1Api);
@@ -231,6 +246,35 @@ async function outage(cluster: Cluster): Promise<void> {
     }
   })();
   const batch = kc.makeApiClient(BatchV1Api);
+  return {
+    decisiveNs,
+    policy,
+    async decisive(name, due, written) {
+      const image = `other.registry.example/team/app:${name}`;
+      await batch.createNamespacedJob({ namespace: decisiveNs, body: jobManifest(name, image) });
+      void (async () => {
+        const [pod] = await waitForJobPods(core, decisiveNs, name);
+        written.set(name, Date.now());
+        // Its stuck clock starts when its sandbox was up: the stand-in writes that as now.
+        const stuckPod = await setImagePullStuck(core, decisiveNs, pod!.metadata!.name!, {
+          since: new Date(),
+          stuck: [{ container: 'main', reason: 'ErrImagePull', message: realPullMessage('tag-missing', image, 'ErrImagePull') }],
+        });
+        due.set(name, graceEnds(stuckPod));
+      })();
+    },
+    async stop() {
+      churning = false;
+      await churn;
+      raw.close();
+    },
+  };
+}
+
+async function outage(cluster: Cluster): Promise<void> {
+  const fill = await fillOutage(cluster);
+  const { decisiveNs, policy } = fill;
+  const kc = cluster.kubeConfig;
   const modes: [string, string[]][] = [
     ['watch', ['--watch', '--schedule', '*/2 * * * *']],
     ['periodic', ['--schedule', '*/2 * * * *']],
@@ -240,14 +284,12 @@ async function outage(cluster: Cluster): Promise<void> {
       const { claimed, stop: unwatch } = claimsIn(kc, [decisiveNs]);
       const s = await startSweeper([...args, '--policy-file', policy, '--kubeconfig', cluster.kubeconfigPath]);
       const due = new Map<string, number>();
-      // When each decisive Job's stuck status was written: its stuck clock starts at Initialized,
-      // 6 s earlier (the stand-in kubelet's recorded median), so its grace has run out before the
-      // sweeper can know it is stuck.
+      // When each decisive Job's stuck status was written.
       const written = new Map<string, number>();
       const created = new Map<string, number>();
       const started = Date.now();
       // Ready: the watch once its pod cache is synced, the periodic mode once it has scheduled its first sweep.
-      const readyLine = mode === 'watch' ? 'watching: the pod cache is synced' : 'next sweep scheduled';
+      const readyLine = mode === 'watch' ? WATCH_READY : 'next sweep scheduled';
       let readyAt: number | undefined;
       const readiness = setInterval(() => {
         if (readyAt === undefined && s.output().includes(readyLine)) readyAt = Date.now();
@@ -255,18 +297,8 @@ async function outage(cluster: Cluster): Promise<void> {
       let n = 0;
       while (Date.now() - started < MINUTES * 60_000) {
         const name = `${mode}-decisive-${n++}`;
-        const image = `other.registry.example/team/app:missing-${n}`;
         created.set(name, Date.now());
-        await batch.createNamespacedJob({ namespace: decisiveNs, body: jobManifest(name, image) });
-        void (async () => {
-          const [pod] = await waitForJobPods(core, decisiveNs, name);
-          written.set(name, Date.now());
-          const stuckPod = await setImagePullStuck(core, decisiveNs, pod!.metadata!.name!, {
-            since: new Date(),
-            stuck: [{ container: 'main', reason: 'ErrImagePull', message: realPullMessage('tag-missing', image, 'ErrImagePull') }],
-          });
-          due.set(name, graceEnds(stuckPod));
-        })();
+        await fill.decisive(name, due, written);
         await sleep(30_000);
       }
       const figures = await sweeperFigures(s);
@@ -287,9 +319,40 @@ async function outage(cluster: Cluster): Promise<void> {
       );
     }
   } finally {
-    churning = false;
-    await churn;
-    raw.close();
+    await fill.stop();
+  }
+}
+
+/** The watch started `--starts` times on one outage fill, a decisive Job created as each starts. */
+async function startups(cluster: Cluster): Promise<void> {
+  const fill = await fillOutage(cluster);
+  const ready: number[] = [];
+  const writes: number[] = [];
+  try {
+    for (let k = 0; k < STARTS; k++) {
+      const { claimed, stop: unwatch } = claimsIn(cluster.kubeConfig, [fill.decisiveNs]);
+      const args = ['--watch', '--schedule', '*/2 * * * *', '--policy-file', fill.policy, '--kubeconfig', cluster.kubeconfigPath];
+      const started = Date.now();
+      const s = await startSweeper(args);
+      const [due, written] = [new Map<string, number>(), new Map<string, number>()];
+      const name = `start-${k}`;
+      await fill.decisive(name, due, written);
+      await waitFor(() => s.output().includes(WATCH_READY), 120_000, 'the cache synced');
+      ready.push((Date.now() - started) / 1000);
+      await waitFor(() => claimed.has(`${fill.decisiveNs}/${name}`) && due.has(name), 120_000, 'the decisive Job claimed');
+      writes.push((claimed.get(`${fill.decisiveNs}/${name}`)! - due.get(name)!) / 1000);
+      console.log(
+        `start ${k + 1}: ready ${f2(ready.at(-1)!)} s after start, the decisive Job written ${f2(writes.at(-1)!)} s after its grace`,
+      );
+      await s.stop();
+      unwatch();
+    }
+    console.log(
+      `start-up (${STUCK} stuck, ${STARTS} starts): ready after start p50 ${f2(pct(ready, 50))} s (${ready.map(f2).join(', ')}); ` +
+        `the decisive Job's first write after grace p50 ${f2(pct(writes, 50))} s, max ${f2(Math.max(...writes))} s (${writes.map(f2).join(', ')})`,
+    );
+  } finally {
+    await fill.stop();
   }
 }
 
@@ -328,12 +391,7 @@ async function takeover(cluster: Cluster): Promise<void> {
   };
   const s = await startSweeper(leaderArgs(leaseNs, '--kubeconfig', cluster.kubeconfigPath));
   try {
-    await waitFor(
-      () => jsonLines(s.output()).some((l) => l.message === 'watching: the pod cache is synced'),
-      600_000,
-      'the follower synced',
-      200,
-    );
+    await waitFor(() => jsonLines(s.output()).some((l) => l.message === WATCH_READY), 600_000, 'the follower synced', 200);
     await sleep(10_000); // the pre-judgements
     holding = false;
     await renewing;
@@ -554,8 +612,8 @@ async function failover(cluster: Cluster): Promise<void> {
   })();
   const stopFaults = faults.begin();
   const due = new Map<string, number>();
-  // When each Job's stuck status was written: its stuck clock starts earlier (at Initialized, as
-  // on the real node), so its grace can run out before the sweeper can know it is stuck.
+  // When each Job's stuck status was written, and when a watch of the bench first saw it: the
+  // part of a figure before the sweeper can know, when a status lands after its grace.
   const written = new Map<string, number>();
   const landed = new Map<string, number>();
   try {
@@ -597,7 +655,7 @@ async function failover(cluster: Cluster): Promise<void> {
     const across: number[] = [];
     const lives: number[] = [];
     const livesSeen: number[] = [];
-    // The part of a lives figure no sweeper can shorten (the stuck status landed after grace), and the rest.
+    // The part of a lives figure no sweeper can shorten (a stuck status that landed after grace), and the rest.
     const statusLanded: number[] = [];
     const afterLanded: number[] = [];
     const acrossTaken: number[] = [];
@@ -670,7 +728,8 @@ async function main(): Promise<void> {
     else if (SCENARIO === 'refused') await refused(cluster);
     else if (SCENARIO === 'policy') await policyEdits(cluster);
     else if (SCENARIO === 'failover') await failover(cluster);
-    else throw new Error(`--scenario ${SCENARIO}: outage, takeover, refused, policy or failover`);
+    else if (SCENARIO === 'startup') await startups(cluster);
+    else throw new Error(`--scenario ${SCENARIO}: outage, startup, takeover, refused, policy or failover`);
   } finally {
     await cluster.stop();
   }
