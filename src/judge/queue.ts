@@ -81,6 +81,13 @@ export interface Carried {
 
 const sameCause = (m: StuckMemory, c: Pick<StuckContainer, 'image' | 'pullClass'>) => m.image === c.image && m.pullClass === c.pullClass;
 const sameInstant = (a: string | undefined, b: Date) => a !== undefined && new Date(a).getTime() === b.getTime();
+/**
+ * Still the admission the memory was written in: the same pod (a new admission has new pods,
+ * and a pod's stuck clock can move when its sandbox is recreated, docs/clock.md), or the same
+ * stuck time.
+ */
+const sameAdmission = (m: StuckMemory, c: Pick<StuckContainer, 'pod' | 'stuckSince'>) =>
+  (m.pod !== '' && m.pod === c.pod) || sameInstant(m.since, c.stuckSince);
 
 /**
  * The seconds and evictions of the admissions before this container's: none for another cause.
@@ -88,9 +95,12 @@ const sameInstant = (a: string | undefined, b: Date) => a !== undefined && new D
  * sweeps) counts from its container's stuck time to when the sweeper first saw it stuck: no
  * less than it surely lasted.
  */
-export function carriedFor(m: StuckMemory | undefined, c: Pick<StuckContainer, 'image' | 'pullClass' | 'stuckSince'>): Carried | undefined {
+export function carriedFor(
+  m: StuckMemory | undefined,
+  c: Pick<StuckContainer, 'image' | 'pullClass' | 'pod' | 'stuckSince'>,
+): Carried | undefined {
   if (!m || !sameCause(m, c)) return undefined;
-  if (m.since === undefined || sameInstant(m.since, c.stuckSince)) return { seconds: m.stuckSeconds, evictions: m.evictions };
+  if (m.since === undefined || sameAdmission(m, c)) return { seconds: m.stuckSeconds, evictions: m.evictions };
   return { seconds: m.stuckSeconds + missedSeconds(m), evictions: m.evictions + 1 };
 }
 

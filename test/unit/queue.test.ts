@@ -28,7 +28,7 @@ function memory(over: Partial<StuckMemory> = {}): StuckMemory {
     reason: 'ImagePullBackOff',
     container: 'main',
     containerKind: 'regular',
-    pod: 'q-pod-1',
+    pod: 'q-earlier-admission',
     message: 'Back-off pulling image "registry.example/app:missing": ErrImagePull: not found',
     stuckSeconds: 0,
     evictions: 0,
@@ -96,10 +96,21 @@ describe('a Job Kueue queues, while its pods are stuck', () => {
     const p = policy('defaults: { grace: { unknown: 5m } }');
     const open = memory({ pullClass: 'unknown', since: secondsAgo(500).toISOString(), seen: secondsAgo(460).toISOString() });
     const j = queuedJob('q', open);
-    const s = [stuckIn(j, { stuckSince: secondsAgo(30), image: CAUSE.image, pullClass: 'unknown' })];
+    const s = [stuckIn(j, { pod: 'q-pod-next', stuckSince: secondsAgo(30), image: CAUSE.image, pullClass: 'unknown' })];
     const d = judge({ stuck: s, ownerOf: ownersFor(s, [j]), namespaceLabels: new Map(), policy: p, now: NOW }).decisions[0]!;
     assert.equal(d.stuckSeconds, 70);
     assert.deepEqual([readStuckMemory(d.remember)?.stuckSeconds, readStuckMemory(d.remember)?.evictions], [40, 1]);
+  });
+
+  it('the same pod with its stuck clock moved (its sandbox recreated): the same admission, its time not carried twice', () => {
+    const p = policy('defaults: { grace: { unknown: 5m } }');
+    const open = memory({ pullClass: 'unknown', pod: 'q-moved', since: secondsAgo(100).toISOString(), seen: secondsAgo(60).toISOString() });
+    const j = queuedJob('q', open);
+    const s = [stuckIn(j, { pod: 'q-moved', stuckSince: secondsAgo(80), image: CAUSE.image, pullClass: 'unknown' })];
+    const d = judge({ stuck: s, ownerOf: ownersFor(s, [j]), namespaceLabels: new Map(), policy: p, now: NOW }).decisions[0]!;
+    assert.equal(d.stuckSeconds, 80);
+    const kept = readStuckMemory(d.remember);
+    assert.deepEqual([kept?.stuckSeconds, kept?.evictions, kept?.since], [0, 0, secondsAgo(80).toISOString()]);
   });
 
   it('a permanent cause already known when Kueue ended an admission: failed at once, whatever grace is left', () => {
@@ -139,7 +150,7 @@ describe('a Job Kueue suspended while stuck (judgeQueued)', () => {
     );
     assert.match(
       formatClaimMessage(d!),
-      /^regular container main of pod q-pod-1 waited 1m on image registry\.example\/app:missing \(class permanent/,
+      /^regular container main of pod q-earlier-admission waited 1m on image registry\.example\/app:missing \(class permanent/,
     );
   });
 
