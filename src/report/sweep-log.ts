@@ -3,15 +3,17 @@
 // failures did, and why a sweep changed nothing.
 import type winston from 'winston';
 import type { PolicyProblem } from '../policy/types.ts';
+import { SANDBOX_SET_UP_BOUND_MS } from '../classify/stuck.ts';
 import { SYSTEM_NAMESPACES } from '../policy/defaults.ts';
 import { formatProblem } from '../policy/problems.ts';
 
 const SANDBOX_CONDITION_MISSING =
   'the kubelet of these nodes writes no PodReadyToStartContainers condition (feature gate PodReadyToStartContainersCondition off, ' +
   'possible before Kubernetes 1.37): pulls that hang without an error are not detected on them, and the stuck time of a pull error counts from before its sandbox was up';
-const SANDBOX_WAIT_WARN_MS = 30_000;
+// The longest a sandbox's set-up is taken as normal: the stuck clock's bound too (docs/clock.md).
+const SANDBOX_WAIT_WARN_MS = SANDBOX_SET_UP_BOUND_MS;
 const SANDBOX_NOT_READY =
-  'pods have waited over 30 s for their sandbox (PodReadyToStartContainers False) with containers still to be created: either the sandbox ' +
+  `pods have waited over ${SANDBOX_WAIT_WARN_MS / 1000} s for their sandbox (PodReadyToStartContainers False) with containers still to be created: either the sandbox ` +
   'does not come up, or, on a kubelet before Kubernetes 1.36 (which marks the sandbox ready only after the image pull), their pull hangs ' +
   'without an error; the sweeper cannot tell which and does not act on them';
 export const NO_SERVER_DATE =
