@@ -7,6 +7,7 @@ import { HttpMethod, RequestContext, type KubeConfig } from '@kubernetes/client-
 import { packageVersion } from '../version.ts';
 import { ApiStatusError } from './errors.ts';
 import type { RateLimiter } from './rate-limit.ts';
+import { decodeStatus, FrameSplitter, PROTOBUF, unwrap } from './protobuf.ts';
 import { parseHttpDate, type ServerDate } from './server-clock.ts';
 
 /** Sockets kept open per agent; the sweep's reads and writes stay well below this. */
@@ -59,6 +60,8 @@ export interface ClientSettings {
 export interface WatchOptions {
   accept?: string;
   onEvent: (event: unknown) => void;
+  /** Reads one frame of a protobuf watch (asked for in `accept`) as the JSON watch's event. */
+  decodeFrame?: (frame: Buffer) => unknown;
   /** Gives up on a connection that sends nothing for this long. */
   idleTimeoutMs: number;
   /** Ends the watch (resolves). */
@@ -162,60 +165,61 @@ export function createKubeHttp(
     }
     const startedMs = onResponse ? monotonicMs() : 0;
     const observe = (status: number) => onResponse?.(method, status, (monotonicMs() - startedMs) / 1000);
-    const { status, body, responseHeaders } = await new Promise<{ status: number; body: string; responseHeaders: Record<string, string> }>(
-      (resolve, reject) => {
-        const failed = (error: unknown) => {
+    const { status, body, responseHeaders, bytes } = await new Promise<RawAnswer>((resolve, reject) => {
+      const failed = (error: unknown) => {
+        clearTimeout(deadline);
+        unwatch();
+        reject(error);
+      };
+      const abort = (signal: AbortSignal) => () => {
+        const why = abandoned(signal);
+        failed(why);
+        req.destroy(why);
+      };
+      const onFence = fence ? abort(fence) : undefined;
+      const onSignal = options.signal ? abort(options.signal) : undefined;
+      const unwatch = () => {
+        if (onFence) fence?.removeEventListener('abort', onFence);
+        if (onSignal) options.signal?.removeEventListener('abort', onSignal);
+      };
+      const req = transport.request(url, { method, headers, agent }, (res) => {
+        const receivedAtMs = monotonicMs();
+        noteWarnings(res.headers.warning);
+        const status = res.statusCode ?? 0;
+        const ok = status >= 200 && status <= 299;
+        // An answer nobody reads (a write's echo of the object) is drained, not kept.
+        const chunks: Buffer[] | undefined = ok && options.ignoreAnswer ? undefined : [];
+        res.on('data', (c: Buffer) => chunks?.push(c));
+        res.on('error', failed);
+        res.on('end', () => {
           clearTimeout(deadline);
           unwatch();
-          reject(error);
-        };
-        const abort = (signal: AbortSignal) => () => {
-          const why = abandoned(signal);
-          failed(why);
-          req.destroy(why);
-        };
-        const onFence = fence ? abort(fence) : undefined;
-        const onSignal = options.signal ? abort(options.signal) : undefined;
-        const unwatch = () => {
-          if (onFence) fence?.removeEventListener('abort', onFence);
-          if (onSignal) options.signal?.removeEventListener('abort', onSignal);
-        };
-        const req = transport.request(url, { method, headers, agent }, (res) => {
-          const receivedAtMs = monotonicMs();
-          noteWarnings(res.headers.warning);
-          const status = res.statusCode ?? 0;
-          const ok = status >= 200 && status <= 299;
-          // An answer nobody reads (a write's echo of the object) is drained, not kept.
-          const chunks: Buffer[] | undefined = ok && options.ignoreAnswer ? undefined : [];
-          res.on('data', (c: Buffer) => chunks?.push(c));
-          res.on('error', failed);
-          res.on('end', () => {
-            clearTimeout(deadline);
-            unwatch();
-            const responseHeaders: Record<string, string> = {};
-            if (!ok) for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) responseHeaders[k] = String(v);
-            const body = chunks ? Buffer.concat(chunks).toString('utf8') : '';
-            if (ok || fromApiServer(status, body)) noteDate(res.headers.date, receivedAtMs);
-            resolve({ status, body, responseHeaders });
-          });
+          const responseHeaders: Record<string, string> = {};
+          if (!ok) for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) responseHeaders[k] = String(v);
+          const bytes = chunks ? Buffer.concat(chunks) : undefined;
+          const protobuf = bytes !== undefined && (res.headers['content-type'] ?? '').startsWith(PROTOBUF);
+          // A protobuf answer is handed on as bytes; an error's Status is read as its JSON.
+          const body = !bytes ? '' : protobuf && !ok ? statusText(bytes) : protobuf && options.bytes ? '' : bytes.toString('utf8');
+          if (ok || fromApiServer(status, body)) noteDate(res.headers.date, receivedAtMs);
+          resolve({ status, body, responseHeaders, bytes: protobuf && ok ? bytes : undefined });
         });
-        // One timer cleared on the answer: AbortSignal.timeout costs a signal, a timer and a
-        // finalizer per request (its share of a large dry run's CPU: docs/performance.md).
-        const deadline = setTimeout(() => {
-          const timedOut = new DOMException(
-            `no answer to ${method} ${url.pathname} within ${options.timeoutMs ?? timeoutMs} ms`,
-            'TimeoutError',
-          );
-          unwatch();
-          reject(timedOut);
-          req.destroy(timedOut);
-        }, options.timeoutMs ?? timeoutMs);
-        if (onFence) fence?.addEventListener('abort', onFence, { once: true });
-        if (onSignal) options.signal?.addEventListener('abort', onSignal, { once: true });
-        req.on('error', failed);
-        req.end(payload);
-      },
-    ).catch((error: unknown) => {
+      });
+      // One timer cleared on the answer: AbortSignal.timeout costs a signal, a timer and a
+      // finalizer per request (its share of a large dry run's CPU: docs/performance.md).
+      const deadline = setTimeout(() => {
+        const timedOut = new DOMException(
+          `no answer to ${method} ${url.pathname} within ${options.timeoutMs ?? timeoutMs} ms`,
+          'TimeoutError',
+        );
+        unwatch();
+        reject(timedOut);
+        req.destroy(timedOut);
+      }, options.timeoutMs ?? timeoutMs);
+      if (onFence) fence?.addEventListener('abort', onFence, { once: true });
+      if (onSignal) options.signal?.addEventListener('abort', onSignal, { once: true });
+      req.on('error', failed);
+      req.end(payload);
+    }).catch((error: unknown) => {
       observe(0);
       throw error;
     });
@@ -223,6 +227,7 @@ export function createKubeHttp(
     if (status < 200 || status > 299) {
       throw new ApiStatusError(status, `HTTP ${status} for ${method} ${url.pathname}: ${body.slice(0, 500)}`, body, responseHeaders);
     }
+    if (options.bytes) return bytes ? { protobuf: bytes } : { json: body === '' ? undefined : (JSON.parse(body) as unknown) };
     return body === '' || options.ignoreAnswer ? undefined : (JSON.parse(body) as unknown);
   }
 
@@ -253,11 +258,12 @@ export function createKubeHttp(
         const status = res.statusCode ?? 0;
         observe(status);
         noteWarnings(res.headers.warning);
-        res.setEncoding('utf8');
         if (status < 200 || status > 299) {
-          let body = '';
-          res.on('data', (c: string) => (body += c));
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
           res.on('end', () => {
+            const bytes = Buffer.concat(chunks);
+            const body = (res.headers['content-type'] ?? '').startsWith(PROTOBUF) ? statusText(bytes) : bytes.toString('utf8');
             if (fromApiServer(status, body)) noteDate(res.headers.date, monotonicMs());
             const responseHeaders: Record<string, string> = {};
             for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) responseHeaders[k] = String(v);
@@ -267,18 +273,33 @@ export function createKubeHttp(
         }
         noteDate(res.headers.date, monotonicMs());
         options.onAccepted?.();
-        let partial = '';
-        res.on('data', (chunk: string) => {
-          armIdle();
-          const lines = (partial + chunk).split('\n');
-          partial = lines.pop() ?? '';
+        const frames = options.decodeFrame && (res.headers['content-type'] ?? '').startsWith(PROTOBUF) ? new FrameSplitter() : undefined;
+        const decodeFrame = options.decodeFrame;
+        const eachEvent = (handle: () => void) => {
           try {
-            for (const line of lines) if (line.trim() !== '') options.onEvent(JSON.parse(line) as unknown);
+            handle();
           } catch (error) {
             req.destroy();
             finish(error);
           }
-        });
+        };
+        if (frames && decodeFrame) {
+          res.on('data', (chunk: Buffer) => {
+            armIdle();
+            eachEvent(() => frames.push(chunk, (frame) => options.onEvent(decodeFrame(frame))));
+          });
+        } else {
+          res.setEncoding('utf8');
+          let partial = '';
+          res.on('data', (chunk: string) => {
+            armIdle();
+            const lines = (partial + chunk).split('\n');
+            partial = lines.pop() ?? '';
+            eachEvent(() => {
+              for (const line of lines) if (line.trim() !== '') options.onEvent(JSON.parse(line) as unknown);
+            });
+          });
+        }
         res.on('error', finish);
         res.on('end', () => finish());
       });
@@ -337,6 +358,29 @@ interface SendOptions {
   signal?: AbortSignal;
   /** This request's own timeout instead of the instance's (a short probe). */
   timeoutMs?: number;
+  /** A 2xx protobuf answer is returned as `{ protobuf: bytes }`, any other as `{ json }` (see `accept`). */
+  bytes?: boolean;
+}
+
+/** One answer as it came: its text (a protobuf error's Status as JSON), and a 2xx protobuf answer's bytes. */
+interface RawAnswer {
+  status: number;
+  body: string;
+  responseHeaders: Record<string, string>;
+  bytes: Buffer | undefined;
+}
+
+/** What a request with `bytes` answers. */
+export type Answer = { protobuf: Buffer } | { json: unknown };
+
+/** A protobuf error answer as the JSON Status the rest reads (or the bytes as text when they are not one). */
+function statusText(bytes: Buffer): string {
+  try {
+    const status = unwrap(bytes);
+    return JSON.stringify(decodeStatus(bytes, status.start, status.end));
+  } catch {
+    return bytes.toString('utf8');
+  }
 }
 
 /** The error of a request abandoned because `signal` aborted. */

@@ -5,7 +5,9 @@
 // event into its models and needs its fetch stack, which the bundle leaves out.
 import type { KubeConfig } from '@kubernetes/client-node';
 import { DEFAULT_REQUEST_TIMEOUT_MS } from './gateway.ts';
-import { createKubeHttp, type ClientSettings, type KubeHttp, type ResponseObserver } from './http.ts';
+import { createKubeHttp, type Answer, type ClientSettings, type KubeHttp, type ResponseObserver } from './http.ts';
+import { POD } from './pod-schema.ts';
+import { decodeList, decodeWatchEvent, PROTOBUF, type Schema } from './protobuf.ts';
 
 /** A collection as the watch asks for it: its path and field selector. */
 export interface Collection {
@@ -13,10 +15,13 @@ export interface Collection {
   fieldSelector?: string;
   /** How it is named in logs and errors, e.g. `pod watch`. */
   what: string;
+  /** Asked for in protobuf, read only as far as this schema (JSON when the answer is JSON). */
+  protobuf?: Schema;
 }
 
 export interface ListPage<T> {
-  items: T[];
+  /** Iterated once (a protobuf page is decoded item by item as it is). */
+  items: Iterable<T>;
   continueToken: string | undefined;
   resourceVersion: string;
 }
@@ -59,7 +64,7 @@ interface RawEvent {
 /** The Pending pods of one namespace, or of every namespace. */
 export function podCollection(namespace: string | undefined, fieldSelector: string): Collection {
   const path = namespace === undefined ? '/api/v1/pods' : `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods`;
-  return { path, fieldSelector, what: `pod watch ${namespace ?? '*'}` };
+  return { path, fieldSelector, what: `pod watch ${namespace ?? '*'}`, protobuf: POD };
 }
 
 /** The ServiceAccounts of one namespace, or of every namespace (healing's evidence, docs/policy.md "Healing"). */
@@ -103,10 +108,11 @@ export function createWatchGateway(
       { limit, continueToken, signal }: { limit?: number; continueToken?: string; signal?: AbortSignal },
     ) {
       const query = { fieldSelector: collection.fieldSelector, limit, continue: continueToken };
-      const list = (await raw.getJson(collection.path, query, { signal })) as {
-        items?: T[] | null;
-        metadata?: { continue?: string; resourceVersion?: string };
-      };
+      const list = (
+        collection.protobuf
+          ? await listEither(raw, collection.path, query, collection.protobuf, signal)
+          : await raw.getJson(collection.path, query, { signal })
+      ) as { items?: Iterable<T> | null; metadata?: { continue?: string; resourceVersion?: string } };
       return {
         items: list.items ?? [],
         continueToken: list.metadata?.continue || undefined,
@@ -125,7 +131,11 @@ export function createWatchGateway(
         timeoutSeconds: opts.timeoutSeconds,
         fieldSelector: collection.fieldSelector,
       };
-      return watchEvents(raw, collection, query, opts, (type, object) => {
+      const schema = collection.protobuf;
+      const protobuf = schema
+        ? { accept: `${PROTOBUF};stream=watch, application/json`, decodeFrame: (f: Buffer) => decodeWatchEvent(f, schema) }
+        : {};
+      return watchEvents(raw, collection, query, opts, protobuf, (type, object) => {
         const resourceVersion = object.metadata?.resourceVersion ?? '';
         if (type === 'BOOKMARK') return onEvent({ type, resourceVersion });
         onEvent({ type: type as 'ADDED' | 'MODIFIED' | 'DELETED', object: object as T, resourceVersion });
@@ -140,6 +150,7 @@ async function watchEvents(
   collection: Collection,
   query: Record<string, string | number | undefined>,
   opts: WatchStream,
+  protobuf: { accept?: string; decodeFrame?: (frame: Buffer) => unknown },
   onObject: (type: string, object: NonNullable<RawEvent['object']>) => void,
 ): Promise<void> {
   let failure: Error | undefined;
@@ -148,6 +159,7 @@ async function watchEvents(
   opts.signal.addEventListener('abort', stop, { once: true });
   try {
     await raw.watch(collection.path, query, {
+      ...protobuf,
       idleTimeoutMs: opts.idleTimeoutMs,
       signal: ended.signal,
       onAccepted: opts.onAccepted,
@@ -173,4 +185,16 @@ async function watchEvents(
     opts.signal.removeEventListener('abort', stop);
   }
   if (failure) throw failure;
+}
+
+/** One page in protobuf (read as far as `schema`), or in JSON when the answer is JSON. */
+async function listEither(
+  raw: KubeHttp,
+  path: string,
+  query: Record<string, string | number | undefined>,
+  schema: Schema,
+  signal: AbortSignal | undefined,
+): Promise<unknown> {
+  const answer = (await raw.send('GET', path, { query, signal, accept: `${PROTOBUF}, application/json`, bytes: true })) as Answer;
+  return 'protobuf' in answer ? decodeList(answer.protobuf, schema) : answer.json;
 }

@@ -12,6 +12,7 @@ import { waitForJobPods } from '../support/kubelet.ts';
 import { nodeSkipReason, runtimeLabel, testNode, testRuntimes, type TestNodeHandle } from '../support/node.ts';
 import { nodePodSpec, observeReasons } from '../support/node-cases.ts';
 import { assertFailedBySweeper, policyFile, runSweep, waitForJobFailed } from '../support/sweeper.ts';
+import { assertProtobufReadsAsJson } from '../support/watch-protobuf.ts';
 import { registryHost } from '../../src/classify/index.ts';
 
 const skip = nodeSkipReason();
@@ -47,6 +48,7 @@ for (const runtime of testRuntimes())
         reasons: ['ErrImagePull'],
       });
       const waiting = seen.get('ErrImagePull')?.status?.containerStatuses?.find((s) => s.name === 'main')?.state?.waiting;
+      assert.equal(await assertProtobufReadsAsJson(env.kc, ns), 1, "the watch's protobuf reads the volume's pull as JSON has it");
       await new Promise((r) => setTimeout(r, 2_000));
 
       const run = await runSweep(env.kc, { namespaces: [ns], policy: FAST });

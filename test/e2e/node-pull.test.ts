@@ -32,6 +32,7 @@ import {
 import { crioCases, prepareCrioCases } from '../support/node-cases-crio.ts';
 import { startFaultRegistries, type FaultRegistries } from '../support/registry-faults.ts';
 import { policyFile, runSweep, type SweepRun } from '../support/sweeper.ts';
+import { assertProtobufReadsAsJson } from '../support/watch-protobuf.ts';
 
 const skip = nodeSkipReason();
 const env = useTestCluster();
@@ -183,6 +184,11 @@ for (const runtime of testRuntimes())
         assert.ok(!['failed', 'would-fail'].includes(line.outcome), 'a pod with no Job is reported, never acted on');
       });
     }
+
+    it("the watch's protobuf reads these pods as the API server's JSON has them", TIMEOUT, async () => {
+      const stuck = await assertProtobufReadsAsJson(env.kc, ns);
+      assert.ok(stuck >= Object.keys(causes).length / 2, `${stuck} stuck containers read in protobuf`);
+    });
 
     it('a pod whose image appears after a few failed pulls recovers and is never touched', TIMEOUT, async () => {
       const core = env.kc.makeApiClient(CoreV1Api);
