@@ -1,5 +1,6 @@
 // One collection listed, then watched from the list's resourceVersion, for as long as the signal
 // lives (client-go's reflector): the pods and the policy ConfigMap of `run --watch` both use it.
+// - The next page is asked for as soon as a page is in, and read while it is handled.
 // - A page that fails is asked again with the same continue token, so a fault on page 250 costs
 //   one page: first as the gateway retries a read (250 ms doubling, the server's Retry-After
 //   honoured), then with the back-off of a failed watch; a continue token that expired (410)
@@ -10,7 +11,7 @@
 //   second or more is resumed at once when it drops (only a watch failing quickly backs off).
 import { describeApiError, isRetryable } from '../kube/errors.ts';
 import { DEFAULT_RETRY_POLICY, retryDelayMs } from '../kube/retrying.ts';
-import { WatchExpiredError, type Collection, type WatchEvent, type WatchGateway } from '../kube/watch.ts';
+import { WatchExpiredError, type Collection, type ListPage, type WatchEvent, type WatchGateway } from '../kube/watch.ts';
 
 export type RestartReason = 'timeout' | 'dropped' | 'expired';
 
@@ -138,16 +139,27 @@ async function listAll<T>(
     let resourceVersion: string | undefined;
     let expired = false;
     let attempt = 0;
+    // The next page is asked for before this one is handled: the API server writes it meanwhile.
+    let asked: Promise<ListPage<T>> | undefined;
+    const ask = (token: string | undefined) =>
+      gateway.list<T>(collection, { limit: options.pageSize ?? 500, continueToken: token, signal });
     do {
       if (signal.aborted) return undefined;
       try {
         attempt += 1;
-        const page = await gateway.list<T>(collection, { limit: options.pageSize ?? 500, continueToken, signal });
+        const page = await (asked ?? ask(continueToken));
+        asked = undefined;
         attempt = 0;
         resourceVersion ??= page.resourceVersion;
+        if (page.continueToken !== undefined) {
+          asked = ask(page.continueToken);
+          // Its failure is met when it is awaited, as the next page's.
+          asked.catch(() => undefined);
+        }
         for (const item of page.items) handler.listed(item);
         continueToken = page.continueToken;
       } catch (error) {
+        asked = undefined;
         if (signal.aborted) return undefined;
         const failure = describeApiError(error);
         if (continueToken !== undefined && failure.status === 410) {

@@ -60,6 +60,47 @@ describe('the reflector', () => {
     ]);
   });
 
+  it('asks for the next page before it hands on this one, and hands a page on again when it failed half-way', async () => {
+    const events: string[] = [];
+    const stop = new AbortController();
+    const pages: Record<string, ListPage<string>> = {
+      first: { items: ['a', 'b'], continueToken: 'p2', resourceVersion: '10' },
+      p2: { items: ['c'], continueToken: 'p3', resourceVersion: '' },
+      p3: { items: ['d'], continueToken: undefined, resourceVersion: '' },
+    };
+    let failedOnce = false;
+    const gateway: WatchGateway = {
+      list: async <T>(_c: Collection, opts: { continueToken?: string }) => {
+        events.push(`ask ${opts.continueToken ?? 'first'}`);
+        const page = pages[opts.continueToken ?? 'first']!;
+        // Page p2 breaks on its first reading, after its first item (a page that cannot be decoded).
+        function* items(): Generator<string> {
+          for (const item of page.items) {
+            if (item === 'c' && !failedOnce) {
+              failedOnce = true;
+              yield item;
+              throw dropped();
+            }
+            yield item;
+          }
+        }
+        return { ...page, items: items() } as ListPage<T>;
+      },
+      async watch() {
+        stop.abort();
+      },
+      probeDate: async () => undefined,
+    };
+    const handler: ReflectorHandler<string> = {
+      listStarted: () => events.push('start'),
+      listed: (item) => events.push(item),
+      listEnded: () => events.push('end'),
+      event: () => undefined,
+    };
+    await reflect(gateway, COLLECTION, handler, { sleep: async () => undefined, random: () => 0 }, stop.signal);
+    assert.deepEqual(events, ['start', 'ask first', 'ask p2', 'a', 'b', 'ask p3', 'c', 'ask p2', 'ask p3', 'c', 'd', 'end']);
+  });
+
   it('asks a failed page again as the gateway retries a read, and only then backs off as after a failed watch', async () => {
     const stop = new AbortController();
     const sleeps: number[] = [];
