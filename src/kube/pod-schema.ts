@@ -1,7 +1,7 @@
 // The fields of a pod that the watch's cache reads (classify/, observe/kubelet-conditions.ts,
 // observe/pod-requests.ts), by their numbers in k8s.io/api core/v1 and apimachinery meta/v1
 // generated.proto; a pod decoded with it is the JSON pod with everything else left out.
-// test/e2e/watch-protobuf.test.ts checks it against the API server's JSON of the same pods.
+// test/support/watch-protobuf.ts checks it against the API server's JSON of the same real pods.
 import type { Schema } from './protobuf.ts';
 
 const OWNER_REFERENCE: Schema = {

@@ -159,18 +159,27 @@ const TYPE_META: Schema = { 1: { name: 'apiVersion', type: 'string' }, 2: { name
 /** An enveloped object's kind and the bounds of its own bytes. */
 export function unwrap(buf: Buffer, start = 0, end = buf.length): { kind: string; start: number; end: number } {
   if (end - start < MAGIC.length || MAGIC.some((b, i) => buf[start + i] !== b)) throw new ProtobufError('no k8s envelope');
-  const r = new Reader(buf, start + MAGIC.length, end);
   let kind = '';
-  let raw: [number, number] = [r.pos, r.pos];
+  let raw: [number, number] = [start + MAGIC.length, start + MAGIC.length];
+  eachBytesField(buf, start + MAGIC.length, end, (n, s, e) => {
+    if (n === 1) kind = ((decodeMessage(buf, TYPE_META, s, e).kind as string | undefined) ?? '').trim();
+    else if (n === 2) raw = [s, e];
+  });
+  return { kind, start: raw[0], end: raw[1] };
+}
+
+/** Each length-delimited field of a message, by number and bounds; the other fields skipped. */
+function eachBytesField(buf: Buffer, start: number, end: number, onField: (n: number, start: number, end: number) => void): void {
+  const r = new Reader(buf, start, end);
   while (r.pos < r.end) {
     const tag = r.varint();
-    if (tag === ((1 << 3) | WIRE_BYTES)) {
-      const [s, e] = r.bytes();
-      kind = ((decodeMessage(buf, TYPE_META, s, e).kind as string | undefined) ?? '').trim();
-    } else if (tag === ((2 << 3) | WIRE_BYTES)) raw = r.bytes();
-    else r.skip(tag & 7);
+    if ((tag & 7) !== WIRE_BYTES) {
+      r.skip(tag & 7);
+      continue;
+    }
+    const [s, e] = r.bytes();
+    onField(tag >>> 3, s, e);
   }
-  return { kind, start: raw[0], end: raw[1] };
 }
 
 const STATUS: Schema = {
@@ -203,17 +212,12 @@ export interface ListMeta {
  */
 export function decodeList<T>(buf: Buffer, item: Schema): { items: Iterable<T>; count: number; metadata: ListMeta } {
   const list = unwrap(buf);
-  const r = new Reader(buf, list.start, list.end);
   let metadata: ListMeta = {};
   const ranges: number[] = [];
-  while (r.pos < r.end) {
-    const tag = r.varint();
-    if (tag === ((1 << 3) | WIRE_BYTES)) {
-      const [s, e] = r.bytes();
-      metadata = decodeMessage(buf, LIST_META, s, e);
-    } else if (tag === ((2 << 3) | WIRE_BYTES)) ranges.push(...r.bytes());
-    else r.skip(tag & 7);
-  }
+  eachBytesField(buf, list.start, list.end, (n, s, e) => {
+    if (n === 1) metadata = decodeMessage(buf, LIST_META, s, e);
+    else if (n === 2) ranges.push(s, e);
+  });
   function* items(): Generator<T> {
     for (let i = 0; i < ranges.length; i += 2) yield decodeMessage(buf, item, ranges[i]!, ranges[i + 1]!) as T;
   }
@@ -222,26 +226,16 @@ export function decodeList<T>(buf: Buffer, item: Schema): { items: Iterable<T>; 
 
 /** One watch frame (without its length) as the JSON watch's event: `{type, object}`, an ERROR's object a Status. */
 export function decodeWatchEvent(frame: Buffer, object: Schema): { type?: string; object?: unknown } {
-  const r = new Reader(frame, 0, frame.length);
   let type: string | undefined;
   let raw: [number, number] | undefined;
-  while (r.pos < r.end) {
-    const tag = r.varint();
-    if (tag === ((1 << 3) | WIRE_BYTES)) {
-      const [s, e] = r.bytes();
-      type = frame.toString('utf8', s, e);
-    } else if (tag === ((2 << 3) | WIRE_BYTES)) {
-      const [s, e] = r.bytes();
-      const ext = new Reader(frame, s, e);
-      while (ext.pos < ext.end) {
-        const t = ext.varint();
-        if (t === ((1 << 3) | WIRE_BYTES)) raw = ext.bytes();
-        else ext.skip(t & 7);
-      }
-    } else r.skip(tag & 7);
-  }
+  eachBytesField(frame, 0, frame.length, (n, s, e) => {
+    if (n === 1) type = frame.toString('utf8', s, e);
+    // The object is a RawExtension: its raw (1) holds the enveloped object.
+    else if (n === 2) eachBytesField(frame, s, e, (m, rs, re) => void (m === 1 && (raw = [rs, re])));
+  });
   if (!raw) return { type };
-  const inner = unwrap(frame, raw[0], raw[1]);
+  const [rawStart, rawEnd] = raw;
+  const inner = unwrap(frame, rawStart, rawEnd);
   return {
     type,
     object: inner.kind === 'Status' ? decodeStatus(frame, inner.start, inner.end) : decodeMessage(frame, object, inner.start, inner.end),

@@ -34,7 +34,7 @@ export async function assertProtobufReadsAsJson(kc: KubeConfig, namespace: strin
     asJson.findIndex((q) => q.metadata?.uid === p.metadata?.uid && q.metadata?.resourceVersion === p.metadata?.resourceVersion);
   let compared = 0;
   let stuck = 0;
-  for (const pod of [...page.items]) {
+  for (const pod of page.items) {
     const i = sameRead(pod);
     if (i < 0) continue;
     assert.deepEqual(pod, expected[i], `${namespace}/${pod.metadata?.name} listed in protobuf`);
